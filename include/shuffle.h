@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shuffle.h - the public API of libshuffle-client.
+ *
+ * Application processes talk to their node's shuffled daemon through two
+ * shared-memory rings and one control socket.  Every call returns >= 0 on
+ * success or a negative errno (see shf_strerror()).  No call blocks forever
+ * unless the caller passed a timeout of -1.
+ */
+#ifndef SHUFFLE_H
+#define SHUFFLE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SHF_API_VERSION 1u
+
+/* shf_send() flags */
+#define SHF_NONBLOCK 0x1u /* return -EAGAIN instead of waiting for ring space */
+
+/* shf_flush() targets */
+#define SHF_FLUSH_ORIGIN 1u   /* the daemon has taken all my earlier records */
+#define SHF_FLUSH_REMOTE 2u   /* all my earlier records sit in their destination rings */
+#define SHF_FLUSH_DELIVERY 3u /* my delivery ring at call time has been consumed */
+
+struct shf_ctx; /* opaque */
+
+struct shf_opts {
+	unsigned version;        /* SHF_API_VERSION */
+	const char *socket_path; /* NULL: $SHF_SOCKET, else <runtime dir>/shuffled.sock */
+	const char *job;         /* NULL: $SHF_JOB, $SLURM_JOB_ID, $PMIX_NAMESPACE, else "default" */
+	int rank, world;         /* -1: from the launcher's environment */
+	uint32_t ring_bytes;     /* 0: daemon default; per direction, power of two */
+	int delivery_thread;     /* 1: callbacks on a library thread; 0: shf_poll() */
+	int timeout_ms;          /* open/flush/epoch; 0: default (60 s); -1: forever */
+};
+
+/*
+ * Delivery callback.  `data` points into the delivery ring and is valid only
+ * until the callback returns.  A callback that blocks holds back its
+ * senders (backpressure).  It may call shf_send() on the same context.
+ */
+typedef void (*shf_deliver_fn)(void *arg, int src, int dst, uint32_t type,
+			       const void *data, uint32_t len);
+
+/* Client-side counters, see shf_stats_get(). */
+struct shf_stats {
+	uint64_t sent_msgs;        /* records written into the send ring */
+	uint64_t sent_bytes;       /* their payload bytes */
+	uint64_t delivered_msgs;   /* callbacks returned */
+	uint64_t delivered_bytes;  /* their payload bytes */
+	uint64_t send_blocked_ns;  /* time shf_send() waited for ring space */
+	uint64_t send_eagain;      /* SHF_NONBLOCK sends that returned -EAGAIN */
+	uint64_t dropped_dead;     /* my records dropped: destination rank gone */
+	uint64_t dropped_down;     /* my records dropped: destination node down */
+	uint64_t flushes;          /* shf_flush() calls completed */
+	uint64_t epochs;           /* shf_epoch() calls completed */
+};
+
+void shf_opts_init(struct shf_opts *o);
+
+/* Connect, register, and wait until every rank of the job has registered.
+ * -ETIMEDOUT names the missing ranks in shf_error_detail(). */
+int shf_open(const struct shf_opts *o, shf_deliver_fn fn, void *arg, struct shf_ctx **ctx_p);
+
+/* Write-behind send of `len` bytes to rank `dst`.  Blocks while the send
+ * ring is full unless SHF_NONBLOCK (then -EAGAIN). -EMSGSIZE above the
+ * daemon's max_msg, -ESRCH for a rank outside the world. */
+int shf_send(struct shf_ctx *c, int dst, uint32_t type, const void *data, uint32_t len,
+	     unsigned flags);
+
+/* See SHF_FLUSH_*.  Returns 0, or -ESRCH / -EHOSTDOWN when records sent
+ * since the previous flush or epoch were dropped (rank gone / node down). */
+int shf_flush(struct shf_ctx *c, unsigned what, int timeout_ms);
+
+/* Collective over the job: returns once everything any rank sent before
+ * entering has been delivered (callback returned) at its destination. */
+int shf_epoch(struct shf_ctx *c, int timeout_ms);
+
+/* Poll mode (delivery_thread = 0): run callbacks for waiting records.
+ * Returns the number delivered, waiting up to timeout_ms for the first. */
+int shf_poll(struct shf_ctx *c, int timeout_ms);
+
+/* An fd that becomes readable when shf_poll() has work (poll mode). */
+int shf_event_fd(const struct shf_ctx *c);
+
+int shf_stats_get(struct shf_ctx *c, struct shf_stats *s);
+int shf_rank(const struct shf_ctx *c);
+int shf_world(const struct shf_ctx *c);
+
+/* Flush origin, detach, free.  NULL is fine. */
+int shf_close(struct shf_ctx *c);
+
+const char *shf_strerror(int r);
+
+/* A human-readable detail of the calling thread's last failed call
+ * (for example the missing ranks after -ETIMEDOUT), or "". */
+const char *shf_error_detail(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SHUFFLE_H */

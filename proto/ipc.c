@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/* proto/ipc.c - control message framing and validation. */
+#include "proto/ipc.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+_Static_assert(sizeof(struct shf_ipc_hdr) == 16, "ipc header is 16 bytes");
+_Static_assert(sizeof(struct shf_ipc_register) == 80, "register body");
+_Static_assert(sizeof(struct shf_ipc_flush_done) == 32, "flush_done body");
+_Static_assert(sizeof(struct shf_mark) == 16, "mark record");
+
+long shf_ipc_body_min(uint16_t type)
+{
+	switch (type) {
+	case SHF_IPC_HELLO: return sizeof(struct shf_ipc_hello);
+	case SHF_IPC_HELLO_OK: return sizeof(struct shf_ipc_hello_ok);
+	case SHF_IPC_REGISTER: return sizeof(struct shf_ipc_register);
+	case SHF_IPC_REGISTER_OK: return sizeof(struct shf_ipc_register_ok);
+	case SHF_IPC_READY: return sizeof(struct shf_ipc_ready);
+	case SHF_IPC_ERROR: return sizeof(struct shf_ipc_error) + 1;
+	case SHF_IPC_FLUSH_DONE: return sizeof(struct shf_ipc_flush_done);
+	case SHF_IPC_EPOCH: return sizeof(struct shf_ipc_epoch);
+	case SHF_IPC_EPOCH_DONE: return sizeof(struct shf_ipc_epoch_done);
+	case SHF_IPC_BYE: return 0;
+	case SHF_IPC_CTL: return sizeof(struct shf_ipc_ctl);
+	case SHF_IPC_CTL_REPLY: return sizeof(struct shf_ipc_ctl_reply);
+	default: return -1;
+	}
+}
+
+int shf_ipc_body_is_fixed(uint16_t type)
+{
+	return type != SHF_IPC_ERROR && type != SHF_IPC_CTL_REPLY;
+}
+
+int shf_ipc_check(const void *msg, size_t n)
+{
+	struct shf_ipc_hdr h;
+	if (n < sizeof(h) || n > SHF_IPC_MAX_MSG)
+		return -EBADMSG;
+	memcpy(&h, msg, sizeof(h));
+	if (h.magic != SHF_IPC_MAGIC)
+		return -EPROTO;
+	if (h.len != n || h.flags != 0)
+		return -EBADMSG;
+	long min = shf_ipc_body_min(h.type);
+	if (min < 0)
+		return -EBADMSG;
+	size_t body = n - sizeof(h);
+	if (body < (size_t)min || (shf_ipc_body_is_fixed(h.type) && body != (size_t)min))
+		return -EBADMSG;
+	if (h.type == SHF_IPC_ERROR && ((const char *)msg)[n - 1] != '\0')
+		return -EBADMSG; /* text must be terminated inside the datagram */
+	return 0;
+}
+
+int shf_ipc_job_ok(const char job[SHF_JOB_MAX])
+{
+	size_t n = strnlen(job, SHF_JOB_MAX);
+	if (n == 0 || n == SHF_JOB_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		char c = job[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      strchr("._:@+-", c)))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+int shf_ipc_send(int fd, uint16_t type, uint32_t id, const void *body, size_t blen,
+		 const int *fds, unsigned nfds)
+{
+	struct shf_ipc_hdr h = {SHF_IPC_MAGIC, type, 0, (uint32_t)(sizeof(h) + blen), id};
+	if (sizeof(h) + blen > SHF_IPC_MAX_MSG || nfds > SHF_IPC_MAX_FDS)
+		return -EMSGSIZE;
+	struct iovec iov[2] = {{&h, sizeof(h)}, {(void *)body, blen}};
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * SHF_IPC_MAX_FDS)];
+		struct cmsghdr align;
+	} u;
+	struct msghdr m = {.msg_iov = iov, .msg_iovlen = blen ? 2 : 1};
+	if (nfds) {
+		memset(&u, 0, sizeof(u));
+		m.msg_control = u.buf;
+		m.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	}
+	for (;;) {
+		ssize_t r = sendmsg(fd, &m, MSG_NOSIGNAL);
+		if (r >= 0)
+			return r == (ssize_t)h.len ? 0 : -EMSGSIZE;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+long shf_ipc_recv(int fd, void *buf, size_t cap, int *fds, unsigned *nfds)
+{
+	unsigned want = nfds ? *nfds : 0;
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * (SHF_IPC_MAX_FDS + 4))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {buf, cap};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			   .msg_controllen = sizeof(u.buf)};
+	ssize_t r;
+	do
+		r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	while (r < 0 && errno == EINTR);
+	if (nfds)
+		*nfds = 0;
+	if (r < 0)
+		return -errno;
+	/* collect fds first so none leaks whatever the verdict */
+	unsigned got = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			int f;
+			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (got < want)
+				fds[got++] = f;
+			else
+				close(f);
+		}
+	}
+	if (r == 0)
+		goto fail_eof;
+	if (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+		r = -EMSGSIZE;
+		goto fail;
+	}
+	int e = shf_ipc_check(buf, (size_t)r);
+	if (e) {
+		r = e;
+		goto fail;
+	}
+	if (nfds)
+		*nfds = got;
+	return r;
+fail_eof:
+fail:
+	for (unsigned i = 0; i < got; i++)
+		close(fds[i]);
+	return r;
+}

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * proto/ipc.h - control messages between a client (or shufflectl) and its
+ * node's daemon, over a SOCK_SEQPACKET UNIX socket.
+ *
+ * Every message is one datagram: a 16-byte header then a body.  Fields are
+ * host-endian (both ends are on the same host).  The receiver validates
+ * magic, total length and the exact body size of every fixed-size type
+ * (shf_ipc_check) before reading a field, and bounds every string.
+ *
+ * Sequence (client):
+ *   HELLO ->            <- HELLO_OK | ERROR(-EPROTO)
+ *   REGISTER ->         <- REGISTER_OK + fds | ERROR(-EEXIST/-EACCES/...)
+ *                       <- READY (world complete) | ERROR(-ETIMEDOUT, missing ranks)
+ *   (data flows through the rings)
+ *   MARK record in ring <- FLUSH_DONE      (SHF_FLUSH_REMOTE, and epoch phase 1)
+ *   EPOCH(phase 2) ->   <- EPOCH_DONE      (epoch barrier after delivery)
+ *   BYE ->              (clean close; or just close the socket)
+ * shufflectl:
+ *   HELLO -> HELLO_OK; CTL(cmd) -> CTL_REPLY* (chunks of JSON, last has more=0)
+ */
+#ifndef SHF_PROTO_IPC_H
+#define SHF_PROTO_IPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SHF_IPC_MAGIC 0x43464853u /* "SHFC" */
+#define SHF_IPC_VERSION 1u
+#define SHF_IPC_MAX_MSG 65536u /* largest datagram either side sends */
+#define SHF_JOB_MAX 64u        /* job name buffer, NUL included */
+#define SHF_IPC_MAX_FDS 4u
+
+enum shf_ipc_type {
+	SHF_IPC_HELLO = 1,       /* c->d struct shf_ipc_hello */
+	SHF_IPC_HELLO_OK,        /* d->c struct shf_ipc_hello_ok */
+	SHF_IPC_REGISTER,        /* c->d struct shf_ipc_register */
+	SHF_IPC_REGISTER_OK,     /* d->c struct shf_ipc_register_ok + SHF_IPC_REG_FDS fds */
+	SHF_IPC_READY,           /* d->c struct shf_ipc_ready */
+	SHF_IPC_ERROR,           /* d->c struct shf_ipc_error + NUL-terminated text */
+	SHF_IPC_FLUSH_DONE,      /* d->c struct shf_ipc_flush_done */
+	SHF_IPC_EPOCH,           /* c->d struct shf_ipc_epoch */
+	SHF_IPC_EPOCH_DONE,      /* d->c struct shf_ipc_epoch_done */
+	SHF_IPC_BYE,             /* c->d empty */
+	SHF_IPC_CTL,             /* c->d struct shf_ipc_ctl */
+	SHF_IPC_CTL_REPLY,       /* d->c struct shf_ipc_ctl_reply + text chunk */
+	SHF_IPC_TYPE_MAX
+};
+
+struct shf_ipc_hdr {
+	uint32_t magic; /* SHF_IPC_MAGIC */
+	uint16_t type;  /* enum shf_ipc_type */
+	uint16_t flags; /* zero */
+	uint32_t len;   /* header + body bytes == datagram size */
+	uint32_t id;    /* request id, echoed in replies */
+};
+
+struct shf_ipc_hello {
+	uint32_t version; /* SHF_IPC_VERSION of the client */
+	uint32_t pid;     /* informational */
+};
+
+struct shf_ipc_hello_ok {
+	uint32_t version;    /* agreed version */
+	uint32_t max_msg;    /* largest message payload the daemon accepts */
+	uint32_t ring_bytes; /* daemon default ring size */
+	uint32_t node;       /* this daemon's node id */
+};
+
+struct shf_ipc_register {
+	char job[SHF_JOB_MAX]; /* NUL-terminated, [A-Za-z0-9._:@+-]{1,63} */
+	int32_t rank;          /* 0 <= rank < world */
+	int32_t world;         /* 1 <= world <= SHF_WORLD_MAX */
+	uint32_t ring_bytes;   /* 0: default; else power of two within limits */
+	int32_t timeout_ms;    /* wait for the world: -1 forever, else >= 0 */
+};
+#define SHF_WORLD_MAX (1 << 24)
+
+/* fds that come with REGISTER_OK, in this order */
+enum shf_ipc_reg_fd {
+	SHF_FD_REGION = 0,   /* memfd of the region, sealed */
+	SHF_FD_DAEMON_BELL,  /* eventfd: client rings it (send data / delivery space) */
+	SHF_FD_DELIVER_BELL, /* eventfd: daemon rings it (delivery ring has data) */
+	SHF_FD_SPACE_BELL,   /* eventfd: daemon rings it (send ring has space) */
+	SHF_IPC_REG_FDS
+};
+
+struct shf_ipc_register_ok {
+	uint64_t region_bytes;
+	int32_t rank;
+	int32_t world;
+	uint32_t max_msg;
+	uint32_t reserved;
+};
+
+struct shf_ipc_ready {
+	int32_t world;
+	uint32_t nodes; /* nodes the job spans */
+};
+
+struct shf_ipc_error {
+	int32_t err; /* negative errno */
+	uint32_t reserved;
+	/* followed by NUL-terminated text (may be empty) */
+};
+
+/* Payload of a SHF_REC_MARK record in the send ring. */
+enum shf_mark_what {
+	SHF_MARK_FLUSH = 1, /* reply FLUSH_DONE once my earlier records are placed */
+	SHF_MARK_EPOCH = 2, /* same, and count me as entered in epoch phase 1 */
+	SHF_MARK_WHAT_MAX
+};
+struct shf_mark {
+	uint64_t id;   /* echoed in FLUSH_DONE / EPOCH_DONE */
+	uint32_t what; /* enum shf_mark_what */
+	uint32_t reserved;
+};
+
+struct shf_ipc_flush_done {
+	uint64_t id;           /* the mark's id */
+	uint64_t dropped_dead; /* my records dropped since the last report: rank gone */
+	uint64_t dropped_down; /* ... destination node down */
+	int32_t status;        /* 0, or negative errno (e.g. -ESRCH when a rank died
+	                          and the epoch cannot complete) */
+	uint32_t reserved;
+};
+
+struct shf_ipc_epoch {
+	uint64_t id;    /* epoch number, as for the mark */
+	uint32_t phase; /* 2: my delivery ring is drained */
+	uint32_t reserved;
+};
+
+struct shf_ipc_epoch_done {
+	uint64_t id;
+	uint32_t phase;
+	int32_t status; /* 0 or negative errno */
+};
+
+#define SHF_CTL_CMD_MAX 32u
+struct shf_ipc_ctl {
+	char cmd[SHF_CTL_CMD_MAX]; /* "status", "clients", ...; NUL-terminated */
+	uint32_t flags;            /* zero */
+	uint32_t reserved;
+};
+
+struct shf_ipc_ctl_reply {
+	int32_t status; /* 0 or negative errno */
+	uint32_t more;  /* 1: another chunk follows */
+	/* followed by text bytes (not NUL-terminated) up to the datagram end */
+};
+
+/* Body size a type must have: exact for fixed types, minimum for types
+ * with a trailing variable part.  -1 for unknown types. */
+long shf_ipc_body_min(uint16_t type);
+int shf_ipc_body_is_fixed(uint16_t type);
+
+/* Validate a received datagram of n bytes.  0, or -EBADMSG / -EPROTO. */
+int shf_ipc_check(const void *msg, size_t n);
+
+/* Check a job name: 1..63 chars of [A-Za-z0-9._:@+-], NUL-terminated in
+ * its buffer.  0 or -EINVAL. */
+int shf_ipc_job_ok(const char job[SHF_JOB_MAX]);
+
+/* Send one message with optional fds.  0 or negative errno. */
+int shf_ipc_send(int fd, uint16_t type, uint32_t id, const void *body, size_t blen,
+		 const int *fds, unsigned nfds);
+
+/* Receive one message into buf (cap bytes).  Received fds go to fds[]
+ * (*nfds in: capacity, out: count); any extra fds are closed.  Returns the
+ * datagram size (validated with shf_ipc_check), 0 on orderly EOF, or a
+ * negative errno (-EAGAIN if non-blocking and nothing waits). */
+long shf_ipc_recv(int fd, void *buf, size_t cap, int *fds, unsigned *nfds);
+
+#endif /* SHF_PROTO_IPC_H */

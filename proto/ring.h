@@ -1,0 +1,387 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * proto/ring.h - single-producer / single-consumer byte ring in shared memory.
+ *
+ * Variable-length records live in a power-of-two byte array.  Each record is
+ * an 8-byte header {len, kind} followed by `len` payload bytes, padded to
+ * 8 bytes.  A record never wraps: when it does not fit before the end of the
+ * array the producer writes a PAD record that covers the rest of the array
+ * and starts the record at offset 0.
+ *
+ * head and tail are free-running 64-bit byte counters on separate cache
+ * lines.  The producer owns head, the consumer owns tail.  Every atomic
+ * access is labelled with the edge it pairs with; docs/ring.md draws them:
+ *
+ *   [P1] producer: store-release head      pairs with [C1]
+ *   [C1] consumer: load-acquire head       pairs with [P1]
+ *   [C2] consumer: store-release tail      pairs with [P2]
+ *   [P2] producer: load-acquire tail       pairs with [C2]
+ *   [D1] waiter:   store wait flag; fence(seq_cst); re-load index
+ *   [D2] waker:    store index;     fence(seq_cst); load wait flag
+ *        D1/D2 are a Dekker pair: at least one side sees the other's store,
+ *        so either the waiter sees the new index or the waker sees the flag
+ *        and rings the eventfd.  No wake-up is lost.
+ *
+ * Trust: either side may be another process that scribbles on the shared
+ * control block or the data.  Each side keeps the geometry (size, mask,
+ * max_rec) in its own private struct, reads every record header exactly
+ * once into a local copy, and bounds every index and length before use.
+ * A violation sets r->err (negative errno) and is sticky; the owner then
+ * disconnects the peer.  Nothing here can read or write outside
+ * [data, data + size).
+ *
+ * Header-only: everything is static inline so the hot path has no calls.
+ */
+#ifndef SHF_PROTO_RING_H
+#define SHF_PROTO_RING_H
+
+#include <errno.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SHF_RING_CACHELINE 64u
+#define SHF_RING_ALIGN 8u             /* record alignment */
+#define SHF_RING_HDR_BYTES 8u         /* sizeof(struct shf_ring_rec) */
+#define SHF_RING_MIN_BYTES 4096u      /* smallest data array */
+#define SHF_RING_MAX_BYTES (1u << 30) /* largest data array: 1 GiB */
+
+/* Record kinds.  The ring itself only interprets SHF_REC_PAD. */
+enum shf_rec_kind {
+	SHF_REC_PAD = 0,  /* filler up to the end of the array; skip it */
+	SHF_REC_MSG = 1,  /* application message: struct shf_msg_hdr + data */
+	SHF_REC_MARK = 2, /* in-band marker (flush request), see proto/ipc.h */
+	SHF_REC_KIND_MAX
+};
+
+/* Record header as it sits in the ring (8 bytes, naturally aligned). */
+struct shf_ring_rec {
+	uint32_t len;  /* payload bytes that follow the header */
+	uint32_t kind; /* enum shf_rec_kind */
+};
+
+/*
+ * Shared control block.  Producer fields and consumer fields sit on
+ * separate cache lines so the two sides do not false-share their indices.
+ */
+struct shf_ring_ctl {
+	/* producer's line */
+	alignas(SHF_RING_CACHELINE) _Atomic uint64_t head; /* bytes published */
+	_Atomic uint32_t prod_wait; /* 1: producer sleeps until space frees */
+	uint32_t pad0;
+	/* consumer's line */
+	alignas(SHF_RING_CACHELINE) _Atomic uint64_t tail; /* bytes released */
+	_Atomic uint32_t cons_wait; /* 1: consumer sleeps until data comes */
+	uint32_t pad1;
+	alignas(SHF_RING_CACHELINE) char end[];
+};
+_Static_assert(sizeof(struct shf_ring_ctl) == 2 * SHF_RING_CACHELINE,
+	       "ring control block is two cache lines");
+_Static_assert(sizeof(struct shf_ring_rec) == SHF_RING_HDR_BYTES, "record header");
+
+/* One side's private view of a ring.  Never placed in shared memory. */
+struct shf_ring {
+	struct shf_ring_ctl *ctl; /* shared control block */
+	uint8_t *data;            /* shared data array */
+	uint64_t size;            /* private copy: bytes in data, power of two */
+	uint64_t mask;            /* size - 1 */
+	uint32_t max_rec;         /* private copy: largest payload accepted */
+	int err;                  /* sticky: 0 or negative errno */
+	uint64_t pos;  /* producer: end of reserved records; consumer: end of peeked ones */
+	uint64_t done; /* producer: last published head; consumer: last released tail */
+	uint64_t peer; /* cached peer index: producer caches tail, consumer head */
+};
+
+/* A record handed to the consumer, pointing into the ring (zero copy). */
+struct shf_ring_view {
+	const uint8_t *data; /* payload, valid until shf_ring_release() */
+	uint32_t len;        /* validated: <= max_rec */
+	uint32_t kind;       /* as written by the producer: validate before use */
+};
+
+static inline uint64_t shf_ring_rec_bytes(uint32_t len)
+{
+	return ((uint64_t)SHF_RING_HDR_BYTES + len + (SHF_RING_ALIGN - 1)) &
+	       ~(uint64_t)(SHF_RING_ALIGN - 1);
+}
+
+/* Largest payload a ring of `size` bytes can carry: a record plus the worst
+ * pad in front of it must fit in the array, so a record is <= size/2. */
+static inline uint32_t shf_ring_max_payload(uint64_t size)
+{
+	uint64_t m = size / 2 - SHF_RING_HDR_BYTES;
+	return m > UINT32_MAX ? UINT32_MAX : (uint32_t)m;
+}
+
+static inline bool shf_ring_size_ok(uint64_t size)
+{
+	return size >= SHF_RING_MIN_BYTES && size <= SHF_RING_MAX_BYTES &&
+	       (size & (size - 1)) == 0;
+}
+
+/*
+ * Bind a private view to a control block and data array.  `size` and
+ * `max_rec` come from the caller's own knowledge (the daemon's config, or a
+ * header it validated), never re-read from shared memory later.
+ * `zero` resets the shared indices (only the creator does that); otherwise
+ * the view starts at the shared indices, which are validated first.
+ */
+static inline int shf_ring_init(struct shf_ring *r, struct shf_ring_ctl *ctl,
+				void *data, uint64_t size, uint32_t max_rec, bool zero)
+{
+	if (!shf_ring_size_ok(size) || max_rec > shf_ring_max_payload(size))
+		return -EINVAL;
+	memset(r, 0, sizeof(*r));
+	r->ctl = ctl;
+	r->data = (uint8_t *)data;
+	r->size = size;
+	r->mask = size - 1;
+	r->max_rec = max_rec;
+	if (zero) {
+		atomic_store_explicit(&ctl->head, 0, memory_order_relaxed);
+		atomic_store_explicit(&ctl->tail, 0, memory_order_relaxed);
+		atomic_store_explicit(&ctl->prod_wait, 0, memory_order_relaxed);
+		atomic_store_explicit(&ctl->cons_wait, 0, memory_order_relaxed);
+		return 0;
+	}
+	uint64_t h = atomic_load_explicit(&ctl->head, memory_order_acquire); /* [C1] */
+	uint64_t t = atomic_load_explicit(&ctl->tail, memory_order_acquire); /* [P2] */
+	if (h - t > size || (h | t) % SHF_RING_ALIGN)
+		return -EPROTO;
+	return 0;
+}
+
+/* Start a producer view at the shared head (after shf_ring_init). */
+static inline void shf_ring_init_producer(struct shf_ring *r)
+{
+	r->pos = r->done = atomic_load_explicit(&r->ctl->head, memory_order_relaxed);
+	r->peer = atomic_load_explicit(&r->ctl->tail, memory_order_acquire); /* [P2] */
+}
+
+/* Start a consumer view at the shared tail (after shf_ring_init). */
+static inline void shf_ring_init_consumer(struct shf_ring *r)
+{
+	r->pos = r->done = r->peer =
+		atomic_load_explicit(&r->ctl->tail, memory_order_relaxed);
+}
+
+/* ---------------------------------------------------------------- producer */
+
+/* Bytes free as far as the producer knows; refreshes the cached tail. */
+static inline uint64_t shf_ring_prod_free(struct shf_ring *r)
+{
+	uint64_t t = atomic_load_explicit(&r->ctl->tail, memory_order_acquire); /* [P2] */
+	/* The consumer may be hostile: a tail ahead of what we published or
+	 * behind by more than the ring is corruption. */
+	if (r->done - t > r->size || t - r->peer > r->size) {
+		r->err = -EPROTO;
+		return 0;
+	}
+	r->peer = t;
+	return r->size - (r->pos - t);
+}
+
+/*
+ * Reserve a record of `len` payload bytes.  On success returns a pointer to
+ * the payload area (8-byte aligned) and the record becomes part of the next
+ * shf_ring_publish().  Returns NULL when the ring is full (r->err == 0) or
+ * the ring is broken (r->err < 0) or len exceeds max_rec (r->err untouched,
+ * caller validates len first).
+ */
+static inline void *shf_ring_reserve(struct shf_ring *r, uint32_t len, uint32_t kind)
+{
+	if (len > r->max_rec || r->err)
+		return NULL;
+	uint64_t need = shf_ring_rec_bytes(len);
+	uint64_t off = r->pos & r->mask;
+	uint64_t pad = (off + need > r->size) ? r->size - off : 0;
+	/* Fast path: the cached tail already shows enough room. */
+	if (r->size - (r->pos - r->peer) < pad + need) {
+		if (shf_ring_prod_free(r) < pad + need)
+			return NULL;
+	}
+	if (pad) {
+		struct shf_ring_rec p = {(uint32_t)(pad - SHF_RING_HDR_BYTES), SHF_REC_PAD};
+		memcpy(r->data + off, &p, sizeof(p));
+		r->pos += pad;
+		off = 0;
+	}
+	struct shf_ring_rec h = {len, kind};
+	memcpy(r->data + off, &h, sizeof(h));
+	r->pos += need;
+	return r->data + off + SHF_RING_HDR_BYTES;
+}
+
+/* Give back the most recent reservation if it was not published yet and
+ * is the last one (used when a caller reserved and then failed). */
+static inline void shf_ring_unreserve_all(struct shf_ring *r)
+{
+	r->pos = r->done;
+}
+
+/* True when reserved records wait for shf_ring_publish(). */
+static inline bool shf_ring_pending(const struct shf_ring *r)
+{
+	return r->pos != r->done;
+}
+
+/*
+ * Publish every record reserved since the last publish with one release
+ * store.  Returns true when the consumer sleeps and must be woken (the
+ * caller then rings the consumer's eventfd, see shf_ring_ring_bell()).
+ */
+static inline bool shf_ring_publish(struct shf_ring *r)
+{
+	if (r->pos == r->done)
+		return false;
+	r->done = r->pos;
+	atomic_store_explicit(&r->ctl->head, r->pos, memory_order_release); /* [P1] */
+	atomic_thread_fence(memory_order_seq_cst);                          /* [D2] */
+	if (atomic_load_explicit(&r->ctl->cons_wait, memory_order_relaxed) &&   /* [D2] */
+	    atomic_exchange_explicit(&r->ctl->cons_wait, 0, memory_order_relaxed))
+		return true;
+	return false;
+}
+
+/*
+ * Producer going to sleep for space: arm, then re-check.  Returns true if
+ * it may sleep (still no room for `need` payload bytes), false if room
+ * appeared (the flag is cleared again).
+ */
+static inline bool shf_ring_prod_arm(struct shf_ring *r, uint32_t len)
+{
+	uint64_t need = shf_ring_rec_bytes(len) * 2; /* room for a worst pad */
+	if (need > r->size)
+		need = r->size;
+	atomic_store_explicit(&r->ctl->prod_wait, 1, memory_order_relaxed); /* [D1] */
+	atomic_thread_fence(memory_order_seq_cst);                          /* [D1] */
+	if (shf_ring_prod_free(r) >= need || r->err) {
+		atomic_store_explicit(&r->ctl->prod_wait, 0, memory_order_relaxed);
+		return false;
+	}
+	return true;
+}
+
+/* ---------------------------------------------------------------- consumer */
+
+/* Bytes published and not yet peeked; refreshes the cached head. */
+static inline uint64_t shf_ring_cons_avail(struct shf_ring *r)
+{
+	if (r->pos != r->peer)
+		return r->peer - r->pos;
+	uint64_t h = atomic_load_explicit(&r->ctl->head, memory_order_acquire); /* [C1] */
+	/* A hostile producer: head behind what we consumed, too far ahead, or
+	 * misaligned.  All are corruption. */
+	if (h - r->done > r->size || h - r->pos > r->size || h % SHF_RING_ALIGN) {
+		r->err = -EPROTO;
+		return 0;
+	}
+	r->peer = h;
+	return h - r->pos;
+}
+
+/*
+ * Look at the next record without copying.  Returns 1 and fills *v, 0 when
+ * the ring is empty, or a negative errno when the ring is corrupt.  PAD
+ * records are skipped here.  Records stay valid until shf_ring_release().
+ */
+static inline int shf_ring_peek(struct shf_ring *r, struct shf_ring_view *v)
+{
+	if (r->err)
+		return r->err;
+	for (;;) {
+		uint64_t avail = shf_ring_cons_avail(r);
+		if (r->err)
+			return r->err;
+		if (avail == 0)
+			return 0;
+		uint64_t off = r->pos & r->mask;
+		struct shf_ring_rec h;
+		/* read the header once into private memory, then validate */
+		memcpy(&h, r->data + off, sizeof(h));
+		if (h.kind == SHF_REC_PAD) {
+			uint64_t pad = r->size - off;
+			/* a pad always runs to the end of the array */
+			if ((uint64_t)h.len + SHF_RING_HDR_BYTES != pad || pad > avail) {
+				r->err = -EBADMSG;
+				return r->err;
+			}
+			r->pos += pad;
+			continue;
+		}
+		uint64_t need = shf_ring_rec_bytes(h.len);
+		if (h.len > r->max_rec || need > avail || off + need > r->size) {
+			r->err = -EBADMSG;
+			return r->err;
+		}
+		v->data = r->data + off + SHF_RING_HDR_BYTES;
+		v->len = h.len;
+		v->kind = h.kind;
+		r->pos += need;
+		return 1;
+	}
+}
+
+/* Undo the last peek (for a record the consumer cannot take yet).  Only
+ * valid for the record returned by the most recent shf_ring_peek(). */
+static inline void shf_ring_unpeek(struct shf_ring *r, const struct shf_ring_view *v)
+{
+	r->pos -= shf_ring_rec_bytes(v->len);
+}
+
+/*
+ * Release every record peeked so far with one release store.  Returns true
+ * when the producer sleeps waiting for space and must be woken.
+ */
+static inline bool shf_ring_release(struct shf_ring *r)
+{
+	if (r->pos == r->done)
+		return false;
+	r->done = r->pos;
+	atomic_store_explicit(&r->ctl->tail, r->pos, memory_order_release); /* [C2] */
+	atomic_thread_fence(memory_order_seq_cst);                          /* [D2] */
+	if (atomic_load_explicit(&r->ctl->prod_wait, memory_order_relaxed) &&   /* [D2] */
+	    atomic_exchange_explicit(&r->ctl->prod_wait, 0, memory_order_relaxed))
+		return true;
+	return false;
+}
+
+/*
+ * Consumer going to sleep: arm, then re-check.  Returns true if it may
+ * sleep (still empty), false if data appeared (flag cleared again).
+ */
+static inline bool shf_ring_cons_arm(struct shf_ring *r)
+{
+	atomic_store_explicit(&r->ctl->cons_wait, 1, memory_order_relaxed); /* [D1] */
+	atomic_thread_fence(memory_order_seq_cst);                          /* [D1] */
+	if (shf_ring_cons_avail(r) || r->err) {
+		atomic_store_explicit(&r->ctl->cons_wait, 0, memory_order_relaxed);
+		return false;
+	}
+	return true;
+}
+
+/* Bytes in use as the consumer sees them (for occupancy statistics). */
+static inline uint64_t shf_ring_used(const struct shf_ring *r)
+{
+	uint64_t h = atomic_load_explicit(&r->ctl->head, memory_order_relaxed);
+	uint64_t t = atomic_load_explicit(&r->ctl->tail, memory_order_relaxed);
+	uint64_t u = h - t;
+	return u > r->size ? r->size : u;
+}
+
+/* Ring a doorbell eventfd.  Errors are ignored on purpose: EAGAIN means the
+ * counter is saturated (the sleeper will wake anyway), EBADF means the peer
+ * is being torn down. */
+static inline void shf_ring_ring_bell(int efd)
+{
+	uint64_t one = 1;
+	ssize_t n = write(efd, &one, sizeof(one));
+	(void)n;
+}
+
+#endif /* SHF_PROTO_RING_H */
