@@ -55,6 +55,18 @@ struct shf_shm_hdr {
 _Static_assert(sizeof(struct shf_shm_hdr) == 104, "shm header layout is ABI");
 _Static_assert(offsetof(struct shf_shm_hdr, ring) == 24, "shm header layout is ABI");
 
+/*
+ * Payload prefix of every SHF_REC_MSG record in both rings (8 bytes), then
+ * the message data.  In the send ring `rank` is the destination, in the
+ * delivery ring it is the source.
+ */
+struct shf_msg_hdr {
+	int32_t rank;  /* send ring: destination; delivery ring: source */
+	uint32_t type; /* application-defined */
+};
+_Static_assert(sizeof(struct shf_msg_hdr) == 8, "message header is 8 bytes");
+#define SHF_MSG_HDR_BYTES 8u
+
 /* Geometry of a region, computed by the creator or validated from a header. */
 struct shf_shm_layout {
 	uint64_t region_bytes;

@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * daemon/ctlcmd.c - answers to shufflectl: JSON documents (schema
+ * "shuffle/1", docs/shufflectl.md), sent as CTL_REPLY chunks.  The same
+ * document for "dump" goes to the log on SIGUSR1.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/daemon.h"
+#include "daemon/log.h"
+#include "daemon/net.h"
+
+#define SCHEMA "shuffle/1"
+
+static json_t *u64(uint64_t v)
+{
+	return json_integer((json_int_t)v);
+}
+
+static json_t *client_stats_json(const struct shd_client_stats *s)
+{
+	json_t *o = json_object();
+#define X(name, kind, help) json_object_set_new(o, #name, u64(s->name));
+	SHD_CLIENT_STATS(X)
+#undef X
+	return o;
+}
+
+static void client_stats_add(struct shd_client_stats *to, const struct shd_client_stats *from)
+{
+#define X(name, kind, help) to->name += from->name;
+	SHD_CLIENT_STATS(X)
+#undef X
+}
+
+static json_t *daemon_stats_json(const struct shd_daemon_stats *s)
+{
+	json_t *o = json_object();
+#define X(name, kind, help) json_object_set_new(o, #name, u64(s->name));
+	SHD_DAEMON_STATS(X)
+#undef X
+	return o;
+}
+
+static json_t *client_json(const struct shd_client *c)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "id", u64(c->id));
+	json_object_set_new(o, "pid", json_integer(c->pid));
+	json_object_set_new(o, "uid", json_integer(c->uid));
+	json_object_set_new(o, "state", json_string(shd_sess_state_name(c->state)));
+	json_object_set_new(o, "job", c->job ? json_string(c->job->name) : json_null());
+	json_object_set_new(o, "rank", json_integer(c->job ? c->rank : -1));
+	json_object_set_new(o, "epoch", json_string(shd_epoch_state_name(c->epoch)));
+	json_object_set_new(o, "blocked", json_boolean(c->blocked));
+	json_object_set_new(o, "connected_s",
+			    json_real((double)(shd_now_ns() - c->since_ns) / 1e9));
+	if (c->region) {
+		json_object_set_new(o, "ring_bytes", u64(c->send.size));
+		json_object_set_new(o, "send_used", u64(shf_ring_used(&c->send)));
+		json_object_set_new(o, "deliver_used", u64(shf_ring_used(&c->deliver)));
+		unsigned nw = 0;
+		const struct shd_list *p;
+		for (p = c->waiters.next; p != &c->waiters; p = p->next)
+			nw++;
+		json_object_set_new(o, "waiters", json_integer(nw));
+		json_object_set_new(o, "mark_pending", json_boolean(c->mark_pending));
+	}
+	json_object_set_new(o, "stats", client_stats_json(&c->st));
+	return o;
+}
+
+static json_t *clients_json(struct shd_daemon *d)
+{
+	json_t *a = json_array();
+	const struct shd_list *p;
+	for (p = d->clients.next; p != &d->clients; p = p->next) {
+		const struct shd_client *c = shd_container_of(p, struct shd_client, all_link);
+		if (c->job || c->state == SHD_SESS_DRAINING)
+			json_array_append_new(a, client_json(c));
+	}
+	return a;
+}
+
+static json_t *jobs_json(struct shd_daemon *d)
+{
+	json_t *a = json_array();
+	const struct shd_list *p;
+	for (p = d->jobs.next; p != &d->jobs; p = p->next) {
+		const struct shd_job *j = shd_container_of(p, struct shd_job, link);
+		json_t *o = json_object();
+		char missing[256];
+		json_object_set_new(o, "name", json_string(j->name));
+		json_object_set_new(o, "uid", json_integer(j->uid));
+		json_object_set_new(o, "world", json_integer(j->world));
+		json_object_set_new(o, "registered", json_integer(j->registered));
+		json_object_set_new(o, "local", json_integer(j->local));
+		json_object_set_new(o, "gone", json_integer(j->gone));
+		json_object_set_new(o, "ready", json_boolean(j->ready));
+		json_object_set_new(o, "epochs", u64(j->epoch_seq));
+		json_object_set_new(o, "epoch_phase1", json_integer(j->p1_total));
+		json_object_set_new(o, "epoch_phase2", json_integer(j->p2_total));
+		shd_job_missing(j, missing, sizeof(missing));
+		json_object_set_new(o, "missing", json_string(missing));
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+static json_t *stats_json(struct shd_daemon *d)
+{
+	json_t *o = json_object();
+	struct shd_client_stats sum = d->totals;
+	const struct shd_list *p;
+	for (p = d->clients.next; p != &d->clients; p = p->next)
+		client_stats_add(&sum, &shd_container_of(p, struct shd_client, all_link)->st);
+	json_object_set_new(o, "daemon", daemon_stats_json(&d->st));
+	json_object_set_new(o, "clients_total", client_stats_json(&sum));
+	return o;
+}
+
+static json_t *status_json(struct shd_daemon *d)
+{
+	json_t *o = json_object();
+	unsigned n_reg = 0;
+	const struct shd_list *p;
+	for (p = d->clients.next; p != &d->clients; p = p->next)
+		n_reg += shd_container_of(p, struct shd_client, all_link)->job != NULL;
+	unsigned n_jobs = 0;
+	for (p = d->jobs.next; p != &d->jobs; p = p->next)
+		n_jobs++;
+	json_object_set_new(o, "version", json_string(SHF_VERSION));
+	json_object_set_new(o, "pid", json_integer(getpid()));
+	json_object_set_new(o, "node_name", json_string(d->cfg.node_name));
+	json_object_set_new(o, "node_id", json_integer(d->node_id));
+	json_object_set_new(o, "nodes", json_integer(d->n_nodes));
+	json_object_set_new(o, "socket", json_string(d->cfg.socket_path));
+	json_object_set_new(o, "uptime_s", json_real((double)(shd_now_ns() - d->start_ns) / 1e9));
+	json_object_set_new(o, "sessions", json_integer(d->n_clients));
+	json_object_set_new(o, "clients", json_integer(n_reg));
+	json_object_set_new(o, "jobs", json_integer(n_jobs));
+	return o;
+}
+
+static json_t *relay_json(struct shd_daemon *d)
+{
+	json_t *o = json_object();
+	json_t *runq = json_array(), *dirty = json_array(), *marks = json_array();
+	const struct shd_list *p;
+	for (p = d->runq.next; p != &d->runq; p = p->next)
+		json_array_append_new(runq, u64(shd_container_of(p, struct shd_client, run_link)->id));
+	for (p = d->dirty.next; p != &d->dirty; p = p->next)
+		json_array_append_new(dirty,
+				      u64(shd_container_of(p, struct shd_client, dirty_link)->id));
+	for (p = d->marks.next; p != &d->marks; p = p->next)
+		json_array_append_new(marks,
+				      u64(shd_container_of(p, struct shd_client, mark_link)->id));
+	json_object_set_new(o, "runq", runq);
+	json_object_set_new(o, "dirty", dirty);
+	json_object_set_new(o, "marks", marks);
+	return o;
+}
+
+static json_t *build(struct shd_daemon *d, const char *cmd)
+{
+	json_t *o = NULL;
+	if (!strcmp(cmd, "ping")) {
+		o = json_pack("{s:b}", "pong", 1);
+	} else if (!strcmp(cmd, "status")) {
+		o = status_json(d);
+	} else if (!strcmp(cmd, "clients")) {
+		o = json_object();
+		json_object_set_new(o, "clients", clients_json(d));
+	} else if (!strcmp(cmd, "jobs")) {
+		o = json_object();
+		json_object_set_new(o, "jobs", jobs_json(d));
+	} else if (!strcmp(cmd, "peers")) {
+		o = json_object();
+		json_object_set_new(o, "peers", shd_net_json(d));
+	} else if (!strcmp(cmd, "stats")) {
+		o = stats_json(d);
+	} else if (!strcmp(cmd, "config")) {
+		o = json_object();
+		json_object_set_new(o, "config", shd_config_json(&d->cfg));
+	} else if (!strcmp(cmd, "dump")) {
+		o = json_object();
+		json_object_set_new(o, "status", status_json(d));
+		json_object_set_new(o, "stats", stats_json(d));
+		json_object_set_new(o, "jobs", jobs_json(d));
+		json_object_set_new(o, "clients", clients_json(d));
+		json_object_set_new(o, "peers", shd_net_json(d));
+		json_object_set_new(o, "relay", relay_json(d));
+	} else {
+		return NULL;
+	}
+	json_object_set_new(o, "schema", json_string(SCHEMA));
+	json_object_set_new(o, "command", json_string(cmd));
+	return o;
+}
+
+int shd_ctlcmd(struct shd_daemon *d, struct shd_client *c, uint32_t id, const char *cmd)
+{
+	json_t *o = build(d, cmd);
+	if (!o) {
+		shd_client_error(c, id, -EINVAL, "unknown command '%s'", cmd);
+		return 0;
+	}
+	char *text = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (!text) {
+		shd_client_error(c, id, -ENOMEM, "out of memory");
+		return 0;
+	}
+	/* chunks that fit a datagram; the last one says more = 0 */
+	size_t len = strlen(text), off = 0;
+	const size_t chunk = SHF_IPC_MAX_MSG - 64;
+	static char buf[SHF_IPC_MAX_MSG];
+	int r = 0;
+	do {
+		size_t n = len - off < chunk ? len - off : chunk;
+		struct shf_ipc_ctl_reply h = {0, off + n < len};
+		memcpy(buf, &h, sizeof(h));
+		memcpy(buf + sizeof(h), text + off, n);
+		r = shd_client_send(c, SHF_IPC_CTL_REPLY, id, buf, sizeof(h) + n);
+		off += n;
+	} while (!r && off < len);
+	free(text);
+	if (r)
+		shd_debug("ctl reply to session %llu failed: %s", (unsigned long long)c->id,
+			  strerror(-r));
+	return r;
+}
+
+void shd_dump_log(struct shd_daemon *d)
+{
+	json_t *o = build(d, "dump");
+	char *text = o ? json_dumps(o, JSON_INDENT(1)) : NULL;
+	json_decref(o);
+	if (!text)
+		return;
+	shd_notice("state dump (SIGUSR1):");
+	/* one log line per line of JSON keeps journald happy */
+	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save))
+		shd_notice("  %s", line);
+	free(text);
+}

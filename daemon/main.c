@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * daemon/main.c - shuffled: start-up, the loop, shut-down.
+ *
+ * Start-up order: configuration, log, loop, network + rendezvous (so the
+ * node id is known), control socket, then READY=1 to systemd.  SIGTERM and
+ * SIGINT stop cleanly (socket and lock removed, regions freed); SIGUSR1
+ * writes the whole state to the log.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "daemon/daemon.h"
+#include "daemon/log.h"
+#include "daemon/net.h"
+
+/* systemd's notify protocol: one datagram to $NOTIFY_SOCKET. */
+static void sd_notify_ready(void)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	if (!path || !*path)
+		return;
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	size_t n = strlen(path);
+	if (n >= sizeof(sa.sun_path))
+		return;
+	memcpy(sa.sun_path, path, n);
+	if (sa.sun_path[0] == '@')
+		sa.sun_path[0] = '\0'; /* abstract namespace */
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	static const char msg[] = "READY=1";
+	if (sendto(fd, msg, sizeof(msg) - 1, 0, (struct sockaddr *)&sa,
+		   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n)) < 0)
+		shd_warn("sd_notify: %s", strerror(errno));
+	close(fd);
+}
+
+static void on_stop(int sig, void *arg)
+{
+	struct shd_daemon *d = arg;
+	shd_notice("signal %d: stopping", sig);
+	d->stopping = true;
+	shd_loop_stop(d->loop);
+}
+
+static void on_usr1(int sig, void *arg)
+{
+	(void)sig;
+	shd_dump_log(arg);
+}
+
+int main(int argc, char **argv)
+{
+	static struct shd_daemon daemon_state;
+	struct shd_daemon *d = &daemon_state;
+	char err[512] = "";
+	int r = shd_config_load(&d->cfg, argc, argv, err, sizeof(err));
+	if (r == 1)
+		return 0;
+	if (r < 0) {
+		fprintf(stderr, "shuffled: %s\n", err);
+		return 2;
+	}
+	if ((r = shd_log_open(d->cfg.log_file, d->cfg.log_level, -1)) < 0) {
+		fprintf(stderr, "shuffled: cannot open log %s: %s\n", d->cfg.log_file, strerror(-r));
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	d->start_ns = shd_now_ns();
+	d->lock_fd = d->listen_fd = -1;
+	d->n_nodes = 1;
+	shd_list_init(&d->clients);
+	shd_list_init(&d->jobs);
+	int rc = 1;
+	if ((r = shd_loop_new(&d->loop)) < 0 || (r = shd_relay_init(d)) < 0) {
+		shd_err("cannot set up the event loop: %s", strerror(-r));
+		goto out;
+	}
+	if ((r = shd_net_open(d)) < 0)
+		goto out; /* net.c said why */
+	if ((r = shd_ctl_listen(d)) < 0)
+		goto out_net;
+	d->sig_ev[0] = shd_loop_signal(d->loop, SIGTERM, on_stop, d);
+	d->sig_ev[1] = shd_loop_signal(d->loop, SIGINT, on_stop, d);
+	d->sig_ev[2] = shd_loop_signal(d->loop, SIGUSR1, on_usr1, d);
+	if (!d->sig_ev[0] || !d->sig_ev[1] || !d->sig_ev[2]) {
+		shd_err("cannot install signal handlers");
+		goto out_ctl;
+	}
+	shd_notice("shuffled %s started: node %u of %u (%s), socket %s, pid %d", SHF_VERSION,
+		   d->node_id, d->n_nodes, d->cfg.node_name, d->cfg.socket_path, (int)getpid());
+	sd_notify_ready();
+	if (shd_loop_run(d->loop) < 0)
+		shd_err("event loop failed");
+	else
+		rc = 0;
+out_ctl:
+	for (unsigned i = 0; i < sizeof(d->sig_ev) / sizeof(d->sig_ev[0]); i++)
+		shd_ev_free(d->sig_ev[i]);
+	shd_ctl_close(d);
+out_net:
+	shd_net_close(d);
+out:
+	shd_job_free_all(d);
+	shd_relay_fini(d);
+	shd_loop_free(d->loop);
+	shd_notice("shuffled stopped");
+	shd_log_close();
+	return rc;
+}

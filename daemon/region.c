@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * daemon/region.c - a client's shared-memory region and doorbells.
+ *
+ * The region is a memfd, sized with fallocate (a full tmpfs fails here,
+ * cleanly, rather than with SIGBUS on first touch), sealed against shrink,
+ * grow and further sealing, and passed to the client by fd: it never has a
+ * name another user could open, and nothing is left behind after a crash.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "daemon/daemon.h"
+#include "proto/shm.h"
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+int shd_region_new(struct shd_client *c, uint32_t ring_bytes, uint32_t max_msg, int *memfd_p)
+{
+	struct shf_shm_layout l;
+	int r = shf_shm_layout(ring_bytes, max_msg + SHF_MSG_HDR_BYTES, &l);
+	if (r)
+		return r;
+	char name[SHF_JOB_MAX + 32];
+	snprintf(name, sizeof(name), "shuffle:%s:%d", c->job ? c->job->name : "?", c->rank);
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	r = posix_fallocate(fd, 0, (off_t)l.region_bytes);
+	if (r) {
+		r = -r;
+		goto fail_fd;
+	}
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		r = -errno;
+		goto fail_fd;
+	}
+	void *base = mmap(NULL, l.region_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED) {
+		r = -errno;
+		goto fail_fd;
+	}
+	shf_shm_format(base, &l, c->rank, c->job ? c->job->world : 0);
+	/* our views keep their own geometry, from the layout we computed */
+	if ((r = shf_shm_ring(base, &l, SHF_SHM_SEND, &c->send, false)) ||
+	    (r = shf_shm_ring(base, &l, SHF_SHM_DELIVER, &c->deliver, false)))
+		goto fail_map;
+	shf_ring_init_consumer(&c->send);
+	shf_ring_init_producer(&c->deliver);
+	c->bell_daemon = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	c->bell_deliver = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	c->bell_space = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->bell_daemon < 0 || c->bell_deliver < 0 || c->bell_space < 0) {
+		r = -errno;
+		goto fail_bells;
+	}
+	c->region = base;
+	c->region_bytes = l.region_bytes;
+	*memfd_p = fd;
+	return 0;
+
+fail_bells:
+	close_fd(&c->bell_daemon);
+	close_fd(&c->bell_deliver);
+	close_fd(&c->bell_space);
+fail_map:
+	munmap(base, l.region_bytes);
+fail_fd:
+	close(fd);
+	return r;
+}
+
+void shd_region_free(struct shd_client *c)
+{
+	shd_ev_free(c->bell_ev);
+	c->bell_ev = NULL;
+	close_fd(&c->bell_daemon);
+	close_fd(&c->bell_deliver);
+	close_fd(&c->bell_space);
+	if (c->region)
+		munmap(c->region, c->region_bytes);
+	c->region = NULL;
+	c->region_bytes = 0;
+}

@@ -1,0 +1,491 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * daemon/session.c - the control socket and client sessions.
+ *
+ * A session is one SOCK_SEQPACKET connection.  Its state machine is in
+ * daemon.h (enum shd_sess_state).  Every message is validated by
+ * shf_ipc_recv()/shf_ipc_check() before a field is read; anything out of
+ * place cuts that client off with a logged reason and nobody else notices.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "daemon/daemon.h"
+#include "daemon/log.h"
+#include "proto/shm.h"
+
+static struct shd_ratelimit rl_fail = SHD_RATELIMIT_INIT(1000, 10);
+
+static const char *const state_names[SHD_SESS_MAX] = {
+	[SHD_SESS_HELLO] = "hello",   [SHD_SESS_OPEN] = "open",
+	[SHD_SESS_WAITWORLD] = "waitworld", [SHD_SESS_ACTIVE] = "active",
+	[SHD_SESS_DRAINING] = "draining",
+};
+
+const char *shd_sess_state_name(enum shd_sess_state s)
+{
+	return (unsigned)s < SHD_SESS_MAX ? state_names[s] : "?";
+}
+
+/* mkdir -p with a mode for the last component */
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char tmp[4096];
+	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(tmp, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static void on_accept(int fd, void *arg);
+
+int shd_ctl_listen(struct shd_daemon *d)
+{
+	const struct shd_config *cfg = &d->cfg;
+	bool root = geteuid() == 0;
+	int r = mkdir_p(cfg->runtime_dir, root ? 0755 : 0700);
+	if (r) {
+		shd_err("cannot create runtime directory %s: %s", cfg->runtime_dir, strerror(-r));
+		return r;
+	}
+	/* One daemon per runtime directory.  The lock dies with the process,
+	 * so a crashed daemon never blocks its successor. */
+	char lock[4200];
+	snprintf(lock, sizeof(lock), "%s/shuffled.lock", cfg->runtime_dir);
+	d->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (d->lock_fd < 0) {
+		r = -errno;
+		shd_err("cannot open lock file %s: %s", lock, strerror(errno));
+		return r;
+	}
+	if (flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+		r = errno == EWOULDBLOCK ? -EADDRINUSE : -errno;
+		shd_err("another shuffled is running in %s (lock %s held)", cfg->runtime_dir, lock);
+		return r;
+	}
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	if (strlen(cfg->socket_path) >= sizeof(sa.sun_path)) {
+		shd_err("socket path too long (max %zu bytes): %s", sizeof(sa.sun_path) - 1,
+			cfg->socket_path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sa.sun_path, cfg->socket_path);
+	/* we hold the lock: whatever socket is there is stale */
+	if (unlink(cfg->socket_path) == 0)
+		shd_notice("removed stale socket %s", cfg->socket_path);
+	d->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (d->listen_fd < 0)
+		return -errno;
+	if (bind(d->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		r = -errno;
+		shd_err("bind %s: %s", cfg->socket_path, strerror(errno));
+		return r;
+	}
+	/* A root daemon serves every local user: anyone may connect, and
+	 * SO_PEERCRED decides which jobs they may join.  A user's own daemon
+	 * is private to that user. */
+	if (chmod(cfg->socket_path, root ? 0666 : 0600) < 0 || listen(d->listen_fd, 256) < 0) {
+		r = -errno;
+		shd_err("socket %s: %s", cfg->socket_path, strerror(errno));
+		return r;
+	}
+	d->listen_ev = shd_loop_fd(d->loop, d->listen_fd, on_accept, d);
+	return d->listen_ev ? 0 : -ENOMEM;
+}
+
+static void client_free(struct shd_client *c);
+
+void shd_ctl_close(struct shd_daemon *d)
+{
+	struct shd_list *p, *t;
+	shd_list_for_each_safe(p, t, &d->clients)
+		client_free(shd_container_of(p, struct shd_client, all_link));
+	shd_ev_free(d->listen_ev);
+	d->listen_ev = NULL;
+	if (d->listen_fd >= 0) {
+		close(d->listen_fd);
+		unlink(d->cfg.socket_path);
+	}
+	d->listen_fd = -1;
+	if (d->lock_fd >= 0)
+		close(d->lock_fd);
+	d->lock_fd = -1;
+}
+
+int shd_client_send(struct shd_client *c, uint16_t type, uint32_t id, const void *body, size_t len)
+{
+	if (c->sock < 0)
+		return -ENOTCONN;
+	return shf_ipc_send(c->sock, type, id, body, len, NULL, 0);
+}
+
+void shd_client_error(struct shd_client *c, uint32_t id, int err, const char *fmt, ...)
+{
+	struct {
+		struct shf_ipc_error e;
+		char text[512];
+	} m = {{err, 0}, {0}};
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m.text, sizeof(m.text), fmt, ap);
+	va_end(ap);
+	shd_client_send(c, SHF_IPC_ERROR, id, &m, sizeof(m.e) + strlen(m.text) + 1);
+}
+
+static void add_stats(struct shd_client_stats *to, const struct shd_client_stats *from)
+{
+#define ADD(name, kind, help) to->name = (SHD_STAT_##kind) ? to->name + from->name : \
+	(to->name > from->name ? to->name : from->name);
+#define SHD_STAT_COUNTER 1
+#define SHD_STAT_GAUGE 0
+	SHD_CLIENT_STATS(ADD)
+#undef ADD
+}
+
+static void close_sock(struct shd_client *c)
+{
+	shd_ev_free(c->sock_ev);
+	c->sock_ev = NULL;
+	if (c->sock >= 0)
+		close(c->sock);
+	c->sock = -1;
+}
+
+static void client_free(struct shd_client *c)
+{
+	struct shd_daemon *d = c->d;
+	if (c->job)
+		shd_job_leave(c, true, false);
+	shd_relay_detach(c);
+	shd_ev_free(c->world_timer);
+	shd_region_free(c);
+	close_sock(c);
+	add_stats(&d->totals, &c->st);
+	shd_list_del(&c->all_link);
+	d->n_clients--;
+	free(c);
+}
+
+/* The relay calls this when a draining client's ring is empty. */
+void shd_client_drained(struct shd_client *c)
+{
+	shd_info("client %llu (job %s rank %d pid %d) detached: drained after disconnect",
+		 (unsigned long long)c->id, c->job ? c->job->name : "-", c->rank, (int)c->pid);
+	client_free(c);
+}
+
+/* Socket closed without BYE (or BYE): keep relaying what it published. */
+static void client_gone(struct shd_client *c, bool bye)
+{
+	struct shd_daemon *d = c->d;
+	if (bye)
+		d->st.disc_bye++;
+	else
+		d->st.disc_hup++;
+	if (!c->region || c->state == SHD_SESS_DRAINING) {
+		if (c->job || c->state != SHD_SESS_OPEN || !bye)
+			shd_debug("session %llu closed (%s)", (unsigned long long)c->id,
+				  shd_sess_state_name(c->state));
+		client_free(c);
+		return;
+	}
+	shd_info("client %llu (job %s rank %d pid %d) %s; draining its send ring",
+		 (unsigned long long)c->id, c->job->name, c->rank, (int)c->pid,
+		 bye ? "said bye" : "disconnected");
+	close_sock(c);
+	shd_ev_free(c->world_timer);
+	c->world_timer = NULL;
+	/* the rank is gone from now on: records to it are dropped; its own
+	 * published records still go out */
+	shd_job_leave(c, true, true);
+	c->state = SHD_SESS_DRAINING;
+	c->mark_pending = false;
+	shd_relay_kick(c);
+}
+
+void shd_client_fail(struct shd_client *c, int err, const char *fmt, ...)
+{
+	char why[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	shd_log_rl(&rl_fail, SHD_LOG_WARN, "client %llu (job %s rank %d pid %d uid %d) cut off: %s",
+		   (unsigned long long)c->id, c->job ? c->job->name : "-", c->job ? c->rank : -1,
+		   (int)c->pid, (int)c->uid, why);
+	if (c->sock >= 0)
+		shd_client_error(c, 0, err, "disconnected by shuffled: %s", why);
+	client_free(c);
+}
+
+static void world_timeout(int fd, void *arg)
+{
+	struct shd_client *c = arg;
+	char missing[400];
+	(void)fd;
+	shd_job_missing(c->job, missing, sizeof(missing));
+	c->d->st.disc_timeout++;
+	shd_warn("job %s rank %d: world of %d incomplete after timeout, missing ranks %s",
+		 c->job->name, c->rank, c->job->world, missing);
+	shd_client_error(c, 0, -ETIMEDOUT, "job %s: %d of %d ranks registered; missing ranks %s",
+			 c->job->name, c->job->registered, c->job->world, missing);
+	/* unregister so the rank can try again */
+	shd_job_leave(c, false, false);
+	client_free(c);
+}
+
+static int ring_bytes_ok(const struct shd_daemon *d, uint32_t rb, char *why, size_t n)
+{
+	if (!shf_ring_size_ok(rb) || rb > (256u << 20)) {
+		snprintf(why, n, "ring_bytes %u: must be a power of two in [%u, %u]", rb,
+			 SHF_RING_MIN_BYTES, 256u << 20);
+		return -EINVAL;
+	}
+	if (d->cfg.max_msg + SHF_MSG_HDR_BYTES > shf_ring_max_payload(rb)) {
+		snprintf(why, n, "ring_bytes %u too small for max_msg %u (needs >= %u)", rb,
+			 d->cfg.max_msg, 2 * (d->cfg.max_msg + 16));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void on_register(struct shd_client *c, uint32_t id, const struct shf_ipc_register *m)
+{
+	struct shd_daemon *d = c->d;
+	char why[300] = "";
+	int r;
+	uint32_t rb = m->ring_bytes ? m->ring_bytes : d->cfg.ring_bytes;
+	if (shf_ipc_job_ok(m->job)) {
+		r = -EINVAL;
+		snprintf(why, sizeof(why), "bad job name (1-63 chars of [A-Za-z0-9._:@+-])");
+	} else if (m->world < 1 || m->world > SHF_WORLD_MAX) {
+		r = -EINVAL;
+		snprintf(why, sizeof(why), "world %d out of range [1, %d]", m->world, SHF_WORLD_MAX);
+	} else if (m->rank < 0 || m->rank >= m->world) {
+		r = -EINVAL;
+		snprintf(why, sizeof(why), "rank %d out of range [0, %d)", m->rank, m->world);
+	} else if (m->timeout_ms < -1) {
+		r = -EINVAL;
+		snprintf(why, sizeof(why), "timeout_ms %d < -1", m->timeout_ms);
+	} else {
+		r = ring_bytes_ok(d, rb, why, sizeof(why));
+	}
+	if (!r)
+		r = shd_job_register(d, c, m->job, m->rank, m->world, why, sizeof(why));
+	if (r) {
+		d->st.refused++;
+		shd_info("session %llu (pid %d uid %d): registration refused: %s",
+			 (unsigned long long)c->id, (int)c->pid, (int)c->uid, why);
+		shd_client_error(c, id, r, "%s", why);
+		return;
+	}
+	int memfd = -1;
+	r = shd_region_new(c, rb, d->cfg.max_msg, &memfd);
+	if (r) {
+		shd_err("job %s rank %d: cannot create shared memory (%u B rings): %s", m->job,
+			m->rank, rb, strerror(-r));
+		shd_client_error(c, id, r, "daemon cannot create shared memory: %s", strerror(-r));
+		shd_job_leave(c, false, false);
+		return;
+	}
+	struct shf_ipc_register_ok ok = {c->region_bytes, c->rank, c->job->world, d->cfg.max_msg, 0};
+	int fds[SHF_IPC_REG_FDS] = {memfd, c->bell_daemon, c->bell_deliver, c->bell_space};
+	r = shf_ipc_send(c->sock, SHF_IPC_REGISTER_OK, id, &ok, sizeof(ok), fds, SHF_IPC_REG_FDS);
+	close(memfd);
+	if (r) {
+		shd_client_fail(c, r, "cannot send registration: %s", strerror(-r));
+		return;
+	}
+	c->bell_ev = shd_loop_fd(d->loop, c->bell_daemon, shd_relay_bell, c);
+	if (!c->bell_ev) {
+		shd_client_fail(c, -ENOMEM, "out of memory");
+		return;
+	}
+	c->state = SHD_SESS_WAITWORLD;
+	d->st.clients_attached++;
+	shd_info("client %llu attached: job %s rank %d/%d pid %d uid %d ring %u B",
+		 (unsigned long long)c->id, c->job->name, c->rank, c->job->world, (int)c->pid,
+		 (int)c->uid, rb);
+	int tmo = m->timeout_ms ? m->timeout_ms : (int)d->cfg.world_timeout_ms;
+	if (tmo >= 0) {
+		c->world_timer = shd_loop_timer(d->loop, world_timeout, c);
+		if (!c->world_timer) {
+			shd_client_fail(c, -ENOMEM, "out of memory");
+			return;
+		}
+		shd_ev_arm(c->world_timer, (uint64_t)tmo * 1000u);
+	}
+	shd_list_add_tail(&c->job->waiting, &c->job_link);
+	shd_job_check_ready(c->job);
+}
+
+/* One validated message.  Returns false when c was freed. */
+static bool dispatch(struct shd_client *c, const void *buf, size_t n)
+{
+	struct shf_ipc_hdr h;
+	memcpy(&h, buf, sizeof(h));
+	const void *body = (const char *)buf + sizeof(h);
+	switch (c->state) {
+	case SHD_SESS_HELLO:
+		if (h.type != SHF_IPC_HELLO)
+			break;
+		struct shf_ipc_hello hello;
+		memcpy(&hello, body, sizeof(hello));
+		if (hello.version != SHF_IPC_VERSION) {
+			shd_info("session %llu (pid %d): protocol version %u refused",
+				 (unsigned long long)c->id, (int)c->pid, hello.version);
+			shd_client_error(c, h.id, -EPROTO,
+					 "protocol version %u not supported; shuffled speaks %u",
+					 hello.version, SHF_IPC_VERSION);
+			client_free(c);
+			return false;
+		}
+		struct shf_ipc_hello_ok ok = {SHF_IPC_VERSION, c->d->cfg.max_msg, c->d->cfg.ring_bytes,
+					      c->d->node_id};
+		if (shd_client_send(c, SHF_IPC_HELLO_OK, h.id, &ok, sizeof(ok)) == 0)
+			c->state = SHD_SESS_OPEN;
+		return true;
+	case SHD_SESS_OPEN:
+		if (h.type == SHF_IPC_REGISTER) {
+			struct shf_ipc_register m;
+			memcpy(&m, body, sizeof(m));
+			on_register(c, h.id, &m);
+			return true; /* a failed registration keeps the session open */
+		}
+		if (h.type == SHF_IPC_CTL) {
+			struct shf_ipc_ctl m;
+			memcpy(&m, body, sizeof(m));
+			m.cmd[sizeof(m.cmd) - 1] = '\0';
+			c->d->st.ctl_requests++;
+			if (shd_ctlcmd(c->d, c, h.id, m.cmd) < 0) {
+				client_free(c);
+				return false;
+			}
+			return true;
+		}
+		if (h.type == SHF_IPC_BYE) {
+			client_gone(c, true);
+			return false;
+		}
+		break;
+	case SHD_SESS_WAITWORLD:
+	case SHD_SESS_ACTIVE:
+		if (h.type == SHF_IPC_BYE) {
+			client_gone(c, true);
+			return false;
+		}
+		if (h.type == SHF_IPC_EPOCH && c->state == SHD_SESS_ACTIVE) {
+			struct shf_ipc_epoch m;
+			memcpy(&m, body, sizeof(m));
+			if (m.phase != 2 || c->epoch != SHD_EPOCH_DELIVER)
+				break;
+			shd_job_epoch_phase2(c, h.id, m.id);
+			return true;
+		}
+		break;
+	default:
+		break;
+	}
+	c->d->st.disc_proto++;
+	shd_client_fail(c, -EPROTO, "unexpected %s message (type %u) in state %s",
+			"control", h.type, shd_sess_state_name(c->state));
+	(void)n;
+	return false;
+}
+
+static void on_sock(int fd, void *arg)
+{
+	struct shd_client *c = arg;
+	_Alignas(8) char buf[1024];
+	/* a few messages per wake-up: a chatty client cannot starve the loop */
+	for (int i = 0; i < 16; i++) {
+		long n = shf_ipc_recv(fd, buf, sizeof(buf), NULL, NULL);
+		if (n == -EAGAIN)
+			return;
+		if (n == 0 || n == -ECONNRESET || n == -EPIPE) {
+			client_gone(c, false);
+			return;
+		}
+		if (n < 0) {
+			c->d->st.disc_proto++;
+			shd_client_fail(c, -EPROTO, "malformed control message: %s", strerror((int)-n));
+			return;
+		}
+		if (!dispatch(c, buf, (size_t)n))
+			return;
+	}
+}
+
+static void on_accept(int lfd, void *arg)
+{
+	struct shd_daemon *d = arg;
+	for (int i = 0; i < 64; i++) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+				shd_warn("accept: %s", strerror(errno));
+			return;
+		}
+		struct ucred cred;
+		socklen_t cl = sizeof(cred);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
+			shd_warn("SO_PEERCRED: %s", strerror(errno));
+			close(fd);
+			continue;
+		}
+		if (d->n_clients >= d->cfg.max_clients) {
+			struct {
+				struct shf_ipc_error e;
+				char t[64];
+			} m = {{-EBUSY, 0}, "too many clients (max_clients)"};
+			shf_ipc_send(fd, SHF_IPC_ERROR, 0, &m, sizeof(m.e) + strlen(m.t) + 1, NULL, 0);
+			shd_log_rl(&rl_fail, SHD_LOG_WARN, "refused pid %d: max_clients %u reached",
+				   (int)cred.pid, d->cfg.max_clients);
+			close(fd);
+			continue;
+		}
+		struct shd_client *c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			return;
+		}
+		c->d = d;
+		c->id = ++d->next_client_id;
+		c->state = SHD_SESS_HELLO;
+		c->sock = fd;
+		c->pid = cred.pid;
+		c->uid = cred.uid;
+		c->gid = cred.gid;
+		c->rank = -1;
+		c->since_ns = shd_now_ns();
+		c->bell_daemon = c->bell_deliver = c->bell_space = -1;
+		shd_list_init(&c->job_link);
+		shd_relay_client_init(c);
+		c->sock_ev = shd_loop_fd(d->loop, fd, on_sock, c);
+		if (!c->sock_ev) {
+			close(fd);
+			free(c);
+			return;
+		}
+		shd_list_add_tail(&d->clients, &c->all_link);
+		d->n_clients++;
+	}
+}
