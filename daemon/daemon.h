@@ -185,8 +185,11 @@ int shd_job_register(struct shd_daemon *d, struct shd_client *c, const char *nam
  * world).  keep_route: c keeps its job pointer to relay what it published. */
 void shd_job_leave(struct shd_client *c, bool gone, bool keep_route);
 void shd_job_check_ready(struct shd_job *j);
+/* Find or create a job announced by another node (NULL: world conflict). */
+struct shd_job *shd_job_remote(struct shd_daemon *d, const char *name, int32_t world, uint32_t uid);
+/* A rank joined or left on another node; err is the epoch error if it left. */
 void shd_job_remote_rank(struct shd_daemon *d, struct shd_job *j, int32_t rank, uint32_t node,
-			 bool joined);
+			 bool joined, int err);
 void shd_job_epoch_mark(struct shd_client *c);
 void shd_job_epoch_phase2(struct shd_client *c, uint32_t ipc_id, uint64_t id);
 void shd_job_epoch_remote(struct shd_daemon *d, struct shd_job *j, uint32_t phase, int32_t count);

@@ -27,6 +27,7 @@
 #include "daemon/daemon.h"
 #include "daemon/log.h"
 #include "daemon/net.h"
+#include "proto/wire.h"
 
 static const char *const epoch_names[SHD_EPOCH_MAX] = {
 	[SHD_EPOCH_NONE] = "none", [SHD_EPOCH_P1] = "phase1",
@@ -40,10 +41,7 @@ const char *shd_epoch_state_name(enum shd_epoch_state s)
 
 uint64_t shd_job_hash(const char *name)
 {
-	uint64_t h = UINT64_C(0xcbf29ce484222325);
-	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-		h = (h ^ *p) * UINT64_C(0x100000001b3);
-	return h;
+	return shf_wire_job_hash(name);
 }
 
 struct shd_job *shd_job_find(struct shd_daemon *d, const char *name)
@@ -243,8 +241,16 @@ int shd_job_missing(const struct shd_job *j, char *buf, size_t len)
 	return n;
 }
 
+struct shd_job *shd_job_remote(struct shd_daemon *d, const char *name, int32_t world, uint32_t uid)
+{
+	struct shd_job *j = shd_job_find(d, name);
+	if (j)
+		return j->world == world ? j : NULL;
+	return job_new(d, name, world, (uid_t)uid);
+}
+
 void shd_job_remote_rank(struct shd_daemon *d, struct shd_job *j, int32_t rank, uint32_t node,
-			 bool joined)
+			 bool joined, int err)
 {
 	if (rank < 0 || rank >= j->world || node == d->node_id)
 		return;
@@ -264,7 +270,7 @@ void shd_job_remote_rank(struct shd_daemon *d, struct shd_job *j, int32_t rank, 
 	if (j->ready) {
 		j->rank_node[rank] = SHD_NODE_GONE;
 		j->gone++;
-		epoch_fail_all(j, -ESRCH);
+		epoch_fail_all(j, err ? err : -ESRCH);
 	} else {
 		j->rank_node[rank] = SHD_NODE_NONE;
 		j->registered--;
