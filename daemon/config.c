@@ -1,0 +1,1082 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * daemon/config.c - the option table and everything it drives: command
+ * line, environment, INI file (inih), help, print and JSON.  See config.h.
+ */
+#include "daemon/config.h"
+
+#include <assert.h>
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/log.h"
+#include "proto/ring.h"
+#include "proto/shm.h"
+
+#define KiB (UINT64_C(1) << 10)
+#define MiB (UINT64_C(1) << 20)
+#define GiB (UINT64_C(1) << 30)
+
+enum opt_type {
+	T_STR,   /* char array of `size` bytes */
+	T_UINT,  /* uint32_t or uint64_t (by `size`), decimal, no suffix */
+	T_SIZE,  /* same storage, bytes, binary suffixes accepted */
+	T_LEVEL, /* int, enum shd_log_level, by name or number */
+};
+
+#define F_POW2 0x1u    /* numbers: must be a power of two */
+#define F_NO_FILE 0x2u /* not accepted in the INI file (the file's own path) */
+
+/* Extra syntax check of a string value; 0 or -EINVAL with a reason in why. */
+typedef int (*check_fn)(const char *v, char *why, size_t whylen);
+
+struct opt {
+	const char *name;  /* option, INI key; '-' accepted for '_' on the command line */
+	const char *env;   /* environment variable */
+	enum opt_type type;
+	unsigned flags;    /* F_* */
+	size_t off, size;  /* field in struct shd_config */
+	uint64_t min, max; /* numbers: inclusive limits (hard caps) */
+	const char *def;   /* default, as a user would write it (parsed by the same code) */
+	const char *meta;  /* placeholder in --help */
+	const char *help;
+	check_fn check;    /* strings: extra validation, may be NULL */
+};
+
+#define FIELD(f) offsetof(struct shd_config, f), sizeof(((struct shd_config *)0)->f)
+
+static int check_node(const char *v, char *why, size_t n);
+static int check_abs_path(const char *v, char *why, size_t n);
+static int check_provider(const char *v, char *why, size_t n);
+static int check_no_space(const char *v, char *why, size_t n);
+static int check_iface(const char *v, char *why, size_t n);
+static int check_rendezvous(const char *v, char *why, size_t n);
+
+static const struct opt opts[SHD_OPT_MAX] = {
+	[SHD_OPT_RUNTIME_DIR] = {
+		"runtime_dir", "SHF_RUNTIME_DIR", T_STR, 0, FIELD(runtime_dir), 0, 0, "", "PATH",
+		"Directory for the control socket and per-node state. Empty: /run/shuffle/NODE "
+		"as root, else $XDG_RUNTIME_DIR/shuffle/NODE or /tmp/shuffle-UID/NODE.",
+		check_abs_path },
+	[SHD_OPT_NODE_NAME] = {
+		"node_name", "SHF_NODE", T_STR, 0, FIELD(node_name), 0, 0, "", "NAME",
+		"This node's name (letters, digits, '.', '_', '-'); it is part of the runtime "
+		"directory so that several daemons can share a host. Empty: the host name.",
+		check_node },
+	[SHD_OPT_SOCKET] = {
+		"socket", "SHF_SOCKET", T_STR, 0, FIELD(socket_path), 0, 0, "", "PATH",
+		"Control socket clients connect to (absolute, at most 107 bytes). "
+		"Empty: RUNTIME_DIR/shuffled.sock.",
+		check_abs_path },
+	[SHD_OPT_RING_BYTES] = {
+		"ring_bytes", "SHF_RING_BYTES", T_SIZE, F_POW2, FIELD(ring_bytes),
+		4 * KiB, 256 * MiB, "1M", "SIZE",
+		"Default size of each client ring (send and delivery), per direction.", NULL },
+	[SHD_OPT_MAX_MSG] = {
+		"max_msg", "SHF_MAX_MSG", T_SIZE, 0, FIELD(max_msg), 0, 1 * MiB, "60K", "SIZE",
+		"Largest message payload accepted; at most ring_bytes/2 - 16.", NULL },
+	[SHD_OPT_BATCH_BYTES] = {
+		"batch_bytes", "SHF_BATCH_BYTES", T_SIZE, 0, FIELD(batch_bytes),
+		1 * KiB, 4 * MiB, "32K", "SIZE",
+		"A batch to a peer is sent when it holds this many bytes.", NULL },
+	[SHD_OPT_LINGER_US] = {
+		"linger_us", "SHF_LINGER_US", T_UINT, 0, FIELD(linger_us), 0, 1000000, "100", "USEC",
+		"... or when its oldest record has waited this long (microseconds).", NULL },
+	[SHD_OPT_PEER_CREDITS] = {
+		"peer_credits", "SHF_PEER_CREDITS", T_UINT, 0, FIELD(peer_credits), 1, 1024, "8", "N",
+		"Batches in flight to one peer before waiting for credit.", NULL },
+	[SHD_OPT_MAX_INFLIGHT] = {
+		"max_inflight", "SHF_MAX_INFLIGHT", T_UINT, 0, FIELD(max_inflight), 1, 65536, "256", "N",
+		"Batches in flight to all peers together.", NULL },
+	[SHD_OPT_BATCH_BUDGET] = {
+		"batch_budget", "SHF_BATCH_BUDGET", T_SIZE, 0, FIELD(batch_budget),
+		1 * MiB, 16 * GiB, "64M", "SIZE",
+		"Memory for outgoing and parked batches; at least batch_bytes.", NULL },
+	[SHD_OPT_RECV_BUFFERS] = {
+		"recv_buffers", "SHF_RECV_BUFFERS", T_UINT, 0, FIELD(recv_buffers), 2, 4096, "32", "N",
+		"Receive buffers kept posted on the fabric endpoint.", NULL },
+	[SHD_OPT_PROVIDER] = {
+		"provider", "SHF_PROVIDER", T_STR, 0, FIELD(provider), 0, 0, "tcp", "NAME",
+		"libfabric provider (tcp, verbs, cxi, efa, ...).", check_provider },
+	[SHD_OPT_BIND] = {
+		"bind", "SHF_BIND", T_STR, 0, FIELD(bind), 0, 0, "", "ADDR[:PORT]",
+		"Address (and port) of the fabric endpoint. Empty: the provider's choice "
+		"(for tcp the first NIC, not loopback).", check_no_space },
+	[SHD_OPT_IFACE] = {
+		"iface", "SHF_IFACE", T_STR, 0, FIELD(iface), 0, 0, "", "IFNAME",
+		"Network interface for the fabric endpoint (sets FI_TCP_IFACE).", check_iface },
+	[SHD_OPT_RENDEZVOUS] = {
+		"rendezvous", "SHF_RENDEZVOUS", T_STR, 0, FIELD(rendezvous), 0, 0, "auto", "HOW",
+		"How daemons find each other: auto (mpi when started by mpirun or srun, else "
+		"none), none, mpi, static:HOST:PORT,HOST:PORT,..., dir:PATH.", check_rendezvous },
+	[SHD_OPT_PEER_TIMEOUT_MS] = {
+		"peer_timeout_ms", "SHF_PEER_TIMEOUT_MS", T_UINT, 0, FIELD(peer_timeout_ms),
+		100, 3600000, "5000", "MSEC",
+		"A peer silent this long is declared down.", NULL },
+	[SHD_OPT_HEARTBEAT_MS] = {
+		"heartbeat_ms", "SHF_HEARTBEAT_MS", T_UINT, 0, FIELD(heartbeat_ms),
+		10, 600000, "1000", "MSEC",
+		"Keepalive period toward idle peers; less than peer_timeout_ms.", NULL },
+	[SHD_OPT_MAX_CLIENTS] = {
+		"max_clients", "SHF_MAX_CLIENTS", T_UINT, 0, FIELD(max_clients), 1, 65536, "1024", "N",
+		"Concurrent client connections.", NULL },
+	[SHD_OPT_WORLD_TIMEOUT_MS] = {
+		"world_timeout_ms", "SHF_WORLD_TIMEOUT_MS", T_UINT, 0, FIELD(world_timeout_ms),
+		0, 86400000, "60000", "MSEC",
+		"How long shf_open() waits for the whole job when the client passes 0.", NULL },
+	[SHD_OPT_LOG_LEVEL] = {
+		"log_level", "SHF_LOG_LEVEL", T_LEVEL, 0, FIELD(log_level), 0, 0, "info", "LEVEL",
+		"err, warn, notice, info or debug (or 3..7).", NULL },
+	[SHD_OPT_LOG_FILE] = {
+		"log_file", "SHF_LOG_FILE", T_STR, 0, FIELD(log_file), 0, 0, "", "PATH",
+		"Append the log to this file. Empty: stderr (the journal under systemd).", NULL },
+	[SHD_OPT_CONFIG] = {
+		"config", "SHF_CONFIG", T_STR, F_NO_FILE, FIELD(config), 0, 0, "", "PATH",
+		"INI file to read, section [shuffled], keys named as these options "
+		"(command line or environment only).", NULL },
+};
+
+const char *shd_config_opt_name(int opt)
+{
+	return opt >= 0 && opt < SHD_OPT_MAX ? opts[opt].name : NULL;
+}
+
+/* ---- formatting helpers ---- */
+
+static void fmt_err(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void fmt_err(char *buf, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+	if (!buf || n == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, n, fmt, ap);
+	va_end(ap);
+}
+
+/* "1 MiB" when v is a whole number of KiB/MiB/GiB (or 0), else "3000". */
+static void fmt_size(uint64_t v, char *buf, size_t n)
+{
+	if (v != 0 && v % GiB == 0)
+		snprintf(buf, n, "%llu GiB", (unsigned long long)(v / GiB));
+	else if (v != 0 && v % MiB == 0)
+		snprintf(buf, n, "%llu MiB", (unsigned long long)(v / MiB));
+	else if (v != 0 && v % KiB == 0)
+		snprintf(buf, n, "%llu KiB", (unsigned long long)(v / KiB));
+	else
+		snprintf(buf, n, "%llu", (unsigned long long)v);
+}
+
+static void fmt_num(const struct opt *o, uint64_t v, char *buf, size_t n)
+{
+	if (o->type == T_SIZE)
+		fmt_size(v, buf, n);
+	else
+		snprintf(buf, n, "%llu", (unsigned long long)v);
+}
+
+/* "a power of two in [4 KiB, 256 MiB]" / "an integer in [1, 1024]" */
+static void fmt_limits(const struct opt *o, char *buf, size_t n)
+{
+	char lo[32], hi[32];
+	fmt_num(o, o->min, lo, sizeof(lo));
+	fmt_num(o, o->max, hi, sizeof(hi));
+	snprintf(buf, n, "%s in [%s, %s]",
+		 o->flags & F_POW2 ? "a power of two" : o->type == T_SIZE ? "a size" : "an integer",
+		 lo, hi);
+}
+
+/* A value quoted back in a message: at most 64 bytes (then "..."), control
+ * characters shown as '?'.  n >= 4. */
+static void fmt_value(const char *v, char *buf, size_t n)
+{
+	size_t keep = n - 4 < 64 ? n - 4 : 64;
+	size_t i;
+	for (i = 0; v[i] && i < keep; i++) {
+		unsigned char ch = (unsigned char)v[i];
+		buf[i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
+	}
+	if (v[i]) {
+		memcpy(buf + i, "...", 3);
+		i += 3;
+	}
+	buf[i] = '\0';
+}
+
+static uint64_t get_num(const struct shd_config *c, const struct opt *o)
+{
+	const char *p = (const char *)c + o->off;
+	if (o->size == sizeof(uint32_t)) {
+		uint32_t v;
+		memcpy(&v, p, sizeof(v));
+		return v;
+	}
+	uint64_t v;
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static void put_num(struct shd_config *c, const struct opt *o, uint64_t v)
+{
+	char *p = (char *)c + o->off;
+	if (o->size == sizeof(uint32_t)) {
+		uint32_t w = (uint32_t)v;
+		memcpy(p, &w, sizeof(w));
+	} else {
+		memcpy(p, &v, sizeof(v));
+	}
+}
+
+/* ---- parsing ---- */
+
+/*
+ * Decimal number, optionally followed (after optional blanks) by a binary
+ * suffix when `suffix`: k/K/KiB, m/M/MiB, g/G/GiB (case-insensitive).
+ * No sign, no hex, no fraction.  0, -EINVAL (syntax) or -ERANGE (overflow).
+ */
+static int parse_u64(const char *s, bool suffix, uint64_t *out)
+{
+	if (!isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	errno = 0;
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
+	uint64_t mult = 1;
+	if (suffix) {
+		while (*end == ' ' || *end == '\t')
+			end++;
+		static const struct { const char *s; uint64_t m; } sfx[] = {
+			{ "k", KiB }, { "kib", KiB }, { "m", MiB },
+			{ "mib", MiB }, { "g", GiB }, { "gib", GiB },
+		};
+		if (*end) {
+			size_t i;
+			for (i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++)
+				if (!strcasecmp(end, sfx[i].s))
+					break;
+			if (i == sizeof(sfx) / sizeof(sfx[0]))
+				return -EINVAL;
+			mult = sfx[i].m;
+			end += strlen(end);
+		}
+	}
+	if (*end)
+		return -EINVAL;
+	if (v > UINT64_MAX / mult)
+		return -ERANGE;
+	*out = (uint64_t)v * mult;
+	return 0;
+}
+
+/* Parse `v` for option `o` into c.  0, or -EINVAL with the reason in why
+ * (without the "name=value: " prefix). */
+static int parse_value(struct shd_config *c, const struct opt *o, const char *v, char *why,
+		       size_t whylen)
+{
+	char lim[96];
+
+	switch (o->type) {
+	case T_UINT:
+	case T_SIZE: {
+		uint64_t x;
+		int r = parse_u64(v, o->type == T_SIZE, &x);
+		fmt_limits(o, lim, sizeof(lim));
+		if (r == -EINVAL) {
+			fmt_err(why, whylen, "not a valid %s; must be %s%s",
+				o->type == T_SIZE ? "size" : "integer", lim,
+				o->type == T_SIZE ? " (suffixes k/KiB, m/MiB, g/GiB)" : "");
+			return -EINVAL;
+		}
+		if ((o->flags & F_POW2) && (r < 0 || x < o->min || x > o->max || (x & (x - 1)))) {
+			fmt_err(why, whylen, "must be %s", lim);
+			return -EINVAL;
+		}
+		if (r < 0 || x < o->min || x > o->max) {
+			fmt_err(why, whylen, "out of range; must be %s", lim);
+			return -EINVAL;
+		}
+		put_num(c, o, x);
+		return 0;
+	}
+	case T_LEVEL: {
+		int l = shd_log_level_parse(v);
+		if (l < 0) {
+			fmt_err(why, whylen, "must be one of err, warn, notice, info, debug (or 3..7)");
+			return -EINVAL;
+		}
+		memcpy((char *)c + o->off, &l, sizeof(l));
+		return 0;
+	}
+	case T_STR: {
+		size_t len = strlen(v);
+		if (len >= o->size) {
+			fmt_err(why, whylen, "too long (%zu bytes, at most %zu)", len, o->size - 1);
+			return -EINVAL;
+		}
+		for (size_t i = 0; i < len; i++) {
+			unsigned char ch = (unsigned char)v[i];
+			if (ch < 0x20 || ch == 0x7f) {
+				fmt_err(why, whylen, "contains a control character");
+				return -EINVAL;
+			}
+		}
+		if (o->check && o->check(v, why, whylen) < 0)
+			return -EINVAL;
+		memcpy((char *)c + o->off, v, len + 1);
+		return 0;
+	}
+	}
+	return -EINVAL;
+}
+
+/* Set option i from source src; `where` names the source in messages
+ * ("command line", "env SHF_X", "file F line N"). */
+static int set_opt(struct shd_config *c, int i, const char *v, enum shd_config_src src,
+		   const char *where, char *err, size_t errlen)
+{
+	char why[256], val[80];
+	if (parse_value(c, &opts[i], v, why, sizeof(why)) < 0) {
+		fmt_value(v, val, sizeof(val));
+		fmt_err(err, errlen, "%s=%s: %s (%s)", opts[i].name, val, why, where);
+		return -EINVAL;
+	}
+	c->source[i] = (uint8_t)src;
+	return 0;
+}
+
+/* Option by name; '-' and '_' are the same.  -1 if none.  len: bytes of
+ * name to compare (the name may continue with "=value"). */
+static int find_opt(const char *name, size_t len)
+{
+	for (int i = 0; i < SHD_OPT_MAX; i++) {
+		const char *o = opts[i].name;
+		size_t k;
+		if (strlen(o) != len)
+			continue;
+		for (k = 0; k < len; k++) {
+			char a = name[k] == '-' ? '_' : name[k];
+			if (a != o[k])
+				break;
+		}
+		if (k == len)
+			return i;
+	}
+	return -1;
+}
+
+/* ---- string checks ---- */
+
+static int check_node(const char *v, char *why, size_t n)
+{
+	if (v[0] == '.') {
+		fmt_err(why, n, "must not start with '.'");
+		return -EINVAL;
+	}
+	for (const char *p = v; *p; p++) {
+		if (!isalnum((unsigned char)*p) && *p != '.' && *p != '_' && *p != '-') {
+			fmt_err(why, n, "may contain only letters, digits, '.', '_' and '-'");
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int check_abs_path(const char *v, char *why, size_t n)
+{
+	if (v[0] && v[0] != '/') {
+		fmt_err(why, n, "must be an absolute path (or empty for the default)");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int check_provider(const char *v, char *why, size_t n)
+{
+	if (!v[0]) {
+		fmt_err(why, n, "must not be empty");
+		return -EINVAL;
+	}
+	for (const char *p = v; *p; p++) {
+		if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != ';') {
+			fmt_err(why, n, "not a provider name (letters, digits, '_', '-', ';')");
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int check_no_space(const char *v, char *why, size_t n)
+{
+	if (strpbrk(v, " \t")) {
+		fmt_err(why, n, "must not contain blanks");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int check_iface(const char *v, char *why, size_t n)
+{
+	if (strpbrk(v, " \t/:")) {
+		fmt_err(why, n, "not an interface name");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* One "HOST:PORT" of a static list, [b, e). */
+static int check_hostport(const char *b, const char *e)
+{
+	const char *colon = NULL;
+	for (const char *p = b; p < e; p++)
+		if (*p == ':')
+			colon = p;
+	if (!colon || colon == b || colon + 1 == e || e - (colon + 1) > 5)
+		return -EINVAL;
+	unsigned port = 0;
+	for (const char *p = colon + 1; p < e; p++) {
+		if (!isdigit((unsigned char)*p))
+			return -EINVAL;
+		port = port * 10 + (unsigned)(*p - '0');
+	}
+	if (port == 0 || port > 65535)
+		return -EINVAL;
+	for (const char *p = b; p < colon; p++)
+		if (!isalnum((unsigned char)*p) && !strchr(".-_:[]%", *p))
+			return -EINVAL;
+	return 0;
+}
+
+static int check_rendezvous(const char *v, char *why, size_t n)
+{
+	if (!strcmp(v, "auto") || !strcmp(v, "none") || !strcmp(v, "mpi"))
+		return 0;
+	if (!strncmp(v, "dir:", 4)) {
+		if (!v[4]) {
+			fmt_err(why, n, "dir: needs a directory (dir:PATH)");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (!strncmp(v, "static:", 7)) {
+		const char *p = v + 7;
+		unsigned k = 1;
+		for (;; k++) {
+			const char *e = strchr(p, ',');
+			if (!e)
+				e = p + strlen(p);
+			if (check_hostport(p, e) < 0) {
+				fmt_err(why, n, "entry %u of the static list is not HOST:PORT "
+					"(port 1..65535)", k);
+				return -EINVAL;
+			}
+			if (!*e)
+				return 0;
+			p = e + 1;
+		}
+	}
+	fmt_err(why, n, "must be auto, none, mpi, static:HOST:PORT,... or dir:PATH");
+	return -EINVAL;
+}
+
+/* ---- defaults ---- */
+
+void shd_config_defaults(struct shd_config *c)
+{
+	char why[256];
+	memset(c, 0, sizeof(*c));
+	for (int i = 0; i < SHD_OPT_MAX; i++) {
+		int r = parse_value(c, &opts[i], opts[i].def, why, sizeof(why));
+		assert(r == 0 && "option table default does not pass its own checks");
+		(void)r;
+		c->source[i] = SHD_CONFIG_SRC_DEFAULT;
+	}
+}
+
+/* ---- command line ---- */
+
+enum arg_kind { ARG_END, ARG_OPT, ARG_HELP, ARG_VERSION };
+
+/*
+ * Next command-line item from argv[*pi]; advances *pi.  ARG_OPT gives the
+ * option and its value.  Negative errno with a message on bad syntax.
+ */
+static int next_arg(int argc, char **argv, int *pi, int *opt, const char **val, char *err,
+		    size_t errlen)
+{
+	int i = *pi;
+	char shown[80];
+
+	if (i >= argc)
+		return ARG_END;
+	const char *a = argv[i];
+	*pi = i + 1;
+	if (!a)
+		return ARG_END;
+	if (!strcmp(a, "--")) {
+		if (i + 1 < argc) {
+			fmt_value(argv[i + 1], shown, sizeof(shown));
+			fmt_err(err, errlen, "unexpected argument '%s': shuffled takes no "
+				"positional arguments", shown);
+			return -EINVAL;
+		}
+		return ARG_END;
+	}
+	if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+		return ARG_HELP;
+	if (!strcmp(a, "--version") || !strcmp(a, "-V"))
+		return ARG_VERSION;
+	if (a[0] != '-' || a[1] == '\0') {
+		fmt_value(a, shown, sizeof(shown));
+		fmt_err(err, errlen, "unexpected argument '%s': shuffled takes no positional "
+			"arguments (options are --name=value)", shown);
+		return -EINVAL;
+	}
+	const char *name = a + 2;
+	const char *eq = a[1] == '-' ? strchr(name, '=') : NULL;
+	size_t len = eq ? (size_t)(eq - name) : strlen(name);
+	int o = a[1] == '-' ? find_opt(name, len) : -1;
+	if (o < 0) {
+		fmt_value(a, shown, sizeof(shown));
+		if (eq && (size_t)(eq - a) < sizeof(shown))
+			shown[eq - a] = '\0';
+		fmt_err(err, errlen, "unknown option '%s' (see shuffled --help)", shown);
+		return -EINVAL;
+	}
+	if (eq) {
+		*val = eq + 1;
+	} else if (i + 1 < argc && argv[i + 1]) {
+		*val = argv[i + 1];
+		*pi = i + 2;
+	} else {
+		fmt_err(err, errlen, "option --%s needs a value", opts[o].name);
+		return -EINVAL;
+	}
+	*opt = o;
+	return ARG_OPT;
+}
+
+/* ---- INI file ---- */
+
+struct file_ctx {
+	struct shd_config *c;
+	FILE *f;
+	const char *path;
+	unsigned lineno;           /* line last handed to inih */
+	unsigned line_of[SHD_OPT_MAX]; /* where each key was set; 0: not yet */
+	int r;                     /* first error */
+	char *err;
+	size_t errlen;
+};
+
+/* fgets-style reader for inih that counts lines and refuses lines that do
+ * not fit inih's buffer instead of letting it split them silently. */
+static char *file_reader(char *str, int num, void *stream)
+{
+	struct file_ctx *fc = stream;
+	char *s = fgets(str, num, fc->f);
+	if (!s)
+		return NULL;
+	fc->lineno++;
+	size_t len = strlen(s);
+	if (len > 0 && s[len - 1] != '\n' && !feof(fc->f)) {
+		int ch;
+		while ((ch = fgetc(fc->f)) != EOF && ch != '\n')
+			;
+		if (fc->r == 0) {
+			fmt_err(fc->err, fc->errlen, "config file %s line %u: line longer than %d "
+				"characters", fc->path, fc->lineno, num - 3);
+			fc->r = -EINVAL;
+		}
+	}
+	return s;
+}
+
+static int file_handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct file_ctx *fc = user;
+	char where[SHD_CONFIG_PATH_MAX + 64];
+
+	if (fc->r < 0)
+		return 0;
+	if (strcmp(section, "shuffled") != 0) {
+		if (section[0])
+			fmt_err(fc->err, fc->errlen, "config file %s line %u: unknown section [%s]; "
+				"settings go in [shuffled]", fc->path, fc->lineno, section);
+		else
+			fmt_err(fc->err, fc->errlen, "config file %s line %u: '%s' is outside a "
+				"section; settings go in [shuffled]", fc->path, fc->lineno, name);
+		fc->r = -EINVAL;
+		return 0;
+	}
+	int o = find_opt(name, strlen(name));
+	if (o < 0) {
+		fmt_err(fc->err, fc->errlen, "config file %s line %u: unknown key '%s' in "
+			"[shuffled] (see shuffled --help)", fc->path, fc->lineno, name);
+		fc->r = -EINVAL;
+		return 0;
+	}
+	if (opts[o].flags & F_NO_FILE) {
+		fmt_err(fc->err, fc->errlen, "config file %s line %u: '%s' can be set only on the "
+			"command line or in the environment", fc->path, fc->lineno, opts[o].name);
+		fc->r = -EINVAL;
+		return 0;
+	}
+	if (fc->line_of[o]) {
+		fmt_err(fc->err, fc->errlen, "config file %s line %u: '%s' set again (first on "
+			"line %u)", fc->path, fc->lineno, opts[o].name, fc->line_of[o]);
+		fc->r = -EINVAL;
+		return 0;
+	}
+	fc->line_of[o] = fc->lineno;
+	snprintf(where, sizeof(where), "config file %s line %u", fc->path, fc->lineno);
+	if (set_opt(fc->c, o, value, SHD_CONFIG_SRC_FILE, where, fc->err, fc->errlen) < 0) {
+		fc->r = -EINVAL;
+		return 0;
+	}
+	return 1;
+}
+
+static int read_file(struct shd_config *c, char *err, size_t errlen)
+{
+	struct file_ctx fc = { .c = c, .path = c->config, .err = err, .errlen = errlen };
+	struct stat st;
+	int r;
+
+	fc.f = fopen(c->config, "re");
+	if (!fc.f) {
+		r = -errno;
+		fmt_err(err, errlen, "config file %s: %s", c->config, strerror(-r));
+		return r;
+	}
+	if (fstat(fileno(fc.f), &st) == 0 && S_ISDIR(st.st_mode)) {
+		fmt_err(err, errlen, "config file %s: %s", c->config, strerror(EISDIR));
+		r = -EISDIR;
+		goto out;
+	}
+	r = ini_parse_stream(file_reader, &fc, file_handler, &fc);
+	if (fc.r < 0) {
+		r = fc.r;
+	} else if (ferror(fc.f)) {
+		fmt_err(err, errlen, "config file %s: read error", c->config);
+		r = -EIO;
+	} else if (r > 0) {
+		fmt_err(err, errlen, "config file %s line %d: syntax error (expected "
+			"[section] or key = value)", c->config, r);
+		r = -EINVAL;
+	} else if (r < 0) {
+		fmt_err(err, errlen, "config file %s: out of memory", c->config);
+		r = -ENOMEM;
+	}
+out:
+	fclose(fc.f);
+	return r;
+}
+
+/* ---- derived values and cross-checks ---- */
+
+static int derive(struct shd_config *c, char *err, size_t errlen)
+{
+	char why[256];
+
+	if (!c->node_name[0]) {
+		char host[256];
+		if (gethostname(host, sizeof(host)) < 0) {
+			int r = -errno;
+			fmt_err(err, errlen, "node_name: gethostname: %s; set --node_name or SHF_NODE",
+				strerror(-r));
+			return r;
+		}
+		host[sizeof(host) - 1] = '\0';
+		if (strlen(host) >= sizeof(c->node_name) || !host[0] ||
+		    check_node(host, why, sizeof(why)) < 0) {
+			char shown[80];
+			fmt_value(host, shown, sizeof(shown));
+			fmt_err(err, errlen, "node_name: the host name '%s' is not usable as a node "
+				"name; set --node_name or SHF_NODE", shown);
+			return -EINVAL;
+		}
+		strcpy(c->node_name, host);
+		c->source[SHD_OPT_NODE_NAME] = SHD_CONFIG_SRC_COMPUTED;
+	}
+
+	if (!c->runtime_dir[0]) {
+		const char *xdg = getenv("XDG_RUNTIME_DIR");
+		int n;
+		if (geteuid() == 0)
+			n = snprintf(c->runtime_dir, sizeof(c->runtime_dir), "/run/shuffle/%s",
+				     c->node_name);
+		else if (xdg && xdg[0] == '/')
+			n = snprintf(c->runtime_dir, sizeof(c->runtime_dir), "%s/shuffle/%s", xdg,
+				     c->node_name);
+		else
+			n = snprintf(c->runtime_dir, sizeof(c->runtime_dir), "/tmp/shuffle-%u/%s",
+				     (unsigned)geteuid(), c->node_name);
+		if (n < 0 || (size_t)n >= sizeof(c->runtime_dir)) {
+			c->runtime_dir[0] = '\0';
+			fmt_err(err, errlen, "runtime_dir: the computed path is too long (from "
+				"$XDG_RUNTIME_DIR); set --runtime_dir");
+			return -ENAMETOOLONG;
+		}
+		c->source[SHD_OPT_RUNTIME_DIR] = SHD_CONFIG_SRC_COMPUTED;
+	}
+
+	if (!c->socket_path[0]) {
+		static const char name[] = "/shuffled.sock";
+		size_t len = strlen(c->runtime_dir) + sizeof(name) - 1;
+		if (len >= sizeof(c->socket_path)) {
+			char shown[80];
+			fmt_value(c->runtime_dir, shown, sizeof(shown));
+			fmt_err(err, errlen, "socket: %s%s would be %zu bytes, more than the %zu a "
+				"UNIX socket path allows; set a shorter runtime_dir or socket",
+				shown, name, len, sizeof(c->socket_path) - 1);
+			return -ENAMETOOLONG;
+		}
+		size_t dl = strlen(c->runtime_dir);
+		memcpy(c->socket_path, c->runtime_dir, dl);
+		memcpy(c->socket_path + dl, name, sizeof(name)); /* with its NUL */
+		c->source[SHD_OPT_SOCKET] = SHD_CONFIG_SRC_COMPUTED;
+	}
+	return 0;
+}
+
+static void fmt_source(const struct shd_config *c, int i, char *buf, size_t n)
+{
+	switch (c->source[i]) {
+	case SHD_CONFIG_SRC_COMPUTED:
+		snprintf(buf, n, "computed");
+		break;
+	case SHD_CONFIG_SRC_FILE:
+		snprintf(buf, n, "file %s", c->config);
+		break;
+	case SHD_CONFIG_SRC_ENV:
+		snprintf(buf, n, "env %s", opts[i].env);
+		break;
+	case SHD_CONFIG_SRC_CLI:
+		snprintf(buf, n, "command line");
+		break;
+	default:
+		snprintf(buf, n, "default");
+		break;
+	}
+}
+
+/*
+ * Relations between options.  max_msg must fit a ring record: a message is
+ * an 8-byte header (struct shf_msg_hdr) + payload in one record of at most
+ * ring_bytes/2 - 8.  A max_msg left at its default shrinks to fit a small
+ * ring (source "computed"), so `--ring_bytes=16k` alone works; one the user
+ * set is refused instead.
+ */
+static int cross_check(struct shd_config *c, char *err, size_t errlen)
+{
+	char a[32], b[32], sa[SHD_CONFIG_PATH_MAX + 16], sb[SHD_CONFIG_PATH_MAX + 16];
+
+	uint64_t fit = shf_ring_max_payload(c->ring_bytes) - SHF_MSG_HDR_BYTES;
+	if (c->max_msg > fit && c->source[SHD_OPT_MAX_MSG] == SHD_CONFIG_SRC_DEFAULT) {
+		c->max_msg = (uint32_t)fit;
+		c->source[SHD_OPT_MAX_MSG] = SHD_CONFIG_SRC_COMPUTED;
+	}
+	if (c->max_msg > fit) {
+		fmt_size(c->max_msg, a, sizeof(a));
+		fmt_size(c->ring_bytes, b, sizeof(b));
+		fmt_source(c, SHD_OPT_MAX_MSG, sa, sizeof(sa));
+		fmt_source(c, SHD_OPT_RING_BYTES, sb, sizeof(sb));
+		fmt_err(err, errlen, "max_msg=%u (%s) does not fit ring_bytes=%u (%s): max_msg must "
+			"be at most ring_bytes/2 - 16 = %llu (max_msg from %s, ring_bytes from %s)",
+			c->max_msg, a, c->ring_bytes, b, (unsigned long long)fit, sa, sb);
+		return -EINVAL;
+	}
+	if (c->batch_budget < c->batch_bytes) {
+		fmt_size(c->batch_budget, a, sizeof(a));
+		fmt_size(c->batch_bytes, b, sizeof(b));
+		fmt_source(c, SHD_OPT_BATCH_BUDGET, sa, sizeof(sa));
+		fmt_source(c, SHD_OPT_BATCH_BYTES, sb, sizeof(sb));
+		fmt_err(err, errlen, "batch_budget=%llu (%s) is smaller than batch_bytes=%u (%s): "
+			"the budget must hold at least one batch (batch_budget from %s, "
+			"batch_bytes from %s)", (unsigned long long)c->batch_budget, a,
+			c->batch_bytes, b, sa, sb);
+		return -EINVAL;
+	}
+	if (c->heartbeat_ms >= c->peer_timeout_ms) {
+		fmt_source(c, SHD_OPT_HEARTBEAT_MS, sa, sizeof(sa));
+		fmt_source(c, SHD_OPT_PEER_TIMEOUT_MS, sb, sizeof(sb));
+		fmt_err(err, errlen, "heartbeat_ms=%u must be less than peer_timeout_ms=%u, or "
+			"idle peers would be declared down between heartbeats (heartbeat_ms from "
+			"%s, peer_timeout_ms from %s)", c->heartbeat_ms, c->peer_timeout_ms, sa, sb);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- load ---- */
+
+int shd_config_load(struct shd_config *c, int argc, char **argv, char *err, size_t errlen)
+{
+	char local[512];
+	char where[64];
+	int i, o, r;
+	const char *v;
+
+	if (!err || errlen == 0) {
+		err = local;
+		errlen = sizeof(local);
+	}
+	err[0] = '\0';
+	shd_config_defaults(c);
+	if (!argv)
+		argc = 0;
+
+	/* pass 1: syntax, --help/--version, and --config (needed before the file) */
+	const char *cfg_val = NULL; /* last --config on the command line */
+	for (i = 1;;) {
+		r = next_arg(argc, argv, &i, &o, &v, err, errlen);
+		if (r < 0)
+			return r;
+		if (r == ARG_END)
+			break;
+		if (r == ARG_HELP) {
+			shd_config_help(stdout);
+			return 1;
+		}
+		if (r == ARG_VERSION) {
+			printf("shuffled %s\n", SHF_VERSION);
+			return 1;
+		}
+		if (o == SHD_OPT_CONFIG)
+			cfg_val = v;
+	}
+
+	/* the file's path: command line, else environment */
+	const char *env_cfg = getenv(opts[SHD_OPT_CONFIG].env);
+	if (cfg_val)
+		r = set_opt(c, SHD_OPT_CONFIG, cfg_val, SHD_CONFIG_SRC_CLI, "command line", err,
+			    errlen);
+	else if (env_cfg && *env_cfg)
+		r = set_opt(c, SHD_OPT_CONFIG, env_cfg, SHD_CONFIG_SRC_ENV,
+			    "env SHF_CONFIG", err, errlen);
+	else
+		r = 0;
+	if (r < 0)
+		return r;
+
+	/* lowest precedence first, each source overriding the previous */
+	if (c->config[0]) {
+		r = read_file(c, err, errlen);
+		if (r < 0)
+			return r;
+	}
+	for (o = 0; o < SHD_OPT_MAX; o++) {
+		if (o == SHD_OPT_CONFIG)
+			continue;
+		v = getenv(opts[o].env);
+		if (!v || !*v)
+			continue;
+		snprintf(where, sizeof(where), "env %s", opts[o].env);
+		r = set_opt(c, o, v, SHD_CONFIG_SRC_ENV, where, err, errlen);
+		if (r < 0)
+			return r;
+	}
+	for (i = 1;;) {
+		r = next_arg(argc, argv, &i, &o, &v, err, errlen);
+		if (r < 0)
+			return r;
+		if (r == ARG_END)
+			break;
+		if (r != ARG_OPT || o == SHD_OPT_CONFIG)
+			continue;
+		r = set_opt(c, o, v, SHD_CONFIG_SRC_CLI, "command line", err, errlen);
+		if (r < 0)
+			return r;
+	}
+
+	r = derive(c, err, errlen);
+	if (r < 0)
+		return r;
+	return cross_check(c, err, errlen);
+}
+
+/* ---- help, print, json ---- */
+
+/* Print text wrapped at ~76 columns, each line indented by `indent`. */
+static void print_wrapped(FILE *f, const char *text, int indent)
+{
+	const int width = 78;
+	const char *p = text;
+	while (*p) {
+		int room = width - indent;
+		const char *end = p + strlen(p);
+		const char *cut = end;
+		if (end - p > room) {
+			cut = p + room;
+			while (cut > p && *cut != ' ')
+				cut--;
+			if (cut == p)
+				cut = p + room;
+		}
+		fprintf(f, "%*s%.*s\n", indent, "", (int)(cut - p), p);
+		p = cut;
+		while (*p == ' ')
+			p++;
+	}
+}
+
+static void fmt_default(const struct opt *o, char *buf, size_t n)
+{
+	struct shd_config d;
+	char why[256];
+	if (o->type == T_STR || o->type == T_LEVEL) {
+		snprintf(buf, n, "%s", o->def[0] ? o->def : "empty");
+		return;
+	}
+	memset(&d, 0, sizeof(d));
+	if (parse_value(&d, o, o->def, why, sizeof(why)) < 0)
+		snprintf(buf, n, "%s", o->def);
+	else
+		fmt_num(o, get_num(&d, o), buf, n);
+}
+
+void shd_config_help(FILE *f)
+{
+	char def[128], lim[96], line[256];
+
+	fprintf(f, "Usage: shuffled [--config PATH] [--NAME=VALUE | --NAME VALUE]...\n"
+		   "       shuffled --help | --version\n"
+		   "\n"
+		   "shuffled is the per-node relay daemon of shuffle. Each option below can be\n"
+		   "given on the command line ('-' or '_' in names), in the environment\n"
+		   "(SHF_NAME, shown) or in the INI file's [shuffled] section (key = value);\n"
+		   "the command line wins over the environment, which wins over the file.\n"
+		   "Sizes take binary suffixes: k/KiB, m/MiB, g/GiB.\n"
+		   "\n"
+		   "Options:\n");
+	for (int i = 0; i < SHD_OPT_MAX; i++) {
+		const struct opt *o = &opts[i];
+		fmt_default(o, def, sizeof(def));
+		fprintf(f, "  --%s=%s  (%s)\n", o->name, o->meta, o->env);
+		print_wrapped(f, o->help, 8);
+		if (o->type == T_UINT || o->type == T_SIZE) {
+			fmt_limits(o, lim, sizeof(lim));
+			snprintf(line, sizeof(line), "Default %s; %s.", def, lim);
+		} else {
+			snprintf(line, sizeof(line), "Default %s.", def);
+		}
+		print_wrapped(f, line, 8);
+	}
+	fprintf(f, "  -h, --help     print this help and exit\n"
+		   "  -V, --version  print the version and exit\n");
+}
+
+static void fmt_current(const struct shd_config *c, int i, char *buf, size_t n)
+{
+	const struct opt *o = &opts[i];
+	const char *p = (const char *)c + o->off;
+	switch (o->type) {
+	case T_STR:
+		snprintf(buf, n, "%s", p[0] ? p : "\"\"");
+		break;
+	case T_LEVEL: {
+		int l;
+		memcpy(&l, p, sizeof(l));
+		snprintf(buf, n, "%s", shd_log_level_name(l));
+		break;
+	}
+	case T_UINT:
+		snprintf(buf, n, "%llu", (unsigned long long)get_num(c, o));
+		break;
+	case T_SIZE: {
+		char pretty[32];
+		uint64_t v = get_num(c, o);
+		fmt_size(v, pretty, sizeof(pretty));
+		if (v != 0 && v % KiB == 0)
+			snprintf(buf, n, "%s (%llu)", pretty, (unsigned long long)v);
+		else
+			snprintf(buf, n, "%s", pretty);
+		break;
+	}
+	}
+}
+
+void shd_config_print(FILE *f, const struct shd_config *c)
+{
+	char val[SHD_CONFIG_PATH_MAX + 8], src[SHD_CONFIG_PATH_MAX + 16];
+	for (int i = 0; i < SHD_OPT_MAX; i++) {
+		fmt_current(c, i, val, sizeof(val));
+		fmt_source(c, i, src, sizeof(src));
+		fprintf(f, "%-17s %-24s %s\n", opts[i].name, val, src);
+	}
+}
+
+static const char *type_name(enum opt_type t)
+{
+	switch (t) {
+	case T_SIZE:
+		return "size";
+	case T_UINT:
+		return "integer";
+	case T_LEVEL:
+		return "level";
+	default:
+		return "string";
+	}
+}
+
+/* the value of option o in c as JSON */
+static json_t *json_value(const struct shd_config *c, const struct opt *o)
+{
+	const char *p = (const char *)c + o->off;
+	switch (o->type) {
+	case T_STR:
+		return json_string(p);
+	case T_LEVEL: {
+		int l;
+		memcpy(&l, p, sizeof(l));
+		return json_string(shd_log_level_name(l));
+	}
+	default:
+		return json_integer((json_int_t)get_num(c, o));
+	}
+}
+
+json_t *shd_config_json(const struct shd_config *c)
+{
+	char src[SHD_CONFIG_PATH_MAX + 16];
+	struct shd_config d;
+	json_t *root = json_object();
+	if (!root)
+		return NULL;
+	shd_config_defaults(&d);
+	for (int i = 0; i < SHD_OPT_MAX; i++) {
+		const struct opt *o = &opts[i];
+		fmt_source(c, i, src, sizeof(src));
+		json_t *e = json_object();
+		if (!e || json_object_set_new(root, o->name, e) < 0)
+			goto fail;
+		int r = json_object_set_new(e, "value", json_value(c, o));
+		r |= json_object_set_new(e, "source", json_string(src));
+		r |= json_object_set_new(e, "default", json_value(&d, o));
+		r |= json_object_set_new(e, "type", json_string(type_name(o->type)));
+		r |= json_object_set_new(e, "env", json_string(o->env));
+		r |= json_object_set_new(e, "help", json_string(o->help));
+		if (o->type == T_UINT || o->type == T_SIZE) {
+			r |= json_object_set_new(e, "min", json_integer((json_int_t)o->min));
+			r |= json_object_set_new(e, "max", json_integer((json_int_t)o->max));
+		}
+		if (o->flags & F_POW2)
+			r |= json_object_set_new(e, "power_of_two", json_true());
+		if (r)
+			goto fail;
+	}
+	return root;
+fail:
+	json_decref(root);
+	return NULL;
+}

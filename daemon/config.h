@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * daemon/config.h - shuffled's settings.
+ *
+ * One option table (config.c) drives the command line, the environment, the
+ * INI file, --help, shd_config_print() and shd_config_json().  Precedence:
+ *   command line  --name=value | --name value  ('-' and '_' both accepted)
+ *   environment   SHF_<NAME> (node_name: SHF_NODE; empty = unset)
+ *   INI file      --config PATH or $SHF_CONFIG, section [shuffled], key = name
+ *   default
+ * Every value is checked where it is read (type, range, power of two,
+ * length, syntax) and refused with a message naming the option, the value,
+ * what is allowed and where the value came from, e.g.
+ *   "ring_bytes=3000: must be a power of two in [4 KiB, 256 MiB] (command line)".
+ * Sizes take binary suffixes k/K/KiB, m/M/MiB, g/G/GiB.  Every size has a
+ * hard cap.
+ */
+#ifndef SHD_CONFIG_H
+#define SHD_CONFIG_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Option indices: the order of the table, of --help and of print/json. */
+enum shd_config_opt {
+	SHD_OPT_RUNTIME_DIR,
+	SHD_OPT_NODE_NAME,
+	SHD_OPT_SOCKET,
+	SHD_OPT_RING_BYTES,
+	SHD_OPT_MAX_MSG,
+	SHD_OPT_BATCH_BYTES,
+	SHD_OPT_LINGER_US,
+	SHD_OPT_PEER_CREDITS,
+	SHD_OPT_MAX_INFLIGHT,
+	SHD_OPT_BATCH_BUDGET,
+	SHD_OPT_RECV_BUFFERS,
+	SHD_OPT_PROVIDER,
+	SHD_OPT_BIND,
+	SHD_OPT_IFACE,
+	SHD_OPT_RENDEZVOUS,
+	SHD_OPT_PEER_TIMEOUT_MS,
+	SHD_OPT_HEARTBEAT_MS,
+	SHD_OPT_MAX_CLIENTS,
+	SHD_OPT_WORLD_TIMEOUT_MS,
+	SHD_OPT_LOG_LEVEL,
+	SHD_OPT_LOG_FILE,
+	SHD_OPT_CONFIG,
+	SHD_OPT_MAX
+};
+
+/* Where an option's current value came from. */
+enum shd_config_src {
+	SHD_CONFIG_SRC_DEFAULT,  /* the table's default */
+	SHD_CONFIG_SRC_COMPUTED, /* derived at load (node_name, runtime_dir, socket,
+				  * max_msg shrunk to fit ring_bytes) */
+	SHD_CONFIG_SRC_FILE,     /* the INI file named by `config` */
+	SHD_CONFIG_SRC_ENV,      /* SHF_<NAME> */
+	SHD_CONFIG_SRC_CLI,      /* the command line */
+	SHD_CONFIG_SRC_MAX
+};
+
+#define SHD_CONFIG_PATH_MAX 4096 /* paths, NUL included */
+#define SHD_CONFIG_SOCKET_MAX 108 /* sizeof(sockaddr_un.sun_path), NUL included */
+#define SHD_CONFIG_NAME_MAX 64   /* node name, NUL included: [A-Za-z0-9._-] */
+
+struct shd_config {
+	/* directory for the control socket and per-node state; "" at load:
+	 * uid 0 "/run/shuffle/<node_name>", else "$XDG_RUNTIME_DIR/shuffle/<node_name>"
+	 * or "/tmp/shuffle-<uid>/<node_name>"; absolute */
+	char runtime_dir[SHD_CONFIG_PATH_MAX];
+	/* this node's name (path component, per-node names on one host);
+	 * "" at load: gethostname() */
+	char node_name[SHD_CONFIG_NAME_MAX];
+	/* control socket (option "socket"); "" at load: <runtime_dir>/shuffled.sock;
+	 * absolute, at most 107 bytes */
+	char socket_path[SHD_CONFIG_SOCKET_MAX];
+	uint32_t ring_bytes;   /* per client ring, each direction; power of two */
+	uint32_t max_msg;      /* largest message payload; <= ring_bytes/2 - 16
+			        * (a default max_msg shrinks to fit, source computed) */
+	uint32_t batch_bytes;  /* a batch is sent when it reaches this size */
+	uint32_t linger_us;    /* ... or when its oldest record is this old */
+	uint32_t peer_credits; /* batches in flight to one peer */
+	uint32_t max_inflight; /* batches in flight to all peers */
+	uint64_t batch_budget; /* memory for outgoing + parked batches */
+	uint32_t recv_buffers; /* pre-posted fabric receives */
+	char provider[64];     /* libfabric provider name, e.g. "tcp" */
+	char bind[256];        /* fabric endpoint address[:port]; "" provider's choice */
+	char iface[16];        /* network interface (FI_TCP_IFACE); "" none */
+	/* "auto" (mpi under mpirun/srun, else none), "none", "mpi",
+	 * "static:HOST:PORT,HOST:PORT,...", "dir:PATH"; syntax checked at load */
+	char rendezvous[SHD_CONFIG_PATH_MAX];
+	uint32_t peer_timeout_ms;  /* silent peer declared down after this */
+	uint32_t heartbeat_ms;     /* keepalive period toward peers */
+	uint32_t max_clients;      /* concurrent client sessions */
+	uint32_t world_timeout_ms; /* shf_open() world wait when the client passes 0 */
+	int log_level;             /* enum shd_log_level */
+	char log_file[SHD_CONFIG_PATH_MAX]; /* "" stderr (or the journal) */
+	char config[SHD_CONFIG_PATH_MAX];   /* the INI file read; "" none */
+	uint8_t source[SHD_OPT_MAX];        /* enum shd_config_src per option */
+};
+
+/* Fill every option with its default, sources SHD_CONFIG_SRC_DEFAULT.
+ * Derived values (node_name, runtime_dir, socket_path) stay "". */
+void shd_config_defaults(struct shd_config *c);
+
+/*
+ * Reset c to defaults, then read the INI file, the environment and argv
+ * (argv[0] is the program name and is skipped), fill the derived values
+ * and cross-check (max_msg against ring_bytes, batch_budget against
+ * batch_bytes, heartbeat_ms against peer_timeout_ms).  Returns 0 on
+ * success; 1 when --help/-h or --version/-V was handled (printed to
+ * stdout; the caller exits 0); a negative errno (-EINVAL, -ENOENT, ...)
+ * with a one-line message in err otherwise (printable as
+ * "shuffled: <err>").  Positional arguments are refused.  err may be NULL.
+ */
+int shd_config_load(struct shd_config *c, int argc, char **argv, char *err, size_t errlen);
+
+/* Usage line then, per option: name, env variable, help, default, limits. */
+void shd_config_help(FILE *f);
+
+/* One line per option: name, value (sizes as "1 MiB (1048576)"), source
+ * ("default", "computed", "env SHF_X", "file PATH", "command line"). */
+void shd_config_print(FILE *f, const struct shd_config *c);
+
+/*
+ * {"<name>": {"value": .., "source": "..", "default": .., "help": "..",
+ *             "type": "size|integer|string|level", "env": "SHF_X",
+ *             "min": .., "max": .. (numbers only), "power_of_two": true (if so)}, ...}
+ * Numbers are JSON integers (bytes for sizes), log_level is its name.
+ * New reference, NULL on allocation failure.
+ */
+json_t *shd_config_json(const struct shd_config *c);
+
+/* Name of an option ("ring_bytes", "socket"), NULL when out of range. */
+const char *shd_config_opt_name(int opt);
+
+#endif /* SHD_CONFIG_H */
