@@ -236,20 +236,34 @@ void shd_client_fail(struct shd_client *c, int err, const char *fmt, ...)
 	client_free(c);
 }
 
+/*
+ * A waiting rank's world timeout fired.  The world cannot complete without
+ * it, so every rank of the job still waiting here gets the same verdict:
+ * -ETIMEDOUT naming the ranks missing at this moment, and is unregistered
+ * (each may try again).
+ */
 static void world_timeout(int fd, void *arg)
 {
 	struct shd_client *c = arg;
+	struct shd_job *j = c->job;
+	struct shd_daemon *d = c->d;
 	char missing[400];
 	(void)fd;
-	shd_job_missing(c->job, missing, sizeof(missing));
-	c->d->st.disc_timeout++;
-	shd_warn("job %s rank %d: world of %d incomplete after timeout, missing ranks %s",
-		 c->job->name, c->rank, c->job->world, missing);
-	shd_client_error(c, 0, -ETIMEDOUT, "job %s: %d of %d ranks registered; missing ranks %s",
-			 c->job->name, c->job->registered, c->job->world, missing);
-	/* unregister so the rank can try again */
-	shd_job_leave(c, false, false);
-	client_free(c);
+	shd_job_missing(j, missing, sizeof(missing));
+	shd_warn("job %s: world of %d incomplete after rank %d's timeout; missing ranks %s",
+		 j->name, j->world, c->rank, missing);
+	int32_t registered = j->registered;
+	struct shd_list *p, *t;
+	shd_list_for_each_safe(p, t, &j->waiting) {
+		struct shd_client *w = shd_container_of(p, struct shd_client, job_link);
+		d->st.disc_timeout++;
+		shd_client_error(w, 0, -ETIMEDOUT,
+				 "job %s: %d of %d ranks registered; missing ranks %s", j->name,
+				 registered, j->world, missing);
+		/* unregistered, so the rank can try again; the last one frees j */
+		shd_job_leave(w, false, false);
+		client_free(w);
+	}
 }
 
 static int ring_bytes_ok(const struct shd_daemon *d, uint32_t rb, char *why, size_t n)
