@@ -51,7 +51,7 @@ struct net_msg {
 /* A received batch that could not be placed at once. */
 struct net_rx {
 	struct shd_list link;  /* peer->rxq, in seq order */
-	void *buf;             /* the kept fabric buffer */
+	void *buf;             /* a copy of the message, right after this struct */
 	struct shf_wire_hdr h;
 	struct shf_wire_iter it;
 	struct shf_wire_rec cur;
@@ -494,7 +494,6 @@ static void drain_rxq(struct shd_peer *p)
 		if (!place_batch(p, rx))
 			return;
 		shd_list_del(&rx->link);
-		shd_fabric_repost(p->net->fab, rx->buf);
 		free(rx);
 	}
 }
@@ -536,14 +535,24 @@ static int on_batch(struct shd_peer *p, void *buf, const struct shf_wire_hdr *h)
 	/* fast path: in order, nothing parked, everything fits */
 	if (in_order && place_batch(p, &tmp))
 		return 0;
-	/* keep the buffer: parked mid-batch, or out of order */
-	rx = malloc(sizeof(*rx));
+	/* It waits (parked on a full ring, or out of order): copy it out and
+	 * give the fabric buffer back at once.  Holding receive buffers could
+	 * starve the endpoint of the very ACKs and batches that would unblock
+	 * it (completions arrive out of order on tcp;ofi_rxm).  At most
+	 * peer_credits batches per peer can wait, so the copies are bounded. */
+	rx = malloc(sizeof(*rx) + h->len);
 	if (!rx) {
 		shd_err("node %u: out of memory parking batch %llu", p->node,
 			(unsigned long long)h->u.batch.seq);
 		return 0;
 	}
 	*rx = tmp;
+	rx->buf = rx + 1;
+	memcpy(rx->buf, buf, h->len);
+	rx->it.buf = rx->buf; /* the iterator keeps offsets from its base */
+	if (rx->have_cur)
+		rx->cur.data = (const uint8_t *)rx->buf + ((const uint8_t *)tmp.cur.data -
+							   (const uint8_t *)buf);
 	/* keep the queue in sequence order */
 	struct shd_list *q = p->rxq.prev;
 	while (q != &p->rxq &&
@@ -553,11 +562,10 @@ static int on_batch(struct shd_peer *p, void *buf, const struct shf_wire_hdr *h)
 	rx->link.next = q->next;
 	q->next->prev = &rx->link;
 	q->next = &rx->link;
-	/* an out-of-order batch may be placeable once the gap closes; that is
-	 * tried after this progress round (the fabric owns buf until we return) */
+	/* an out-of-order batch may be placeable once the gap closes */
 	if (!in_order && !shd_list_linked(&p->drain_link))
 		shd_list_add_tail(&n->drainq, &p->drain_link);
-	return SHD_FABRIC_KEEP;
+	return 0;
 }
 
 static void on_ack(struct shd_peer *p, const struct shf_wire_ack *a)

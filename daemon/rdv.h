@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * daemon/rdv.h - rendezvous: how daemons learn each other's fabric
+ * addresses at startup and agree on node ids.  Every MPI call of the
+ * project lives in rdv.c.
+ *
+ * Specs:
+ *   "mpi"                  MPI_Init; node id = MPI rank, nodes = MPI size;
+ *                          exchange() does one MPI_Iallgather of fixed-size
+ *                          {hostname, address} records, polled with short
+ *                          sleeps (never a spinning wait); close() calls
+ *                          MPI_Finalize.  MPI is not used afterwards.
+ *   "static:H:P,H:P,..."   no exchange: node id = position in the list, my
+ *                          id = the entry equal to self->bind ("H:P"); IPv6
+ *                          hosts as "[addr]:port".  The result holds host
+ *                          and port strings: insert peers with
+ *                          shd_fabric_insert_svc().
+ *   "dir:PATH:N"           each node writes PATH/<name>.addr (temp file +
+ *                          rename), then waits (bounded) until N such files
+ *                          exist; node ids = positions in the byte-wise
+ *                          sorted list of names.  PATH must be fresh for
+ *                          each run (files are never removed here: a slow
+ *                          node may still be reading them); the launcher
+ *                          deletes it afterwards.
+ *
+ * The two-step API lets a daemon learn its node id before it opens its
+ * fabric endpoint (e.g. to bind 127.0.0.(id+2) on a single host):
+ *   shd_rdv_open() -> shd_rdv_my_node() -> open fabric -> shd_rdv_exchange()
+ *   -> shd_rdv_close().   shd_rdv_run() does all of it in one call.
+ */
+#ifndef SHD_RDV_H
+#define SHD_RDV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SHD_RDV_HOST_MAX 256u  /* host / node name, NUL included */
+#define SHD_RDV_PORT_MAX 16u   /* port string, NUL included */
+#define SHD_RDV_ADDR_MAX 128u  /* raw fabric address bytes */
+#define SHD_RDV_NODES_MAX (1u << 20)
+
+enum shd_rdv_kind {
+	SHD_RDV_MPI = 1,
+	SHD_RDV_STATIC,
+	SHD_RDV_DIR,
+	SHD_RDV_KIND_MAX
+};
+
+struct shd_rdv_node {
+	char host[SHD_RDV_HOST_MAX]; /* mpi: hostname; dir: node name; static: host */
+	char port[SHD_RDV_PORT_MAX]; /* static: port; else "" */
+	uint32_t addr_len;           /* raw address bytes; 0 for static */
+	uint8_t addr[SHD_RDV_ADDR_MAX];
+};
+
+struct shd_rdv_result {
+	enum shd_rdv_kind kind;
+	uint32_t n_nodes;           /* >= 1 */
+	uint32_t my_node;           /* < n_nodes */
+	struct shd_rdv_node *nodes; /* [n_nodes], indexed by node id; heap */
+};
+
+struct shd_rdv_self {
+	const char *name; /* my node name: mpi records it as the hostname; dir
+	                     uses it as the file name ([A-Za-z0-9._-], not
+	                     starting with '.', < 64 chars).  NULL: gethostname() */
+	const char *bind; /* static: my "HOST:PORT" as it appears in the list */
+	int timeout_ms;   /* bound on waiting for the others; 0: 60 s; -1: forever */
+};
+
+struct shd_rdv;
+
+/* Parse spec and start (mpi: MPI_Init).  *rdv_p set only on success.
+ * -EINVAL bad spec (err says why), -ENOENT (static: bind not in the list),
+ * or another negative errno. */
+int shd_rdv_open(const char *spec, const struct shd_rdv_self *self, struct shd_rdv **rdv_p,
+		 char *err, size_t errlen);
+/* My node id when known before the exchange (mpi, static), else -1 (dir). */
+int shd_rdv_my_node(const struct shd_rdv *r);
+/* Number of nodes (all kinds know it up front). */
+uint32_t shd_rdv_nodes(const struct shd_rdv *r);
+enum shd_rdv_kind shd_rdv_kind(const struct shd_rdv *r);
+
+/* Publish my address (addr_len <= SHD_RDV_ADDR_MAX; ignored by static) and
+ * collect everyone's.  *out is written only on success; free it with
+ * shd_rdv_result_fini().  -ETIMEDOUT after timeout_ms (err names what is
+ * missing), -EBADMSG for a malformed record or file, -EEXIST when two
+ * nodes use the same name or more than N files exist (dir).  Once only. */
+int shd_rdv_exchange(struct shd_rdv *r, const void *addr, size_t addr_len,
+		     struct shd_rdv_result *out, char *err, size_t errlen);
+
+/* Finish (mpi: MPI_Finalize if we initialised MPI and the exchange did not
+ * fail half-way; after a failed collective the process should exit and let
+ * the launcher clean up).  NULL ok. */
+void shd_rdv_close(struct shd_rdv *r);
+
+/* open + exchange + close. */
+int shd_rdv_run(const char *spec, const void *addr, size_t addr_len,
+		const struct shd_rdv_self *self, struct shd_rdv_result *out, char *err,
+		size_t errlen);
+
+void shd_rdv_result_fini(struct shd_rdv_result *res); /* NULL ok */
+
+#endif /* SHD_RDV_H */

@@ -1,0 +1,500 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * proto/wire.c - encode, validate and walk daemon <-> daemon messages.
+ *
+ * Offsets come from the shf_wire_raw_* structs through offsetof(); the
+ * asserts below pin those structs to the documented layout, so a change to
+ * a struct that would move a field on the wire fails the build.  Buffers
+ * are only ever accessed byte-wise through shf_wire_get/put.
+ */
+#include "proto/wire.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define OFF(kind, field) offsetof(struct shf_wire_raw_##kind, field)
+
+_Static_assert(sizeof(struct shf_wire_raw_hdr) == SHF_WIRE_HDR, "common header");
+_Static_assert(OFF(hdr, magic) == 0 && OFF(hdr, version) == 4 && OFF(hdr, kind) == 6 &&
+		       OFF(hdr, src_node) == 8 && OFF(hdr, dst_node) == 12,
+	       "common header layout");
+_Static_assert(sizeof(struct shf_wire_raw_batch) == SHF_WIRE_BATCH_HDR, "batch header");
+_Static_assert(OFF(batch, seq) == 16 && OFF(batch, job_hash) == 24 && OFF(batch, count) == 32 &&
+		       OFF(batch, bytes) == 36,
+	       "batch header layout");
+_Static_assert(sizeof(struct shf_wire_raw_rec) == SHF_WIRE_REC_HDR, "record header");
+_Static_assert(OFF(rec, dst_rank) == 0 && OFF(rec, src_rank) == 4 && OFF(rec, type) == 8 &&
+		       OFF(rec, len) == 12,
+	       "record header layout");
+_Static_assert(sizeof(struct shf_wire_raw_ack) == SHF_WIRE_ACK_BYTES, "ack");
+_Static_assert(OFF(ack, acked_seq) == 16 && OFF(ack, window) == 24 && OFF(ack, dropped) == 28,
+	       "ack layout");
+_Static_assert(sizeof(struct shf_wire_raw_heartbeat) == SHF_WIRE_HEARTBEAT_BYTES, "heartbeat");
+_Static_assert(OFF(heartbeat, time_ns) == 16 && OFF(heartbeat, incarnation) == 24,
+	       "heartbeat layout");
+_Static_assert(sizeof(struct shf_wire_raw_join) == SHF_WIRE_JOIN_FIXED, "join");
+_Static_assert(OFF(join, job_hash) == 16 && OFF(join, world) == 24 && OFF(join, nranges) == 28 &&
+		       OFF(join, uid) == 32 && OFF(join, flags) == 36 && OFF(join, name) == 40,
+	       "join layout");
+_Static_assert(sizeof(struct shf_wire_raw_range) == SHF_WIRE_RANGE_BYTES, "range");
+_Static_assert(sizeof(struct shf_wire_raw_leave) == SHF_WIRE_LEAVE_BYTES, "leave");
+_Static_assert(OFF(leave, job_hash) == 16 && OFF(leave, rank) == 24 && OFF(leave, reason) == 28,
+	       "leave layout");
+_Static_assert(sizeof(struct shf_wire_raw_epoch) == SHF_WIRE_EPOCH_BYTES, "epoch");
+_Static_assert(OFF(epoch, job_hash) == 16 && OFF(epoch, epoch) == 24 && OFF(epoch, phase) == 32 &&
+		       OFF(epoch, count) == 36,
+	       "epoch layout");
+_Static_assert(sizeof(struct shf_wire_raw_drop) == SHF_WIRE_DROP_BYTES, "drop");
+_Static_assert(OFF(drop, job_hash) == 16 && OFF(drop, seq) == 24 && OFF(drop, src_rank) == 32 &&
+		       OFF(drop, dst_rank) == 36 && OFF(drop, count) == 40 && OFF(drop, reason) == 44,
+	       "drop layout");
+_Static_assert(SHF_JOB_MAX == 64, "join name field is 64 bytes");
+_Static_assert(SHF_WIRE_BATCH_HDR % SHF_WIRE_REC_ALIGN == 0 &&
+		       SHF_WIRE_REC_HDR % SHF_WIRE_REC_ALIGN == 0,
+	       "records stay 8-aligned");
+
+#define G16(b, kind, f) shf_wire_get16((const uint8_t *)(b) + OFF(kind, f))
+#define G32(b, kind, f) shf_wire_get32((const uint8_t *)(b) + OFF(kind, f))
+#define GI32(b, kind, f) ((int32_t)shf_wire_get32((const uint8_t *)(b) + OFF(kind, f)))
+#define G64(b, kind, f) shf_wire_get64((const uint8_t *)(b) + OFF(kind, f))
+#define P16(b, kind, f, v) shf_wire_put16((uint8_t *)(b) + OFF(kind, f), (v))
+#define P32(b, kind, f, v) shf_wire_put32((uint8_t *)(b) + OFF(kind, f), (uint32_t)(v))
+#define P64(b, kind, f, v) shf_wire_put64((uint8_t *)(b) + OFF(kind, f), (v))
+
+uint64_t shf_wire_job_hash(const char *name)
+{
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+		h ^= *p;
+		h *= UINT64_C(0x100000001b3);
+	}
+	return h;
+}
+
+const char *shf_wire_kind_name(unsigned kind)
+{
+	switch (kind) {
+	case SHF_WIRE_BATCH: return "batch";
+	case SHF_WIRE_ACK: return "ack";
+	case SHF_WIRE_HEARTBEAT: return "heartbeat";
+	case SHF_WIRE_JOB_JOIN: return "job-join";
+	case SHF_WIRE_JOB_LEAVE: return "job-leave";
+	case SHF_WIRE_EPOCH: return "epoch";
+	case SHF_WIRE_DROP: return "drop";
+	default: return "?";
+	}
+}
+
+static bool rank_ok(int32_t r)
+{
+	return r >= 0 && r < SHF_WORLD_MAX;
+}
+
+static bool neg_errno_ok(int32_t e)
+{
+	return e < 0 && e >= -4095;
+}
+
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+/* Exact body size of the fixed kinds; 0 for the variable ones. */
+static size_t fixed_len(unsigned kind)
+{
+	switch (kind) {
+	case SHF_WIRE_ACK: return SHF_WIRE_ACK_BYTES;
+	case SHF_WIRE_HEARTBEAT: return SHF_WIRE_HEARTBEAT_BYTES;
+	case SHF_WIRE_JOB_LEAVE: return SHF_WIRE_LEAVE_BYTES;
+	case SHF_WIRE_EPOCH: return SHF_WIRE_EPOCH_BYTES;
+	case SHF_WIRE_DROP: return SHF_WIRE_DROP_BYTES;
+	default: return 0;
+	}
+}
+
+static int check_batch(const uint8_t *b, size_t n, struct shf_wire_batch *o)
+{
+	if (n < SHF_WIRE_BATCH_HDR)
+		return -EBADMSG;
+	o->seq = G64(b, batch, seq);
+	o->job_hash = G64(b, batch, job_hash);
+	o->count = G32(b, batch, count);
+	o->bytes = G32(b, batch, bytes);
+	if (o->seq == 0 || o->count == 0)
+		return -EBADMSG;
+	if ((uint64_t)o->bytes != n - SHF_WIRE_BATCH_HDR || o->bytes % SHF_WIRE_REC_ALIGN)
+		return -EBADMSG;
+	if ((uint64_t)o->count * SHF_WIRE_REC_HDR > o->bytes)
+		return -EBADMSG;
+	return 0;
+}
+
+static int check_join(const uint8_t *b, size_t n, struct shf_wire_join *o)
+{
+	if (n < SHF_WIRE_JOIN_FIXED)
+		return -EBADMSG;
+	o->job_hash = G64(b, join, job_hash);
+	o->world = GI32(b, join, world);
+	o->nranges = G32(b, join, nranges);
+	o->uid = G32(b, join, uid);
+	if (G32(b, join, flags) != 0)
+		return -EBADMSG;
+	if (o->nranges == 0 || shf_wire_join_bytes(o->nranges) != n)
+		return -EBADMSG;
+	if (o->world < 1 || o->world > SHF_WORLD_MAX)
+		return -EBADMSG;
+	memcpy(o->name, b + OFF(join, name), SHF_JOB_MAX);
+	if (shf_ipc_job_ok(o->name) != 0)
+		return -EBADMSG;
+	size_t nl = strlen(o->name);
+	if (!all_zero((const uint8_t *)o->name + nl, SHF_JOB_MAX - nl))
+		return -EBADMSG;
+	if (shf_wire_job_hash(o->name) != o->job_hash)
+		return -EBADMSG;
+	o->ranges = b + SHF_WIRE_JOIN_FIXED;
+	int64_t next = 0; /* lowest rank the next range may start at */
+	for (uint32_t i = 0; i < o->nranges; i++) {
+		struct shf_wire_range r = shf_wire_join_range(o, i);
+		if (r.first < next || r.count < 1 || (int64_t)r.first + r.count > o->world)
+			return -EBADMSG;
+		next = (int64_t)r.first + r.count;
+	}
+	return 0;
+}
+
+int shf_wire_check(const void *buf, size_t n, uint32_t n_nodes, uint32_t my_node,
+		   struct shf_wire_hdr *out)
+{
+	const uint8_t *b = buf;
+	struct shf_wire_hdr h;
+	int r = 0;
+
+	if (n < SHF_WIRE_HDR)
+		return -EBADMSG;
+	if (G32(b, hdr, magic) != SHF_WIRE_MAGIC)
+		return -EPROTO;
+	memset(&h, 0, sizeof(h));
+	h.version = G16(b, hdr, version);
+	if (h.version != SHF_WIRE_VERSION)
+		return -EPROTO;
+	if (n > UINT32_MAX)
+		return -EBADMSG;
+	h.len = (uint32_t)n;
+	h.kind = G16(b, hdr, kind);
+	h.src_node = G32(b, hdr, src_node);
+	h.dst_node = G32(b, hdr, dst_node);
+	if (h.src_node >= n_nodes || h.dst_node >= n_nodes || h.dst_node != my_node ||
+	    h.src_node == h.dst_node)
+		return -EBADMSG;
+	size_t fixed = fixed_len(h.kind);
+	if (fixed && n != fixed)
+		return -EBADMSG;
+
+	switch (h.kind) {
+	case SHF_WIRE_BATCH:
+		r = check_batch(b, n, &h.u.batch);
+		break;
+	case SHF_WIRE_ACK:
+		h.u.ack.acked_seq = G64(b, ack, acked_seq);
+		h.u.ack.window = G32(b, ack, window);
+		h.u.ack.dropped = G32(b, ack, dropped);
+		if (h.u.ack.window > SHF_WIRE_WINDOW_MAX)
+			r = -EBADMSG;
+		break;
+	case SHF_WIRE_HEARTBEAT:
+		h.u.heartbeat.time_ns = G64(b, heartbeat, time_ns);
+		h.u.heartbeat.incarnation = G64(b, heartbeat, incarnation);
+		if (h.u.heartbeat.incarnation == 0)
+			r = -EBADMSG;
+		break;
+	case SHF_WIRE_JOB_JOIN:
+		r = check_join(b, n, &h.u.join);
+		break;
+	case SHF_WIRE_JOB_LEAVE:
+		h.u.leave.job_hash = G64(b, leave, job_hash);
+		h.u.leave.rank = GI32(b, leave, rank);
+		h.u.leave.reason = GI32(b, leave, reason);
+		if (!(h.u.leave.rank == -1 || rank_ok(h.u.leave.rank)) ||
+		    !(h.u.leave.reason == 0 || neg_errno_ok(h.u.leave.reason)))
+			r = -EBADMSG;
+		break;
+	case SHF_WIRE_EPOCH:
+		h.u.epoch.job_hash = G64(b, epoch, job_hash);
+		h.u.epoch.epoch = G64(b, epoch, epoch);
+		h.u.epoch.phase = G32(b, epoch, phase);
+		h.u.epoch.count = G32(b, epoch, count);
+		if (h.u.epoch.epoch == 0 || h.u.epoch.phase == 0 ||
+		    h.u.epoch.phase >= SHF_WIRE_EPOCH_PHASE_MAX || h.u.epoch.count > SHF_WORLD_MAX)
+			r = -EBADMSG;
+		break;
+	case SHF_WIRE_DROP:
+		h.u.drop.job_hash = G64(b, drop, job_hash);
+		h.u.drop.seq = G64(b, drop, seq);
+		h.u.drop.src_rank = GI32(b, drop, src_rank);
+		h.u.drop.dst_rank = GI32(b, drop, dst_rank);
+		h.u.drop.count = G32(b, drop, count);
+		h.u.drop.reason = GI32(b, drop, reason);
+		if (h.u.drop.seq == 0 || !rank_ok(h.u.drop.src_rank) ||
+		    !rank_ok(h.u.drop.dst_rank) || h.u.drop.count == 0 ||
+		    !neg_errno_ok(h.u.drop.reason))
+			r = -EBADMSG;
+		break;
+	default:
+		r = -EBADMSG;
+		break;
+	}
+	if (r)
+		return r;
+	*out = h;
+	return 0;
+}
+
+struct shf_wire_range shf_wire_join_range(const struct shf_wire_join *j, uint32_t i)
+{
+	const uint8_t *p = j->ranges + (size_t)i * SHF_WIRE_RANGE_BYTES;
+	struct shf_wire_range r = {GI32(p, range, first), GI32(p, range, count)};
+	return r;
+}
+
+/* ---- batch records ----------------------------------------------------- */
+
+void shf_wire_iter_init(struct shf_wire_iter *it, const void *buf, const struct shf_wire_hdr *h,
+			uint32_t max_msg)
+{
+	it->buf = buf;
+	it->off = SHF_WIRE_BATCH_HDR;
+	it->end = h->len;
+	it->left = h->kind == SHF_WIRE_BATCH ? h->u.batch.count : 0;
+	it->max_msg = max_msg;
+	/* A header that did not come from a successful check of a batch. */
+	it->err = (h->kind != SHF_WIRE_BATCH || h->len < SHF_WIRE_BATCH_HDR ||
+		   (uint64_t)h->u.batch.bytes + SHF_WIRE_BATCH_HDR != h->len)
+			  ? -EBADMSG
+			  : 0;
+}
+
+int shf_wire_iter_next(struct shf_wire_iter *it, struct shf_wire_rec *rec)
+{
+	if (it->err)
+		return it->err;
+	if (it->left == 0) {
+		if (it->off != it->end)
+			return it->err = -EBADMSG; /* bytes beyond the last record */
+		return 0;
+	}
+	/* off <= end always holds: it only advances by checked amounts. */
+	uint32_t room = it->end - it->off;
+	if (room < SHF_WIRE_REC_HDR)
+		return it->err = -EBADMSG;
+	const uint8_t *p = it->buf + it->off;
+	struct shf_wire_rec r;
+	r.dst_rank = GI32(p, rec, dst_rank);
+	r.src_rank = GI32(p, rec, src_rank);
+	r.type = G32(p, rec, type);
+	r.len = G32(p, rec, len);
+	if (!rank_ok(r.dst_rank) || !rank_ok(r.src_rank) || r.len > it->max_msg)
+		return it->err = -EBADMSG;
+	uint64_t need = shf_wire_rec_bytes(r.len);
+	if (need > room)
+		return it->err = -EBADMSG;
+	if (!all_zero(p + SHF_WIRE_REC_HDR + r.len, (size_t)(need - SHF_WIRE_REC_HDR - r.len)))
+		return it->err = -EBADMSG;
+	r.data = p + SHF_WIRE_REC_HDR;
+	it->off += (uint32_t)need;
+	it->left--;
+	*rec = r;
+	return 1;
+}
+
+int shf_wire_batch_verify(const void *buf, const struct shf_wire_hdr *h, uint32_t max_msg)
+{
+	struct shf_wire_iter it;
+	struct shf_wire_rec rec;
+	int r;
+	shf_wire_iter_init(&it, buf, h, max_msg);
+	while ((r = shf_wire_iter_next(&it, &rec)) == 1)
+		;
+	return r;
+}
+
+static void put_hdr(uint8_t *b, unsigned kind, uint32_t src, uint32_t dst)
+{
+	P32(b, hdr, magic, SHF_WIRE_MAGIC);
+	P16(b, hdr, version, SHF_WIRE_VERSION);
+	P16(b, hdr, kind, (uint16_t)kind);
+	P32(b, hdr, src_node, src);
+	P32(b, hdr, dst_node, dst);
+}
+
+int shf_wire_batch_begin(struct shf_wire_batch_enc *e, void *buf, size_t cap,
+			 uint32_t src_node, uint32_t dst_node, uint64_t job_hash)
+{
+	if (cap > UINT32_MAX)
+		cap = UINT32_MAX & ~(uint32_t)7;
+	if (cap < SHF_WIRE_BATCH_HDR + SHF_WIRE_REC_HDR)
+		return -ENOBUFS;
+	e->buf = buf;
+	e->cap = (uint32_t)cap;
+	e->off = SHF_WIRE_BATCH_HDR;
+	e->count = 0;
+	e->job_hash = job_hash;
+	memset(e->buf, 0, SHF_WIRE_BATCH_HDR);
+	put_hdr(e->buf, SHF_WIRE_BATCH, src_node, dst_node);
+	P64(e->buf, batch, job_hash, job_hash);
+	return 0;
+}
+
+bool shf_wire_batch_fits(const struct shf_wire_batch_enc *e, uint32_t len)
+{
+	return shf_wire_rec_bytes(len) <= (uint64_t)(e->cap - e->off);
+}
+
+void *shf_wire_batch_add(struct shf_wire_batch_enc *e, int32_t dst_rank, int32_t src_rank,
+			 uint32_t type, uint32_t len)
+{
+	if (!rank_ok(dst_rank) || !rank_ok(src_rank) || !shf_wire_batch_fits(e, len))
+		return NULL;
+	uint8_t *p = e->buf + e->off;
+	uint64_t need = shf_wire_rec_bytes(len);
+	P32(p, rec, dst_rank, (uint32_t)dst_rank);
+	P32(p, rec, src_rank, (uint32_t)src_rank);
+	P32(p, rec, type, type);
+	P32(p, rec, len, len);
+	/* zero the padding; the payload is the caller's to write */
+	memset(p + SHF_WIRE_REC_HDR + len, 0, (size_t)(need - SHF_WIRE_REC_HDR - len));
+	e->off += (uint32_t)need;
+	e->count++;
+	return p + SHF_WIRE_REC_HDR;
+}
+
+int shf_wire_batch_put(struct shf_wire_batch_enc *e, int32_t dst_rank, int32_t src_rank,
+		       uint32_t type, const void *data, uint32_t len)
+{
+	if (!rank_ok(dst_rank) || !rank_ok(src_rank))
+		return -EINVAL;
+	void *p = shf_wire_batch_add(e, dst_rank, src_rank, type, len);
+	if (!p)
+		return -ENOSPC;
+	if (len)
+		memcpy(p, data, len);
+	return 0;
+}
+
+size_t shf_wire_batch_end(struct shf_wire_batch_enc *e, uint64_t seq)
+{
+	if (e->count == 0 || seq == 0)
+		return 0;
+	P64(e->buf, batch, seq, seq);
+	P32(e->buf, batch, count, e->count);
+	P32(e->buf, batch, bytes, e->off - SHF_WIRE_BATCH_HDR);
+	return e->off;
+}
+
+/* Validate what an encoder wrote as the receiver would. */
+static long finish(const uint8_t *b, size_t n, uint32_t src, uint32_t dst)
+{
+	struct shf_wire_hdr h;
+	uint32_t max = src > dst ? src : dst;
+	uint32_t nodes = max == UINT32_MAX ? UINT32_MAX : max + 1; /* id UINT32_MAX never fits */
+	if (shf_wire_check(b, n, nodes, dst, &h) != 0)
+		return -EINVAL;
+	return (long)n;
+}
+
+long shf_wire_enc_ack(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+		      const struct shf_wire_ack *a)
+{
+	uint8_t *b = buf;
+	if (cap < SHF_WIRE_ACK_BYTES)
+		return -ENOBUFS;
+	put_hdr(b, SHF_WIRE_ACK, src_node, dst_node);
+	P64(b, ack, acked_seq, a->acked_seq);
+	P32(b, ack, window, a->window);
+	P32(b, ack, dropped, a->dropped);
+	return finish(b, SHF_WIRE_ACK_BYTES, src_node, dst_node);
+}
+
+long shf_wire_enc_heartbeat(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+			    const struct shf_wire_heartbeat *hb)
+{
+	uint8_t *b = buf;
+	if (cap < SHF_WIRE_HEARTBEAT_BYTES)
+		return -ENOBUFS;
+	put_hdr(b, SHF_WIRE_HEARTBEAT, src_node, dst_node);
+	P64(b, heartbeat, time_ns, hb->time_ns);
+	P64(b, heartbeat, incarnation, hb->incarnation);
+	return finish(b, SHF_WIRE_HEARTBEAT_BYTES, src_node, dst_node);
+}
+
+long shf_wire_enc_join(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+		       const struct shf_wire_join *j, const struct shf_wire_range *ranges,
+		       uint32_t nranges)
+{
+	uint8_t *b = buf;
+	uint64_t n = shf_wire_join_bytes(nranges);
+	if (cap < n)
+		return -ENOBUFS;
+	size_t nl = strnlen(j->name, SHF_JOB_MAX);
+	if (nl == SHF_JOB_MAX)
+		return -EINVAL;
+	memset(b, 0, SHF_WIRE_JOIN_FIXED);
+	put_hdr(b, SHF_WIRE_JOB_JOIN, src_node, dst_node);
+	P64(b, join, job_hash, shf_wire_job_hash(j->name));
+	P32(b, join, world, (uint32_t)j->world);
+	P32(b, join, nranges, nranges);
+	P32(b, join, uid, j->uid);
+	memcpy(b + OFF(join, name), j->name, nl); /* rest stays zero */
+	for (uint32_t i = 0; i < nranges; i++) {
+		uint8_t *p = b + SHF_WIRE_JOIN_FIXED + (size_t)i * SHF_WIRE_RANGE_BYTES;
+		P32(p, range, first, (uint32_t)ranges[i].first);
+		P32(p, range, count, (uint32_t)ranges[i].count);
+	}
+	return finish(b, (size_t)n, src_node, dst_node);
+}
+
+long shf_wire_enc_leave(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+			const struct shf_wire_leave *l)
+{
+	uint8_t *b = buf;
+	if (cap < SHF_WIRE_LEAVE_BYTES)
+		return -ENOBUFS;
+	put_hdr(b, SHF_WIRE_JOB_LEAVE, src_node, dst_node);
+	P64(b, leave, job_hash, l->job_hash);
+	P32(b, leave, rank, (uint32_t)l->rank);
+	P32(b, leave, reason, (uint32_t)l->reason);
+	return finish(b, SHF_WIRE_LEAVE_BYTES, src_node, dst_node);
+}
+
+long shf_wire_enc_epoch(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+			const struct shf_wire_epoch *ep)
+{
+	uint8_t *b = buf;
+	if (cap < SHF_WIRE_EPOCH_BYTES)
+		return -ENOBUFS;
+	put_hdr(b, SHF_WIRE_EPOCH, src_node, dst_node);
+	P64(b, epoch, job_hash, ep->job_hash);
+	P64(b, epoch, epoch, ep->epoch);
+	P32(b, epoch, phase, ep->phase);
+	P32(b, epoch, count, ep->count);
+	return finish(b, SHF_WIRE_EPOCH_BYTES, src_node, dst_node);
+}
+
+long shf_wire_enc_drop(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+		       const struct shf_wire_drop *d)
+{
+	uint8_t *b = buf;
+	if (cap < SHF_WIRE_DROP_BYTES)
+		return -ENOBUFS;
+	put_hdr(b, SHF_WIRE_DROP, src_node, dst_node);
+	P64(b, drop, job_hash, d->job_hash);
+	P64(b, drop, seq, d->seq);
+	P32(b, drop, src_rank, (uint32_t)d->src_rank);
+	P32(b, drop, dst_rank, (uint32_t)d->dst_rank);
+	P32(b, drop, count, d->count);
+	P32(b, drop, reason, (uint32_t)d->reason);
+	return finish(b, SHF_WIRE_DROP_BYTES, src_node, dst_node);
+}

@@ -1,0 +1,403 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * proto/wire.h - the daemon <-> daemon wire format (hop 2).
+ *
+ * Every wire message is exactly one libfabric message.  All fields are
+ * fixed-size and LITTLE-ENDIAN, at fixed offsets; code reads and writes
+ * them with the shf_wire_get/put helpers below, never by casting a network
+ * buffer to a struct.  The shf_wire_raw_* structs only document and pin the
+ * layout (their offsets are _Static_assert'ed in wire.c and used by the
+ * encoder and decoder through offsetof()).
+ *
+ * Every message starts with the 16-byte common header:
+ *
+ *   off size field
+ *     0    4 magic     SHF_WIRE_MAGIC ("SHFW")
+ *     4    2 version   SHF_WIRE_VERSION
+ *     6    2 kind      enum shf_wire_kind
+ *     8    4 src_node  sender's node id      (< number of nodes)
+ *    12    4 dst_node  receiver's node id    (== the receiver, != src_node)
+ *
+ * then a body whose size is exact for every kind, except BATCH (records
+ * follow) and JOB_JOIN (rank ranges follow), whose size is given by fields
+ * of the body and must equal the message length exactly.  Reserved and
+ * padding bytes must be zero.  shf_wire_check() validates all of it; see
+ * docs/protocol-wire.md for the protocol (sequence numbers, credits,
+ * joins, epochs).
+ *
+ * Byte cost of a BATCH carrying `count` records of payload lengths len_i:
+ *   SHF_WIRE_BATCH_HDR + sum_i (SHF_WIRE_REC_HDR + pad8(len_i))
+ *   = 40 + sum_i (16 + ((len_i + 7) & ~7))
+ * i.e. per message 16 B + payload rounded up to 8 + 40 B / count amortised
+ * (plus the provider's own per-message header, outside this format).
+ */
+#ifndef SHF_PROTO_WIRE_H
+#define SHF_PROTO_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/ipc.h" /* SHF_JOB_MAX, SHF_WORLD_MAX, shf_ipc_job_ok() */
+
+#define SHF_WIRE_MAGIC 0x57464853u /* "SHFW" as little-endian bytes */
+#define SHF_WIRE_VERSION 1u
+
+#define SHF_WIRE_HDR 16u        /* common header */
+#define SHF_WIRE_BATCH_HDR 40u  /* common header + batch body; records start here */
+#define SHF_WIRE_REC_HDR 16u    /* per-record header in a batch */
+#define SHF_WIRE_REC_ALIGN 8u   /* record payloads are padded to this */
+#define SHF_WIRE_ACK_BYTES 32u
+#define SHF_WIRE_HEARTBEAT_BYTES 32u
+#define SHF_WIRE_JOIN_FIXED 104u /* JOB_JOIN without its ranges */
+#define SHF_WIRE_RANGE_BYTES 8u  /* one (first, count) rank range */
+#define SHF_WIRE_LEAVE_BYTES 32u
+#define SHF_WIRE_EPOCH_BYTES 40u
+#define SHF_WIRE_DROP_BYTES 48u
+#define SHF_WIRE_WINDOW_MAX 65536u /* largest credit window an ACK may grant */
+
+enum shf_wire_kind {
+	SHF_WIRE_BATCH = 1,     /* records of one job, src node -> dst node */
+	SHF_WIRE_ACK = 2,       /* cumulative: batches <= acked_seq fully placed */
+	SHF_WIRE_HEARTBEAT = 3, /* liveness + incarnation */
+	SHF_WIRE_JOB_JOIN = 4,  /* ranks of a job registered on src node */
+	SHF_WIRE_JOB_LEAVE = 5, /* a rank (or all of src node's ranks) left */
+	SHF_WIRE_EPOCH = 6,     /* epoch barrier step of one job */
+	SHF_WIRE_DROP = 7,      /* records of a batch were dropped at the receiver */
+	SHF_WIRE_KIND_MAX
+};
+
+/* Epoch phases carried by SHF_WIRE_EPOCH (see docs/protocol-wire.md). */
+enum shf_wire_epoch_phase {
+	SHF_WIRE_EPOCH_PLACED = 1,  /* src node: all its ranks entered, their records placed */
+	SHF_WIRE_EPOCH_DRAINED = 2, /* src node: all its ranks drained their delivery rings */
+	SHF_WIRE_EPOCH_PHASE_MAX
+};
+
+/* ---- layout documentation (never cast a buffer to these) ---------------- */
+
+struct shf_wire_raw_hdr {
+	uint32_t magic;    /* SHF_WIRE_MAGIC */
+	uint16_t version;  /* SHF_WIRE_VERSION */
+	uint16_t kind;     /* enum shf_wire_kind */
+	uint32_t src_node; /* sender */
+	uint32_t dst_node; /* receiver */
+};
+
+struct shf_wire_raw_batch {
+	struct shf_wire_raw_hdr h;
+	uint64_t seq;      /* per (src, dst) batch number: 1, 2, 3, ... */
+	uint64_t job_hash; /* shf_wire_job_hash() of the job all records belong to */
+	uint32_t count;    /* records that follow, >= 1 */
+	uint32_t bytes;    /* bytes of all records == message length - 40 */
+	/* count x { struct shf_wire_raw_rec; payload; zero padding to 8 } */
+};
+
+struct shf_wire_raw_rec {
+	int32_t dst_rank; /* destination rank in the job, 0 <= r < SHF_WORLD_MAX */
+	int32_t src_rank; /* source rank in the job, same bounds */
+	uint32_t type;    /* application-defined message type */
+	uint32_t len;     /* payload bytes (<= the receiver's max_msg) */
+};
+
+struct shf_wire_raw_ack {
+	struct shf_wire_raw_hdr h;
+	uint64_t acked_seq; /* every batch src<-dst with seq <= acked_seq is fully placed */
+	uint32_t window;    /* batches the sender may have beyond acked_seq; <= WINDOW_MAX */
+	uint32_t dropped;   /* records dropped in the newly acked batches (stats only) */
+};
+
+struct shf_wire_raw_heartbeat {
+	struct shf_wire_raw_hdr h;
+	uint64_t time_ns;     /* sender's CLOCK_MONOTONIC (informational, RTT echo) */
+	uint64_t incarnation; /* != 0, fixed per daemon start: a change = peer restarted */
+};
+
+struct shf_wire_raw_join {
+	struct shf_wire_raw_hdr h;
+	uint64_t job_hash;      /* == shf_wire_job_hash(name) */
+	int32_t world;          /* 1 <= world <= SHF_WORLD_MAX */
+	uint32_t nranges;       /* rank ranges that follow, >= 1 */
+	uint32_t uid;           /* owner of the job on src node */
+	uint32_t flags;         /* zero */
+	char name[SHF_JOB_MAX]; /* shf_ipc_job_ok(), zero-padded after the NUL */
+	/* nranges x struct shf_wire_raw_range, sorted, disjoint, inside [0, world) */
+};
+
+struct shf_wire_raw_range {
+	int32_t first; /* first rank, >= 0 */
+	int32_t count; /* ranks first .. first+count-1, count >= 1 */
+};
+
+struct shf_wire_raw_leave {
+	struct shf_wire_raw_hdr h;
+	uint64_t job_hash;
+	int32_t rank;   /* the rank, or -1: every rank of the job on src node */
+	int32_t reason; /* 0 clean close, else a negative errno (-4095..-1) */
+};
+
+struct shf_wire_raw_epoch {
+	struct shf_wire_raw_hdr h;
+	uint64_t job_hash;
+	uint64_t epoch; /* epoch number, >= 1 */
+	uint32_t phase; /* enum shf_wire_epoch_phase */
+	uint32_t count; /* ranks of the job counted on src node for this phase */
+};
+
+struct shf_wire_raw_drop {
+	struct shf_wire_raw_hdr h;
+	uint64_t job_hash;
+	uint64_t seq;     /* the batch they came in: dst_node -> src_node batch number */
+	int32_t src_rank; /* sender of the dropped records */
+	int32_t dst_rank; /* their destination */
+	uint32_t count;   /* records dropped, >= 1 */
+	int32_t reason;   /* negative errno: -ESRCH rank gone, ... */
+};
+
+/* ---- decoded (host-order) views ---------------------------------------- */
+
+struct shf_wire_batch {
+	uint64_t seq;
+	uint64_t job_hash;
+	uint32_t count;
+	uint32_t bytes; /* records only; message length is SHF_WIRE_BATCH_HDR + bytes */
+};
+
+struct shf_wire_ack {
+	uint64_t acked_seq;
+	uint32_t window;
+	uint32_t dropped;
+};
+
+struct shf_wire_heartbeat {
+	uint64_t time_ns;
+	uint64_t incarnation;
+};
+
+struct shf_wire_range {
+	int32_t first;
+	int32_t count;
+};
+
+struct shf_wire_join {
+	uint64_t job_hash; /* filled by the decoder; the encoder computes it from name */
+	int32_t world;
+	uint32_t uid;
+	uint32_t nranges;       /* decoder: ranges in the message */
+	char name[SHF_JOB_MAX]; /* NUL-terminated */
+	const uint8_t *ranges;  /* decoder: points into the checked buffer; read
+	                           them with shf_wire_join_range() */
+};
+
+struct shf_wire_leave {
+	uint64_t job_hash;
+	int32_t rank;
+	int32_t reason;
+};
+
+struct shf_wire_epoch {
+	uint64_t job_hash;
+	uint64_t epoch;
+	uint32_t phase;
+	uint32_t count;
+};
+
+struct shf_wire_drop {
+	uint64_t job_hash;
+	uint64_t seq;
+	int32_t src_rank;
+	int32_t dst_rank;
+	uint32_t count;
+	int32_t reason;
+};
+
+/* A checked message: the common header plus the body of its kind. */
+struct shf_wire_hdr {
+	uint16_t version;  /* SHF_WIRE_VERSION */
+	uint16_t kind;     /* enum shf_wire_kind; selects the union member */
+	uint32_t src_node; /* < n_nodes, != dst_node */
+	uint32_t dst_node; /* == my_node */
+	uint32_t len;      /* message length (== n given to shf_wire_check) */
+	union {
+		struct shf_wire_batch batch;
+		struct shf_wire_ack ack;
+		struct shf_wire_heartbeat heartbeat;
+		struct shf_wire_join join;
+		struct shf_wire_leave leave;
+		struct shf_wire_epoch epoch;
+		struct shf_wire_drop drop;
+	} u;
+};
+
+/* ---- little-endian field access ---------------------------------------- */
+
+static inline void shf_wire_put16(void *p, uint16_t v)
+{
+	uint8_t *b = p;
+	b[0] = (uint8_t)v;
+	b[1] = (uint8_t)(v >> 8);
+}
+
+static inline void shf_wire_put32(void *p, uint32_t v)
+{
+	uint8_t *b = p;
+	b[0] = (uint8_t)v;
+	b[1] = (uint8_t)(v >> 8);
+	b[2] = (uint8_t)(v >> 16);
+	b[3] = (uint8_t)(v >> 24);
+}
+
+static inline void shf_wire_put64(void *p, uint64_t v)
+{
+	shf_wire_put32(p, (uint32_t)v);
+	shf_wire_put32((uint8_t *)p + 4, (uint32_t)(v >> 32));
+}
+
+static inline uint16_t shf_wire_get16(const void *p)
+{
+	const uint8_t *b = p;
+	return (uint16_t)(b[0] | (uint16_t)b[1] << 8);
+}
+
+static inline uint32_t shf_wire_get32(const void *p)
+{
+	const uint8_t *b = p;
+	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static inline uint64_t shf_wire_get64(const void *p)
+{
+	return (uint64_t)shf_wire_get32(p) | (uint64_t)shf_wire_get32((const uint8_t *)p + 4) << 32;
+}
+
+/* ---- sizes ------------------------------------------------------------- */
+
+/* Bytes one record of `len` payload bytes takes in a batch. */
+static inline uint64_t shf_wire_rec_bytes(uint32_t len)
+{
+	return SHF_WIRE_REC_HDR + (((uint64_t)len + SHF_WIRE_REC_ALIGN - 1) & ~(uint64_t)7);
+}
+
+/* Length of a JOB_JOIN carrying `nranges` ranges. */
+static inline uint64_t shf_wire_join_bytes(uint32_t nranges)
+{
+	return SHF_WIRE_JOIN_FIXED + (uint64_t)nranges * SHF_WIRE_RANGE_BYTES;
+}
+
+/* 64-bit FNV-1a of a job name (up to its NUL); the job's id on the wire. */
+uint64_t shf_wire_job_hash(const char *name);
+
+/* ---- validation -------------------------------------------------------- */
+
+/*
+ * Validate a received message of n bytes (buf needs no alignment) and
+ * decode its header and body into *out (written only on success).  Checks
+ * magic and version (-EPROTO), then -EBADMSG for: unknown kind, a length
+ * that is not exactly the kind's, src_node or dst_node >= n_nodes, dst_node != my_node,
+ * src_node == dst_node, non-zero reserved/padding bytes, and every field of
+ * the body (see the raw structs).  A BATCH's records are NOT walked here:
+ * use shf_wire_iter_*() (or shf_wire_batch_verify()) with the same buffer.
+ * For JOB_JOIN every range is checked and out->u.join.ranges points into
+ * buf, so buf must outlive it.
+ */
+int shf_wire_check(const void *buf, size_t n, uint32_t n_nodes, uint32_t my_node,
+		   struct shf_wire_hdr *out);
+
+/* Range i (< nranges) of a JOB_JOIN decoded by shf_wire_check(). */
+struct shf_wire_range shf_wire_join_range(const struct shf_wire_join *j, uint32_t i);
+
+/* One record of a batch, as returned by the iterator. */
+struct shf_wire_rec {
+	int32_t dst_rank;
+	int32_t src_rank;
+	uint32_t type;
+	uint32_t len;
+	const void *data; /* len bytes inside the batch buffer (8-aligned relative
+	                     to the message start) */
+};
+
+/*
+ * Iterator over the records of a checked BATCH.  It is a plain value: the
+ * relay may keep it with a parked receive buffer and resume where it
+ * stopped.  Each record is checked before it is returned: header inside the
+ * batch, dst/src rank in [0, SHF_WORLD_MAX), len <= max_msg, payload and
+ * padding inside the batch, padding zero; after `count` records the batch
+ * must end exactly (so `bytes` and `count` agree with the contents).
+ */
+struct shf_wire_iter {
+	const uint8_t *buf; /* message start */
+	uint32_t off;       /* next record's offset */
+	uint32_t end;       /* message length */
+	uint32_t left;      /* records not yet returned */
+	uint32_t max_msg;   /* largest payload accepted */
+	int err;            /* sticky: 0 or -EBADMSG */
+};
+
+void shf_wire_iter_init(struct shf_wire_iter *it, const void *buf, const struct shf_wire_hdr *h,
+			uint32_t max_msg);
+/* 1: *rec filled; 0: end of a consistent batch; -EBADMSG: the first bad
+ * record (and every later call). */
+int shf_wire_iter_next(struct shf_wire_iter *it, struct shf_wire_rec *rec);
+
+/* Walk every record without using them: 0 or -EBADMSG.  Lets the relay
+ * reject a corrupt batch before placing any of its records. */
+int shf_wire_batch_verify(const void *buf, const struct shf_wire_hdr *h, uint32_t max_msg);
+
+/* ---- encoding ---------------------------------------------------------- */
+
+/*
+ * Batch builder.  begin() reserves the header; put()/add() append records;
+ * end() writes seq/count/bytes and returns the message length.  Nothing is
+ * sent from here: the buffer belongs to the caller.
+ */
+struct shf_wire_batch_enc {
+	uint8_t *buf;      /* message start */
+	uint32_t cap;      /* buffer bytes */
+	uint32_t off;      /* bytes used (header included) */
+	uint32_t count;    /* records added */
+	uint64_t job_hash; /* as given to begin() */
+};
+
+/* 0, or -ENOBUFS when cap cannot hold the header and one empty record
+ * (caps above UINT32_MAX are clamped). */
+int shf_wire_batch_begin(struct shf_wire_batch_enc *e, void *buf, size_t cap,
+			 uint32_t src_node, uint32_t dst_node, uint64_t job_hash);
+/* Does a record of len bytes still fit? */
+bool shf_wire_batch_fits(const struct shf_wire_batch_enc *e, uint32_t len);
+/* Append a record header and return where its len payload bytes go (the
+ * padding is already zeroed), or NULL when it does not fit or a rank is
+ * outside [0, SHF_WORLD_MAX).  Lets the relay copy straight from a ring. */
+void *shf_wire_batch_add(struct shf_wire_batch_enc *e, int32_t dst_rank, int32_t src_rank,
+			 uint32_t type, uint32_t len);
+/* add() + memcpy.  0, -ENOSPC (does not fit) or -EINVAL (bad rank). */
+int shf_wire_batch_put(struct shf_wire_batch_enc *e, int32_t dst_rank, int32_t src_rank,
+		       uint32_t type, const void *data, uint32_t len);
+/* Finish with batch number seq (>= 1).  Returns the message length, or
+ * 0 when the batch is empty or seq is 0 (nothing valid to send). */
+size_t shf_wire_batch_end(struct shf_wire_batch_enc *e, uint64_t seq);
+
+/*
+ * Encoders of the other kinds: write one message into buf (cap bytes) and
+ * return its length, -ENOBUFS when cap is too small, or -EINVAL when the
+ * result would not pass shf_wire_check() at dst_node (each encoder runs the
+ * same validation on what it wrote).
+ */
+long shf_wire_enc_ack(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+		      const struct shf_wire_ack *a);
+long shf_wire_enc_heartbeat(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+			    const struct shf_wire_heartbeat *hb);
+/* j->name, world and uid are used; job_hash is computed from name. */
+long shf_wire_enc_join(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+		       const struct shf_wire_join *j, const struct shf_wire_range *ranges,
+		       uint32_t nranges);
+long shf_wire_enc_leave(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+			const struct shf_wire_leave *l);
+long shf_wire_enc_epoch(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+			const struct shf_wire_epoch *ep);
+long shf_wire_enc_drop(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+		       const struct shf_wire_drop *d);
+
+/* Name of a kind for logs ("batch", ...; "?" when unknown). */
+const char *shf_wire_kind_name(unsigned kind);
+
+#endif /* SHF_PROTO_WIRE_H */
