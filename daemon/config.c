@@ -115,7 +115,7 @@ static const struct opt opts[SHD_OPT_MAX] = {
 	[SHD_OPT_RENDEZVOUS] = {
 		"rendezvous", "SHF_RENDEZVOUS", T_STR, 0, FIELD(rendezvous), 0, 0, "auto", "HOW",
 		"How daemons find each other: auto (mpi when started by mpirun or srun, else "
-		"none), none, mpi, static:HOST:PORT,HOST:PORT,..., dir:PATH.", check_rendezvous },
+		"none), none, mpi, static:HOST:PORT,HOST:PORT,..., dir:PATH:N.", check_rendezvous },
 	[SHD_OPT_PEER_TIMEOUT_MS] = {
 		"peer_timeout_ms", "SHF_PEER_TIMEOUT_MS", T_UINT, 0, FIELD(peer_timeout_ms),
 		100, 3600000, "5000", "MSEC",
@@ -460,8 +460,13 @@ static int check_rendezvous(const char *v, char *why, size_t n)
 	if (!strcmp(v, "auto") || !strcmp(v, "none") || !strcmp(v, "mpi"))
 		return 0;
 	if (!strncmp(v, "dir:", 4)) {
-		if (!v[4]) {
-			fmt_err(why, n, "dir: needs a directory (dir:PATH)");
+		/* dir:PATH:N, N the number of nodes */
+		const char *c = strrchr(v + 4, ':');
+		char *end = NULL;
+		long nodes = c ? strtol(c + 1, &end, 10) : 0;
+		if (!c || c == v + 4 || !end || *end || nodes < 1 || nodes > (1L << 20)) {
+			fmt_err(why, n, "dir: needs a directory and the node count (dir:PATH:N, "
+				"1 <= N <= 1048576)");
 			return -EINVAL;
 		}
 		return 0;
@@ -483,7 +488,7 @@ static int check_rendezvous(const char *v, char *why, size_t n)
 			p = e + 1;
 		}
 	}
-	fmt_err(why, n, "must be auto, none, mpi, static:HOST:PORT,... or dir:PATH");
+	fmt_err(why, n, "must be auto, none, mpi, static:HOST:PORT,... or dir:PATH:N");
 	return -EINVAL;
 }
 

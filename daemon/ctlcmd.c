@@ -30,11 +30,16 @@ static json_t *client_stats_json(const struct shd_client_stats *s)
 	return o;
 }
 
-static void client_stats_add(struct shd_client_stats *to, const struct shd_client_stats *from)
+void shd_client_stats_add(struct shd_client_stats *to, const struct shd_client_stats *from)
 {
-#define X(name, kind, help) to->name += from->name;
+	/* counters add up; gauges (high-water marks) take the maximum */
+#define SUM_COUNTER(a, b) ((a) + (b))
+#define SUM_GAUGE(a, b) ((a) > (b) ? (a) : (b))
+#define X(name, kind, help) to->name = SUM_##kind(to->name, from->name);
 	SHD_CLIENT_STATS(X)
 #undef X
+#undef SUM_COUNTER
+#undef SUM_GAUGE
 }
 
 static json_t *daemon_stats_json(const struct shd_daemon_stats *s)
@@ -117,7 +122,7 @@ static json_t *stats_json(struct shd_daemon *d)
 	struct shd_client_stats sum = d->totals;
 	const struct shd_list *p;
 	for (p = d->clients.next; p != &d->clients; p = p->next)
-		client_stats_add(&sum, &shd_container_of(p, struct shd_client, all_link)->st);
+		shd_client_stats_add(&sum, &shd_container_of(p, struct shd_client, all_link)->st);
 	json_object_set_new(o, "daemon", daemon_stats_json(&d->st));
 	json_object_set_new(o, "clients_total", client_stats_json(&sum));
 	return o;
@@ -169,7 +174,8 @@ static json_t *build(struct shd_daemon *d, const char *cmd)
 {
 	json_t *o = NULL;
 	if (!strcmp(cmd, "ping")) {
-		o = json_pack("{s:b}", "pong", 1);
+		o = json_pack("{s:b,s:i,s:s,s:i}", "pong", 1, "pid", (int)getpid(), "node_name",
+			      d->cfg.node_name, "node_id", (int)d->node_id);
 	} else if (!strcmp(cmd, "status")) {
 		o = status_json(d);
 	} else if (!strcmp(cmd, "clients")) {

@@ -220,6 +220,7 @@ int shd_region_new(struct shd_client *c, uint32_t ring_bytes, uint32_t max_msg, 
 void shd_region_free(struct shd_client *c);
 
 /* ctlcmd.c: JSON answers for shufflectl */
+void shd_client_stats_add(struct shd_client_stats *to, const struct shd_client_stats *from);
 int shd_ctlcmd(struct shd_daemon *d, struct shd_client *c, uint32_t id, const char *cmd);
 void shd_dump_log(struct shd_daemon *d);
 

@@ -51,6 +51,16 @@ static void on_stop(int sig, void *arg)
 	shd_loop_stop(d->loop);
 }
 
+static void on_hup(int sig, void *arg)
+{
+	(void)sig;
+	(void)arg;
+	if (shd_log_reopen() < 0)
+		shd_err("SIGHUP: cannot reopen the log file");
+	else
+		shd_notice("SIGHUP: log reopened");
+}
+
 static void on_usr1(int sig, void *arg)
 {
 	(void)sig;
@@ -91,7 +101,8 @@ int main(int argc, char **argv)
 	d->sig_ev[0] = shd_loop_signal(d->loop, SIGTERM, on_stop, d);
 	d->sig_ev[1] = shd_loop_signal(d->loop, SIGINT, on_stop, d);
 	d->sig_ev[2] = shd_loop_signal(d->loop, SIGUSR1, on_usr1, d);
-	if (!d->sig_ev[0] || !d->sig_ev[1] || !d->sig_ev[2]) {
+	d->sig_ev[3] = shd_loop_signal(d->loop, SIGHUP, on_hup, d);
+	if (!d->sig_ev[0] || !d->sig_ev[1] || !d->sig_ev[2] || !d->sig_ev[3]) {
 		shd_err("cannot install signal handlers");
 		goto out_ctl;
 	}

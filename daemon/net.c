@@ -74,6 +74,7 @@ struct shd_peer {
 	char host[SHD_RDV_HOST_MAX];
 	char addr[SHD_RDV_HOST_MAX + SHD_RDV_PORT_MAX + 8];
 	uint64_t last_heard_ns;
+	bool heard;                 /* anything received from it yet */
 	uint64_t incarnation;
 	/* sending */
 	struct net_msg *open;       /* batch being filled */
@@ -658,6 +659,7 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 	if (p->state != PEER_UP)
 		return 0; /* down is final: ignore a ghost */
 	p->last_heard_ns = shd_now_ns();
+	p->heard = true;
 	switch (h.kind) {
 	case SHF_WIRE_BATCH: return on_batch(p, buf, &h);
 	case SHF_WIRE_ACK: on_ack(p, &h.u.ack); break;
@@ -770,7 +772,12 @@ static void on_heartbeat(int fd, void *arg)
 		struct shd_peer *p = &n->peers[i];
 		if (i == d->node_id || p->state != PEER_UP)
 			continue;
-		if (now - p->last_heard_ns > (uint64_t)d->cfg.peer_timeout_ms * 1000000u) {
+		/* a peer never heard from may still be starting: it gets the
+		 * world timeout (at least peer_timeout_ms) before it is down */
+		uint64_t limit_ms = d->cfg.peer_timeout_ms;
+		if (!p->heard && d->cfg.world_timeout_ms > limit_ms)
+			limit_ms = d->cfg.world_timeout_ms;
+		if (now - p->last_heard_ns > limit_ms * 1000000u) {
 			char why[64];
 			snprintf(why, sizeof(why), "silent for %llu ms",
 				 (unsigned long long)((now - p->last_heard_ns) / 1000000u));
@@ -961,6 +968,7 @@ json_t *shd_net_json(struct shd_daemon *d)
 		json_object_set_new(o, "host", json_string(p->host));
 		json_object_set_new(o, "addr", json_string(p->addr));
 		json_object_set_new(o, "state", json_string(p->state == PEER_UP ? "up" : "down"));
+		json_object_set_new(o, "heard", json_boolean(p->heard));
 		json_object_set_new(o, "last_heard_ms",
 				    json_real((double)(now - p->last_heard_ns) / 1e6));
 		json_object_set_new(o, "inflight", json_integer((json_int_t)(p->seq_sent - p->seq_acked)));

@@ -186,6 +186,9 @@ static enum relay_result relay_client(struct shd_daemon *d, struct shd_client *s
 	struct shf_ring_view v;
 	struct shd_job *j = s->job; /* kept while draining, for routing */
 	enum relay_result res = RELAY_MORE;
+	uint64_t used = shf_ring_used(&s->send); /* before draining: the high-water mark */
+	if (used > s->st.send_ring_hwm)
+		s->st.send_ring_hwm = used;
 	unsigned n;
 	for (n = 0; n < RELAY_BUDGET; n++) {
 		int r = shf_ring_peek(&s->send, &v);
@@ -294,9 +297,6 @@ static enum relay_result relay_client(struct shd_daemon *d, struct shd_client *s
 	}
 	if (shf_ring_release(&s->send))
 		shf_ring_ring_bell(s->bell_space);
-	uint64_t used = shf_ring_used(&s->send);
-	if (used > s->st.send_ring_hwm)
-		s->st.send_ring_hwm = used;
 	return res;
 }
 

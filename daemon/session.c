@@ -150,16 +150,6 @@ void shd_client_error(struct shd_client *c, uint32_t id, int err, const char *fm
 	shd_client_send(c, SHF_IPC_ERROR, id, &m, sizeof(m.e) + strlen(m.text) + 1);
 }
 
-static void add_stats(struct shd_client_stats *to, const struct shd_client_stats *from)
-{
-#define ADD(name, kind, help) to->name = (SHD_STAT_##kind) ? to->name + from->name : \
-	(to->name > from->name ? to->name : from->name);
-#define SHD_STAT_COUNTER 1
-#define SHD_STAT_GAUGE 0
-	SHD_CLIENT_STATS(ADD)
-#undef ADD
-}
-
 static void close_sock(struct shd_client *c)
 {
 	shd_ev_free(c->sock_ev);
@@ -178,7 +168,7 @@ static void client_free(struct shd_client *c)
 	shd_ev_free(c->world_timer);
 	shd_region_free(c);
 	close_sock(c);
-	add_stats(&d->totals, &c->st);
+	shd_client_stats_add(&d->totals, &c->st);
 	shd_list_del(&c->all_link);
 	d->n_clients--;
 	free(c);
@@ -196,10 +186,8 @@ void shd_client_drained(struct shd_client *c)
 static void client_gone(struct shd_client *c, bool bye)
 {
 	struct shd_daemon *d = c->d;
-	if (bye)
-		d->st.disc_bye++;
-	else
-		d->st.disc_hup++;
+	if (c->region) /* clients only: shufflectl sessions are not counted */
+		(*(bye ? &d->st.disc_bye : &d->st.disc_hup))++;
 	if (!c->region || c->state == SHD_SESS_DRAINING) {
 		if (c->job || c->state != SHD_SESS_OPEN || !bye)
 			shd_debug("session %llu closed (%s)", (unsigned long long)c->id,
