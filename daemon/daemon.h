@@ -149,6 +149,7 @@ struct shd_daemon {
 	struct shd_list runq;           /* clients with records to relay */
 	struct shd_list dirty;          /* clients whose delivery ring needs a publish */
 	struct shd_list marks;          /* clients whose MARK reply waits for the publish */
+	bool doomed;                    /* some client is to be cut off after the pass */
 
 	struct shd_list clients;        /* every session */
 	unsigned n_clients;

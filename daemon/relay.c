@@ -130,6 +130,7 @@ static void doom(struct shd_client *c, const char *why)
 	if (c->doomed)
 		return;
 	c->doomed = true;
+	c->d->doomed = true;
 	snprintf(c->doom_why, sizeof(c->doom_why), "%s", why);
 }
 
@@ -337,7 +338,6 @@ static void relay_pass(int fd, void *arg)
 	(void)fd;
 	shd_list_init(&todo);
 	shd_list_splice_tail(&todo, &d->runq);
-	bool doomed = false;
 	while (!shd_list_empty(&todo)) {
 		struct shd_client *s = shd_container_of(todo.next, struct shd_client, run_link);
 		shd_list_del(&s->run_link);
@@ -371,7 +371,6 @@ static void relay_pass(int fd, void *arg)
 		uint64_t used = shf_ring_used(&c->deliver);
 		if (used > c->st.deliver_ring_hwm)
 			c->st.deliver_ring_hwm = used;
-		doomed |= c->doomed;
 	}
 	if (d->net)
 		shd_net_after_pass(d);
@@ -381,7 +380,8 @@ static void relay_pass(int fd, void *arg)
 		shd_list_del(&c->mark_link);
 		complete_mark(c);
 	}
-	if (doomed) {
+	if (d->doomed) {
+		d->doomed = false;
 		shd_list_for_each_safe(p, t, &d->clients) {
 			struct shd_client *c = shd_container_of(p, struct shd_client, all_link);
 			if (c->doomed) {

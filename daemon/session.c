@@ -241,9 +241,10 @@ static void world_timeout(int fd, void *arg)
 	shd_warn("job %s: world of %d incomplete after rank %d's timeout; missing ranks %s",
 		 j->name, j->world, c->rank, missing);
 	int32_t registered = j->registered;
-	struct shd_list *p, *t;
-	shd_list_for_each_safe(p, t, &j->waiting) {
-		struct shd_client *w = shd_container_of(p, struct shd_client, job_link);
+	/* the last leave frees j: never look at j->waiting after it */
+	for (bool last = false; !last;) {
+		struct shd_client *w = shd_container_of(j->waiting.next, struct shd_client, job_link);
+		last = w->job_link.next == &j->waiting;
 		d->st.disc_timeout++;
 		shd_client_error(w, 0, -ETIMEDOUT,
 				 "job %s: %d of %d ranks registered; missing ranks %s", j->name,

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * client/client.h - libshuffle-client internals shared across its files.
+ * Never installed.  Everything here is hidden (-fvisibility=hidden); only
+ * functions marked SHF_EXPORT leave the library, and the version script
+ * (libshuffle-client.map) lists exactly those.
+ *
+ * Threads and locks of a context (struct shf_ctx):
+ *
+ *   send_lock    owns the send ring's producer view and the mark counter.
+ *                Held only for short non-blocking work: a sender that has
+ *                to wait for room drops it while asleep, so a callback's
+ *                SHF_NONBLOCK send never waits behind a sleeping sender.
+ *   deliver_lock owns the delivery ring's consumer view; held while
+ *                callbacks run, so a record is never released under one.
+ *   mu           innermost; the wait machinery (leader, gen, waiters),
+ *                the death state and the delivery progress.  No callback
+ *                and no other lock is ever taken while mu is held.
+ *   Order: deliver_lock -> send_lock -> mu.  A thread holding send_lock
+ *   only ever *tries* deliver_lock, and runs no callback.
+ *
+ * Waiting (shc_wait): any thread that must sleep reads `gen`, arms what it
+ * waits for (prod_wait, cons_wait, a reply waiter), re-checks, then calls
+ * shc_wait(gen).  One sleeper at a time is the leader: it poll()s the
+ * control socket, the SPACE bell and (poll mode) the DELIVER bell, reads
+ * whatever is ready - the socket is only ever read by the leader - then
+ * bumps gen and wakes everyone to re-check.  The others sleep on `cond`.
+ * A bell rung after a thread armed is either still pending in its eventfd
+ * (the next leader sees it) or was consumed by a leader that then bumped
+ * gen: no wake-up is lost, and nobody spins.
+ */
+#ifndef SHC_CLIENT_H
+#define SHC_CLIENT_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/ipc.h"
+#include "proto/ring.h"
+#include "shuffle.h"
+
+#define SHF_EXPORT __attribute__((visibility("default")))
+
+#define SHC_DETAIL_MAX 256u        /* error detail strings, NUL included */
+#define SHC_DEFAULT_TIMEOUT_MS 60000
+#define SHC_OPEN_GRACE_MS 5000     /* open waits the daemon's world timeout plus this */
+#define SHC_CLOSE_FLUSH_MS 10000   /* shf_close's bounded origin flush */
+#define SHC_BATCH 256u             /* records delivered per batch */
+
+/* ------------------------------------------------------------------ error.c */
+
+/* Set the calling thread's error detail (shf_error_detail()). */
+void shc_detail_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void shc_detail_vset(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+/* Set the detail and return err: `return shc_fail(-EINVAL, "...")`. */
+int shc_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same with a fixed text and no formatting (hot paths: -EAGAIN). */
+int shc_fail_str(int err, const char *text);
+
+/* Debug output to stderr, only when $SHF_DEBUG is set (non-empty, not "0"). */
+bool shc_debug_on(void);
+void shc_debug_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define shc_debug(...)                          \
+	do {                                    \
+		if (shc_debug_on())             \
+			shc_debug_log(__VA_ARGS__); \
+	} while (0)
+
+/* -------------------------------------------------------------------- env.c */
+
+/* Strict decimal: [0-9]+ only, no sign, no blanks, <= INT_MAX.  0 or -EINVAL. */
+int shc_parse_int(const char *s, int *out);
+
+/* Rank and world from the launcher's environment, tried in matching pairs:
+ * (SHF_RANK, SHF_WORLD), (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE),
+ * (PMIX_RANK, PMIX_SIZE), (PMI_RANK, PMI_SIZE), (SLURM_PROCID, SLURM_NTASKS).
+ * The first pair with both variables set wins; an incomplete pair is
+ * skipped.  Values must parse strictly and satisfy 0 <= rank < world <=
+ * SHF_WORLD_MAX.  0, or -EINVAL with the detail set. */
+int shc_env_rank_world(int *rank_p, int *world_p);
+
+/* Job name: opt, else $SHF_JOB, $SLURM_JOB_ID, $PMIX_NAMESPACE (empty values
+ * are skipped), else "default".  Characters outside [A-Za-z0-9._:@+-]
+ * become '_'; the result is cut to SHF_JOB_MAX - 1 characters. */
+void shc_env_job(const char *opt, char job[SHF_JOB_MAX]);
+
+/* Control socket path, found the way shuffled (daemon/config.c) places it:
+ * opt, else $SHF_SOCKET, else $SHF_RUNTIME_DIR/shuffled.sock, else
+ * <base>/<node>/shuffled.sock where <base> is /run/shuffle for uid 0, else
+ * $XDG_RUNTIME_DIR/shuffle (if absolute), else /tmp/shuffle-<uid>, and node
+ * is $SHF_NODE or the host name.  `uid` is the effective uid.  `cap`
+ * should be sizeof(sun_path).  0, or -EINVAL (too long, bad node name)
+ * with the detail set. */
+int shc_env_socket_path(const char *opt, unsigned long uid, char *out, size_t cap);
+
+/* -------------------------------------------------------------------- ctx.c */
+
+/* A thread waiting for a control reply.  Lives on the waiter's stack (or in
+ * the context for the epoch), linked in ctx->waiters under mu. */
+struct shc_waiter {
+	struct shc_waiter *next;
+	uint16_t type;          /* SHF_IPC_FLUSH_DONE or SHF_IPC_EPOCH_DONE */
+	uint64_t id;            /* mark / epoch id (hdr.id is its low 32 bits) */
+	bool linked;            /* in ctx->waiters */
+	bool done;              /* the reply (or an ERROR for it) arrived */
+	int32_t status;         /* 0 or negative errno from the reply */
+	uint64_t dropped_dead;  /* FLUSH_DONE: drops reported with it (and unclaimed before) */
+	uint64_t dropped_down;
+	char text[SHC_DETAIL_MAX]; /* ERROR text, if an ERROR answered */
+};
+
+/* Client counters (struct shf_stats), relaxed atomics: several threads. */
+struct shc_stats {
+	_Atomic uint64_t sent_msgs, sent_bytes, delivered_msgs, delivered_bytes;
+	_Atomic uint64_t send_blocked_ns, send_eagain, dropped_dead, dropped_down;
+	_Atomic uint64_t flushes, epochs;
+};
+
+/* Where this context is in the epoch protocol (see shf_epoch()).  Kept in
+ * the context so a call that timed out can be resumed by the next call. */
+enum shc_epoch_stage {
+	SHC_EPOCH_IDLE,    /* no epoch under way */
+	SHC_EPOCH_P1,      /* EPOCH mark published; waiting for FLUSH_DONE */
+	SHC_EPOCH_DELIVER, /* phase 1 done; drain my delivery ring, send phase 2 */
+	SHC_EPOCH_P2,      /* phase 2 sent; waiting for EPOCH_DONE */
+	SHC_EPOCH_MAX
+};
+
+struct shf_ctx {
+	/* --- fixed after shf_open() */
+	int sock;                 /* control socket (SOCK_SEQPACKET) */
+	int daemon_bell;          /* SHF_FD_DAEMON_BELL: we ring (send data, delivery room) */
+	int deliver_bell;         /* SHF_FD_DELIVER_BELL: the daemon rings (delivery data) */
+	int space_bell;           /* SHF_FD_SPACE_BELL: the daemon rings (send room) */
+	int stop_fd;              /* eventfd: stops the delivery thread (thread mode) */
+	int event_fd;             /* epoll over deliver_bell + sock (poll mode), else -1 */
+	void *base;               /* the mapped region (MAP_SHARED) */
+	size_t region_bytes;      /* its size, checked against the fd and the header */
+	int rank, world;          /* mine, and the job's size */
+	uint32_t max_msg;         /* largest payload the daemon accepts */
+	int timeout_ms;           /* resolved: > 0, or -1 forever */
+	bool thread_mode;         /* callbacks on our thread, else shf_poll() */
+	shf_deliver_fn fn;        /* the application's callback, and its argument */
+	void *arg;
+	char job[SHF_JOB_MAX];    /* sanitised job name (for debug output) */
+	pthread_t thread;         /* the delivery thread, if thread_started */
+	bool thread_started;
+
+	/* 0 while usable; -ENOTCONN once the daemon is gone, broke the
+	 * protocol, or shf_close() began.  Sticky.  Written under mu. */
+	_Atomic int dead;
+
+	/* --- producer side, under send_lock */
+	pthread_mutex_t send_lock;
+	struct shf_ring send;      /* our producer view of SHF_SHM_SEND */
+	_Atomic uint64_t mark_seq; /* last mark / epoch id handed out (read by the leader) */
+	bool check_sock;           /* poll mode: look for a hang-up at the next send */
+	unsigned send_count;       /* poll mode: sends since the last hang-up check */
+
+	/* --- consumer side, under deliver_lock */
+	pthread_mutex_t deliver_lock;
+	struct shf_ring deliver;   /* our consumer view of SHF_SHM_DELIVER */
+
+	/* --- under mu */
+	pthread_mutex_t mu;
+	pthread_cond_t cond;       /* gen moved, or death */
+	pthread_cond_t dcond;      /* released moved (thread mode), or death */
+	uint64_t gen;              /* bumped by every leader wake-up */
+	bool leader;               /* someone is in poll() for everybody */
+	struct shc_waiter *waiters; /* threads waiting for a control reply */
+	uint64_t released;         /* thread mode: delivery ring tail released so far */
+	uint64_t unrep_dead;       /* drops from FLUSH_DONEs nobody waited for any more */
+	uint64_t unrep_down;
+	char dead_detail[SHC_DETAIL_MAX]; /* why dead: the detail of every later -ENOTCONN */
+	bool go;                   /* shf_open() returned: the delivery thread may start */
+	bool epoch_busy;           /* a thread is inside shf_epoch() (owns the epoch_*) */
+
+	/* --- owned by the thread that set epoch_busy */
+	enum shc_epoch_stage epoch_stage;
+	struct shc_waiter epoch_w; /* the epoch's reply waiter; stays linked across a
+	                              timed-out call so a late reply is kept */
+	uint64_t epoch_id;           /* the current epoch's mark id */
+	uint64_t epoch_dropped_dead; /* drops reported by the epoch's FLUSH_DONE */
+	uint64_t epoch_dropped_down;
+
+	struct shc_stats st;       /* shf_stats_get(); relaxed atomics, no lock */
+
+	/* --- the leader's (or shf_open()'s) receive buffer */
+	union {
+		uint64_t align;
+		unsigned char buf[SHF_IPC_MAX_MSG];
+	} rx;
+};
+
+/* Set when the current thread runs a callback of this context. */
+extern _Thread_local struct shf_ctx *shc_in_cb;
+
+uint64_t shc_now_ns(void);
+/* Absolute CLOCK_MONOTONIC deadline in ns, or -1 for "forever". */
+int64_t shc_deadline(int timeout_ms);
+/* Resolve an API timeout (0: the context's, -1: forever) to a deadline.
+ * 0 or -EINVAL. */
+int shc_call_deadline(const struct shf_ctx *c, int timeout_ms, int64_t *deadline_p);
+
+/* Mark the context dead (first reason wins) and wake every waiter. */
+void shc_mark_dead(struct shf_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same, for a daemon that broke the protocol: also shuts the socket
+ * down so the daemon lets go of us. */
+void shc_protocol_error(struct shf_ctx *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* -ENOTCONN with the death reason as the calling thread's detail. */
+int shc_dead_err(struct shf_ctx *c);
+static inline bool shc_is_dead(struct shf_ctx *c)
+{
+	return atomic_load_explicit(&c->dead, memory_order_acquire) != 0;
+}
+
+uint64_t shc_wait_gen(struct shf_ctx *c);
+/* Sleep until the leader saw something (gen moved past `gen`), the
+ * deadline, or death.  0 (re-check), -ETIMEDOUT, -ENOTCONN (detail set). */
+int shc_wait(struct shf_ctx *c, uint64_t gen, int64_t deadline);
+/* One step of a blocking wait: in poll mode first deliver what is waiting
+ * (the daemon may be stuck on my full delivery ring) and arm the consumer;
+ * then shc_wait().  Same returns. */
+int shc_wait_step(struct shf_ctx *c, uint64_t gen, int64_t deadline);
+/* Non-blocking hang-up check of the socket (poll mode sends). */
+void shc_sock_check(struct shf_ctx *c);
+/* The socket hung up: read the daemon's last words and mark c dead (or let
+ * the current leader do it and wait for the end of its round). */
+void shc_sock_hangup(struct shf_ctx *c);
+
+void shc_waiter_add(struct shf_ctx *c, struct shc_waiter *w, uint16_t type, uint64_t id);
+void shc_waiter_del(struct shf_ctx *c, struct shc_waiter *w);
+/* Wait until w->done.  0, -ETIMEDOUT or -ENOTCONN (detail set). */
+int shc_waiter_wait(struct shf_ctx *c, struct shc_waiter *w, int64_t deadline);
+
+/* ------------------------------------------------------------------- data.c */
+
+/* Deliver up to `max` records; deliver_lock held.  Count, or -ENOTCONN. */
+int shc_deliver_batch(struct shf_ctx *c, unsigned max);
+/* Poll mode, not in a callback: deliver a batch if the consumer is free, else
+ * arm it.  Count delivered (0: armed or busy), or -ENOTCONN. */
+int shc_poll_progress(struct shf_ctx *c);
+/* Poll mode: after an internal wait may have consumed the DELIVER bell,
+ * leave either an armed consumer or a readable event fd behind. */
+void shc_poll_restore(struct shf_ctx *c);
+int shc_flush_origin(struct shf_ctx *c, int64_t deadline);
+void *shc_delivery_main(void *arg);
+
+#endif /* SHC_CLIENT_H */

@@ -1,0 +1,634 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * client/data.c - the data path of a context: shf_send() into the send
+ * ring, delivery from the delivery ring (library thread or shf_poll()),
+ * flushes and epochs.
+ *
+ * Record format in both rings: kind SHF_REC_MSG, payload struct shf_msg_hdr
+ * {rank, type} then the data.  `rank` is the destination in the send ring
+ * and the source in the delivery ring.  Flush and epoch requests travel in
+ * the send ring as SHF_REC_MARK records (struct shf_mark), behind the
+ * records they cover; the daemon answers on the control socket.
+ *
+ * Poll mode (delivery_thread = 0): every blocking wait here (a full send
+ * ring, a flush, an epoch) also runs the callbacks of waiting records, so
+ * two ranks blocked sending to each other still make progress.  Callbacks
+ * can therefore run inside shf_send(), shf_flush(), shf_epoch() and
+ * shf_close() in poll mode, on the calling thread.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/client.h"
+#include "proto/shm.h"
+
+_Thread_local struct shf_ctx *shc_in_cb;
+
+static inline void stat_add(_Atomic uint64_t *s, uint64_t v)
+{
+	atomic_fetch_add_explicit(s, v, memory_order_relaxed);
+}
+
+/* Lock m, giving up at the (CLOCK_MONOTONIC) deadline, -1: never.  0 or
+ * ETIMEDOUT.  pthread_mutex_timedlock() takes CLOCK_REALTIME: convert (a
+ * clock step meanwhile only moves this rare timeout). */
+static int lock_until(pthread_mutex_t *m, int64_t deadline)
+{
+	if (deadline < 0)
+		return pthread_mutex_lock(m);
+	if (pthread_mutex_trylock(m) == 0)
+		return 0;
+	int64_t left = deadline - (int64_t)shc_now_ns();
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	int64_t abs_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + (left > 0 ? left : 0);
+	ts.tv_sec = (time_t)(abs_ns / 1000000000);
+	ts.tv_nsec = (long)(abs_ns % 1000000000);
+	return pthread_mutex_timedlock(m, &ts);
+}
+
+/* ------------------------------------------------------------- delivery */
+
+int shc_deliver_batch(struct shf_ctx *c, unsigned max)
+{
+	if (shc_is_dead(c))
+		return shc_dead_err(c);
+	struct shf_ctx *outer = shc_in_cb;
+	unsigned n = 0;
+	uint64_t bytes = 0;
+	bool bad = false;
+	/* poll mode: nobody else watches the socket while callbacks run here */
+	uint64_t checked = c->thread_mode ? 0 : shc_now_ns();
+	shc_in_cb = c;
+	while (n < max) {
+		struct shf_ring_view v;
+		int r = shf_ring_peek(&c->deliver, &v);
+		if (r == 0)
+			break;
+		if (r < 0) {
+			shc_protocol_error(c, "delivery ring corrupt (%s)",
+					   r == -EBADMSG ? "bad record header" : "bad head index");
+			bad = true;
+			break;
+		}
+		if (v.kind != SHF_REC_MSG || v.len < SHF_MSG_HDR_BYTES) {
+			shc_protocol_error(c, "delivery ring: record of kind %u and %u bytes",
+					   v.kind, v.len);
+			bad = true;
+			break;
+		}
+		struct shf_msg_hdr h;
+		memcpy(&h, v.data, sizeof(h)); /* read once */
+		if (h.rank < 0 || h.rank >= c->world) {
+			shc_protocol_error(c, "delivery ring: message from rank %d of %d", h.rank,
+					   c->world);
+			bad = true;
+			break;
+		}
+		uint32_t len = v.len - SHF_MSG_HDR_BYTES;
+		c->fn(c->arg, h.rank, c->rank, h.type, v.data + SHF_MSG_HDR_BYTES, len);
+		n++;
+		bytes += len;
+		if (checked && shc_now_ns() - checked > 1000000u) {
+			shc_sock_check(c); /* slow callbacks: look for a hang-up every ms */
+			checked = shc_now_ns();
+		}
+		if (shc_is_dead(c))
+			break; /* closed or lost meanwhile: stop handing out records */
+	}
+	shc_in_cb = outer;
+	if (n) {
+		stat_add(&c->st.delivered_msgs, n);
+		stat_add(&c->st.delivered_bytes, bytes);
+	}
+	if (bad)
+		return shc_dead_err(c);
+	/* one release for the batch; the daemon may sleep waiting for room */
+	if (shf_ring_release(&c->deliver))
+		shf_ring_ring_bell(c->daemon_bell);
+	if (c->thread_mode) {
+		pthread_mutex_lock(&c->mu);
+		c->released = c->deliver.done;
+		pthread_cond_broadcast(&c->dcond);
+		pthread_mutex_unlock(&c->mu);
+	}
+	return (int)n;
+}
+
+/* deliver_lock held: a batch, or arm the consumer if there is nothing. */
+static int deliver_or_arm(struct shf_ctx *c)
+{
+	int n = shc_deliver_batch(c, SHC_BATCH);
+	if (n == 0 && !shf_ring_cons_arm(&c->deliver))
+		n = shc_deliver_batch(c, SHC_BATCH); /* came meanwhile (or corrupt: -ENOTCONN) */
+	return n;
+}
+
+int shc_poll_progress(struct shf_ctx *c)
+{
+	if (pthread_mutex_trylock(&c->deliver_lock))
+		return 0; /* another thread delivers */
+	int n = deliver_or_arm(c);
+	pthread_mutex_unlock(&c->deliver_lock);
+	return n;
+}
+
+void shc_poll_restore(struct shf_ctx *c)
+{
+	if (c->thread_mode || shc_in_cb == c || shc_is_dead(c))
+		return;
+	if (pthread_mutex_trylock(&c->deliver_lock))
+		return; /* its holder delivers and leaves the ring in order */
+	if (!shf_ring_cons_arm(&c->deliver))
+		shf_ring_ring_bell(c->deliver_bell); /* records wait: make the fd readable */
+	pthread_mutex_unlock(&c->deliver_lock);
+}
+
+void *shc_delivery_main(void *arg)
+{
+	struct shf_ctx *c = arg;
+	pthread_mutex_lock(&c->mu);
+	while (!c->go)
+		pthread_cond_wait(&c->cond, &c->mu);
+	pthread_mutex_unlock(&c->mu);
+	for (;;) {
+		if (!shc_is_dead(c)) {
+			pthread_mutex_lock(&c->deliver_lock);
+			int n = deliver_or_arm(c);
+			pthread_mutex_unlock(&c->deliver_lock);
+			if (n > 0)
+				continue;
+		}
+		/* Asleep: armed and empty, or dead (then only the stop fd). */
+		bool live = !shc_is_dead(c);
+		struct pollfd p[3] = {
+			{c->stop_fd, POLLIN, 0},
+			{c->deliver_bell, POLLIN, 0},
+			{c->sock, 0, 0}, /* POLLHUP / POLLERR: the daemon is gone */
+		};
+		if (poll(p, live ? 3 : 1, -1) < 0)
+			continue;
+		if (p[0].revents)
+			break;
+		if (!live)
+			continue;
+		if (p[1].revents & (POLLERR | POLLNVAL))
+			shc_protocol_error(c, "delivery doorbell fd is not a usable eventfd");
+		else if (p[1].revents & POLLIN) {
+			uint64_t v;
+			ssize_t r = read(c->deliver_bell, &v, sizeof(v));
+			(void)r;
+		}
+		if (p[2].revents & (POLLHUP | POLLERR | POLLNVAL))
+			shc_sock_hangup(c);
+	}
+	return NULL;
+}
+
+SHF_EXPORT int shf_poll(struct shf_ctx *c, int timeout_ms)
+{
+	if (!c)
+		return shc_fail(-EINVAL, "no context");
+	if (c->thread_mode)
+		return shc_fail(-EINVAL, "shf_poll() needs opts.delivery_thread = 0");
+	if (shc_in_cb == c)
+		return shc_fail(-EDEADLK, "shf_poll() from a delivery callback of the same context");
+	if (timeout_ms < -1)
+		return shc_fail(-EINVAL, "timeout_ms %d: use >= 0 or -1 (forever)", timeout_ms);
+	if (shc_is_dead(c))
+		return shc_dead_err(c);
+	int64_t deadline = shc_deadline(timeout_ms); /* 0: look, do not wait */
+	for (;;) {
+		uint64_t gen = shc_wait_gen(c);
+		if (lock_until(&c->deliver_lock, deadline))
+			return 0; /* another thread is delivering the whole time */
+		int n = deliver_or_arm(c);
+		pthread_mutex_unlock(&c->deliver_lock);
+		if (n != 0)
+			return n;
+		/* empty and armed: the DELIVER bell (and shf_event_fd()) will tell */
+		int r = shc_wait(c, gen, deadline);
+		if (r == -ETIMEDOUT)
+			return 0;
+		if (r < 0)
+			return r;
+	}
+}
+
+/* ----------------------------------------------------------------- send */
+
+/*
+ * Reserve a record in the send ring; send_lock held.  Blocks while the ring
+ * is full unless nonblock (then -EAGAIN), up to the deadline.  send_lock is
+ * dropped while asleep: other senders (a callback's SHF_NONBLOCK reply, say)
+ * must never wait for a sleeper, or two ranks could stall each other.
+ */
+static int send_reserve(struct shf_ctx *c, uint32_t kind, uint32_t plen, bool nonblock,
+			int64_t deadline, void **p_out)
+{
+	uint64_t t0 = 0;
+	bool waited = false;
+	int r = 0;
+	for (;;) {
+		if (shc_is_dead(c)) {
+			r = shc_dead_err(c);
+			break;
+		}
+		void *p = shf_ring_reserve(&c->send, plen, kind);
+		if (!p && !c->send.err && !nonblock) {
+			if (!t0)
+				t0 = shc_now_ns();
+			uint64_t gen = shc_wait_gen(c);
+			/* Arm, then retry: pairs [D1] with the daemon's release [D2].
+			 * The flag is never cleared here: other threads may sleep on
+			 * it too (shf_flush ORIGIN), and a stale flag costs at most
+			 * one spurious bell. */
+			atomic_store_explicit(&c->send.ctl->prod_wait, 1, memory_order_relaxed);
+			atomic_thread_fence(memory_order_seq_cst);
+			p = shf_ring_reserve(&c->send, plen, kind);
+			if (!p && !c->send.err) {
+				waited = true;
+				pthread_mutex_unlock(&c->send_lock);
+				r = shc_wait_step(c, gen, deadline);
+				pthread_mutex_lock(&c->send_lock);
+				if (r == -ETIMEDOUT) {
+					r = shc_fail(-ETIMEDOUT, "send ring still full at the timeout");
+					break;
+				}
+				if (r < 0)
+					break;
+				continue;
+			}
+		}
+		if (p) {
+			*p_out = p;
+			break;
+		}
+		if (c->send.err) {
+			shc_protocol_error(c, "send ring: the daemon's tail index is corrupt");
+			r = shc_dead_err(c);
+			break;
+		}
+		stat_add(&c->st.send_eagain, 1);
+		r = shc_fail_str(-EAGAIN, "send ring full");
+		break;
+	}
+	if (t0 && kind == SHF_REC_MSG) /* shf_send()'s waits, not a flush's */
+		stat_add(&c->st.send_blocked_ns, shc_now_ns() - t0);
+	if (waited)
+		shc_poll_restore(c);
+	return r;
+}
+
+SHF_EXPORT int shf_send(struct shf_ctx *c, int dst, uint32_t type, const void *data, uint32_t len,
+			unsigned flags)
+{
+	if (!c)
+		return shc_fail(-EINVAL, "no context");
+	if (shc_is_dead(c))
+		return shc_dead_err(c);
+	if (flags & ~SHF_NONBLOCK)
+		return shc_fail(-EINVAL, "unknown flags 0x%x", flags & ~SHF_NONBLOCK);
+	if (dst < 0 || dst >= c->world)
+		return shc_fail(-ESRCH, "rank %d is outside the world [0, %d)", dst, c->world);
+	if (len > c->max_msg)
+		return shc_fail(-EMSGSIZE, "%u bytes exceed the daemon's max_msg of %u", len,
+				c->max_msg);
+	if (!data && len)
+		return shc_fail(-EINVAL, "data is NULL and len is %u", len);
+
+	pthread_mutex_lock(&c->send_lock);
+	if (c->check_sock) {
+		/* poll mode has no thread watching the socket: look now and then */
+		c->check_sock = false;
+		shc_sock_check(c);
+	}
+	void *p;
+	int r = send_reserve(c, SHF_REC_MSG, SHF_MSG_HDR_BYTES + len, flags & SHF_NONBLOCK, -1,
+			     &p);
+	if (r) {
+		pthread_mutex_unlock(&c->send_lock);
+		return r;
+	}
+	struct shf_msg_hdr h = {dst, type};
+	memcpy(p, &h, sizeof(h));
+	if (len)
+		memcpy((char *)p + SHF_MSG_HDR_BYTES, data, len);
+	bool bell = shf_ring_publish(&c->send);
+	if (bell)
+		shf_ring_ring_bell(c->daemon_bell);
+	/* An idle daemon (bell) or every 256th send: check for a hang-up at
+	 * the next send.  Costs one poll() now and then, none on a busy path. */
+	if (!c->thread_mode && (bell || ++c->send_count >= 256)) {
+		c->send_count = 0;
+		c->check_sock = true;
+	}
+	pthread_mutex_unlock(&c->send_lock);
+	stat_add(&c->st.sent_msgs, 1);
+	stat_add(&c->st.sent_bytes, len);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- flush */
+
+static bool tail_reached(struct shf_ctx *c, uint64_t target)
+{
+	uint64_t t = atomic_load_explicit(&c->send.ctl->tail, memory_order_acquire); /* [P2] */
+	return (int64_t)(t - target) >= 0;
+}
+
+int shc_flush_origin(struct shf_ctx *c, int64_t deadline)
+{
+	pthread_mutex_lock(&c->send_lock);
+	uint64_t target = c->send.done; /* everything published so far */
+	pthread_mutex_unlock(&c->send_lock);
+	bool waited = false;
+	int r = 0;
+	for (;;) {
+		uint64_t gen = shc_wait_gen(c);
+		if (shc_is_dead(c)) {
+			r = shc_dead_err(c);
+			break;
+		}
+		if (tail_reached(c, target))
+			break;
+		/* arm for the SPACE bell, re-check ([D1]); never cleared here */
+		atomic_store_explicit(&c->send.ctl->prod_wait, 1, memory_order_relaxed);
+		atomic_thread_fence(memory_order_seq_cst);
+		if (tail_reached(c, target))
+			break;
+		waited = true;
+		r = shc_wait_step(c, gen, deadline);
+		if (r == -ETIMEDOUT) {
+			r = shc_fail(-ETIMEDOUT, "the daemon did not take all my records within the "
+				     "timeout");
+			break;
+		}
+		if (r < 0)
+			break;
+	}
+	if (waited)
+		shc_poll_restore(c);
+	return r;
+}
+
+/* Publish a MARK record (blocking like a send) with its reply waiter. */
+static int mark_publish(struct shf_ctx *c, uint32_t what, struct shc_waiter *w,
+			int64_t deadline, uint64_t *id_p)
+{
+	pthread_mutex_lock(&c->send_lock);
+	/* One sequence for flushes and epochs; the low 32 bits (the reply's
+	 * header id) are never 0, which means "unsolicited". */
+	uint64_t id = atomic_load_explicit(&c->mark_seq, memory_order_relaxed) + 1;
+	if ((uint32_t)id == 0)
+		id++;
+	atomic_store_explicit(&c->mark_seq, id, memory_order_release);
+	shc_waiter_add(c, w, SHF_IPC_FLUSH_DONE, id);
+	void *p;
+	int r = send_reserve(c, SHF_REC_MARK, sizeof(struct shf_mark), false, deadline, &p);
+	if (r) {
+		shc_waiter_del(c, w);
+		pthread_mutex_unlock(&c->send_lock);
+		return r;
+	}
+	struct shf_mark m = {id, what, 0};
+	memcpy(p, &m, sizeof(m));
+	if (shf_ring_publish(&c->send))
+		shf_ring_ring_bell(c->daemon_bell);
+	pthread_mutex_unlock(&c->send_lock);
+	*id_p = id;
+	return 0;
+}
+
+/* 0, or -ESRCH / -EHOSTDOWN when a FLUSH_DONE reported drops. */
+static int drop_result(uint64_t dead, uint64_t down)
+{
+	if (dead && down)
+		return shc_fail(-ESRCH, "%llu message(s) dropped: destination rank gone; %llu "
+				"more: destination node down", (unsigned long long)dead,
+				(unsigned long long)down);
+	if (dead)
+		return shc_fail(-ESRCH, "%llu message(s) dropped: destination rank gone",
+				(unsigned long long)dead);
+	if (down)
+		return shc_fail(-EHOSTDOWN, "%llu message(s) dropped: destination node down",
+				(unsigned long long)down);
+	return 0;
+}
+
+static int flush_remote(struct shf_ctx *c, int64_t deadline)
+{
+	struct shc_waiter w;
+	uint64_t id;
+	int r = mark_publish(c, SHF_MARK_FLUSH, &w, deadline, &id);
+	if (r)
+		return r;
+	r = shc_waiter_wait(c, &w, deadline);
+	shc_waiter_del(c, &w);
+	if (r == -ETIMEDOUT)
+		return shc_fail(-ETIMEDOUT, "flush %llu: my records were not all placed within the "
+				"timeout", (unsigned long long)id);
+	if (r < 0)
+		return r;
+	if (w.status < 0)
+		return shc_fail(w.status, "flush %llu failed: %s%s%.150s", (unsigned long long)id,
+				shf_strerror(w.status), w.text[0] ? ": " : "", w.text);
+	return drop_result(w.dropped_dead, w.dropped_down);
+}
+
+/* A published head that no honest producer could have written, given what
+ * we released so far (which may already be past it: read later). */
+static bool head_bad(const struct shf_ctx *c, uint64_t head, uint64_t released)
+{
+	return (int64_t)(head - released) > (int64_t)c->deliver.size || head % SHF_RING_ALIGN;
+}
+
+static int flush_delivery(struct shf_ctx *c, int64_t deadline)
+{
+	/* everything the daemon published by now */
+	uint64_t target = atomic_load_explicit(&c->deliver.ctl->head, memory_order_acquire);
+	if (c->thread_mode) {
+		pthread_mutex_lock(&c->mu);
+		int r = 0;
+		if (head_bad(c, target, c->released)) {
+			pthread_mutex_unlock(&c->mu);
+			shc_protocol_error(c, "delivery ring head index is corrupt");
+			return shc_dead_err(c);
+		}
+		struct timespec ts = {(time_t)(deadline / 1000000000), (long)(deadline % 1000000000)};
+		while ((int64_t)(c->released - target) < 0 && !shc_is_dead(c)) {
+			if (deadline < 0)
+				pthread_cond_wait(&c->dcond, &c->mu);
+			else if (pthread_cond_timedwait(&c->dcond, &c->mu, &ts) == ETIMEDOUT &&
+				 (int64_t)(c->released - target) < 0) {
+				r = -ETIMEDOUT;
+				break;
+			}
+		}
+		bool reached = (int64_t)(c->released - target) >= 0;
+		pthread_mutex_unlock(&c->mu);
+		if (reached)
+			return 0;
+		if (r == -ETIMEDOUT)
+			return shc_fail(-ETIMEDOUT, "delivery callbacks did not drain the ring within "
+					"the timeout");
+		return shc_dead_err(c);
+	}
+	/* poll mode: run the callbacks here */
+	if (lock_until(&c->deliver_lock, deadline))
+		return shc_fail(-ETIMEDOUT, "another thread kept delivering past the timeout");
+	int r = 0;
+	if (head_bad(c, target, c->deliver.done)) {
+		shc_protocol_error(c, "delivery ring head index is corrupt");
+		r = shc_dead_err(c);
+	}
+	while (!r && (int64_t)(c->deliver.done - target) < 0) {
+		uint64_t before = c->deliver.done;
+		int n = shc_deliver_batch(c, SHC_BATCH);
+		if (n < 0) {
+			r = n;
+		} else if (c->deliver.done == before) {
+			shc_protocol_error(c, "delivery ring: published records vanished");
+			r = shc_dead_err(c);
+		} else if ((int64_t)(c->deliver.done - target) < 0 && deadline >= 0 &&
+			   shc_now_ns() >= (uint64_t)deadline) {
+			r = shc_fail(-ETIMEDOUT, "delivery callbacks did not drain the ring within "
+				     "the timeout");
+		}
+	}
+	pthread_mutex_unlock(&c->deliver_lock);
+	shc_poll_restore(c);
+	return r;
+}
+
+SHF_EXPORT int shf_flush(struct shf_ctx *c, unsigned what, int timeout_ms)
+{
+	if (!c)
+		return shc_fail(-EINVAL, "no context");
+	int64_t deadline;
+	int r = shc_call_deadline(c, timeout_ms, &deadline);
+	if (r)
+		return r;
+	if (shc_is_dead(c))
+		return shc_dead_err(c);
+	switch (what) {
+	case SHF_FLUSH_ORIGIN:
+		r = shc_flush_origin(c, deadline);
+		break;
+	case SHF_FLUSH_REMOTE:
+		r = flush_remote(c, deadline);
+		break;
+	case SHF_FLUSH_DELIVERY:
+		if (shc_in_cb == c)
+			return shc_fail(-EDEADLK, "SHF_FLUSH_DELIVERY from a delivery callback would "
+					"wait for itself");
+		r = flush_delivery(c, deadline);
+		break;
+	default:
+		return shc_fail(-EINVAL, "unknown flush target %u", what);
+	}
+	if (r == 0 || r == -ESRCH || r == -EHOSTDOWN)
+		stat_add(&c->st.flushes, 1);
+	return r;
+}
+
+/* ---------------------------------------------------------------- epoch */
+
+/*
+ * The epoch protocol, one stage after the other (enum shc_epoch_stage).
+ * A call that times out leaves the stage as it is, and the next shf_epoch()
+ * resumes there: the daemon still counts this rank in the epoch, and a
+ * second EPOCH mark would be a protocol error.
+ */
+static int epoch_run(struct shf_ctx *c, int64_t deadline)
+{
+	int r;
+	if (c->epoch_stage == SHC_EPOCH_IDLE) {
+		r = mark_publish(c, SHF_MARK_EPOCH, &c->epoch_w, deadline, &c->epoch_id);
+		if (r)
+			return r;
+		c->epoch_stage = SHC_EPOCH_P1;
+	}
+	if (c->epoch_stage == SHC_EPOCH_P1) {
+		r = shc_waiter_wait(c, &c->epoch_w, deadline);
+		if (r == -ETIMEDOUT)
+			return shc_fail(-ETIMEDOUT, "epoch %llu: not every rank entered within the "
+					"timeout (shf_epoch() again resumes it)",
+					(unsigned long long)c->epoch_id);
+		if (r < 0)
+			return r;
+		shc_waiter_del(c, &c->epoch_w);
+		if (c->epoch_w.status < 0) {
+			c->epoch_stage = SHC_EPOCH_IDLE;
+			return shc_fail(c->epoch_w.status, "epoch %llu failed: %s%s%.150s",
+					(unsigned long long)c->epoch_id,
+					shf_strerror(c->epoch_w.status),
+					c->epoch_w.text[0] ? ": " : "", c->epoch_w.text);
+		}
+		c->epoch_dropped_dead = c->epoch_w.dropped_dead;
+		c->epoch_dropped_down = c->epoch_w.dropped_down;
+		c->epoch_stage = SHC_EPOCH_DELIVER;
+	}
+	if (c->epoch_stage == SHC_EPOCH_DELIVER) {
+		/* every rank's records for me are in my ring now: run them */
+		r = flush_delivery(c, deadline);
+		if (r)
+			return r;
+		shc_waiter_add(c, &c->epoch_w, SHF_IPC_EPOCH_DONE, c->epoch_id);
+		struct shf_ipc_epoch m = {c->epoch_id, 2, 0};
+		r = shf_ipc_send(c->sock, SHF_IPC_EPOCH, (uint32_t)c->epoch_id, &m, sizeof(m),
+				 NULL, 0);
+		if (r) {
+			shc_waiter_del(c, &c->epoch_w);
+			shc_mark_dead(c, "cannot send to the daemon: %s", strerror(-r));
+			return shc_dead_err(c);
+		}
+		c->epoch_stage = SHC_EPOCH_P2;
+	}
+	/* SHC_EPOCH_P2 */
+	r = shc_waiter_wait(c, &c->epoch_w, deadline);
+	if (r == -ETIMEDOUT)
+		return shc_fail(-ETIMEDOUT, "epoch %llu: not every rank drained its deliveries "
+				"within the timeout (shf_epoch() again resumes it)",
+				(unsigned long long)c->epoch_id);
+	if (r < 0)
+		return r;
+	shc_waiter_del(c, &c->epoch_w);
+	c->epoch_stage = SHC_EPOCH_IDLE;
+	if (c->epoch_w.status < 0)
+		return shc_fail(c->epoch_w.status, "epoch %llu failed: %s%s%.150s",
+				(unsigned long long)c->epoch_id, shf_strerror(c->epoch_w.status),
+				c->epoch_w.text[0] ? ": " : "", c->epoch_w.text);
+	stat_add(&c->st.epochs, 1);
+	return drop_result(c->epoch_dropped_dead, c->epoch_dropped_down);
+}
+
+SHF_EXPORT int shf_epoch(struct shf_ctx *c, int timeout_ms)
+{
+	if (!c)
+		return shc_fail(-EINVAL, "no context");
+	if (shc_in_cb == c)
+		return shc_fail(-EDEADLK, "shf_epoch() from a delivery callback would wait for "
+				"itself");
+	int64_t deadline;
+	int r = shc_call_deadline(c, timeout_ms, &deadline);
+	if (r)
+		return r;
+	if (shc_is_dead(c))
+		return shc_dead_err(c);
+	pthread_mutex_lock(&c->mu);
+	bool busy = c->epoch_busy;
+	c->epoch_busy = true;
+	pthread_mutex_unlock(&c->mu);
+	if (busy)
+		return shc_fail(-EBUSY, "another thread is in shf_epoch() on this context");
+	r = epoch_run(c, deadline);
+	pthread_mutex_lock(&c->mu);
+	c->epoch_busy = false;
+	pthread_mutex_unlock(&c->mu);
+	return r;
+}

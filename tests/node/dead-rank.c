@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/node/dead-rank.c - messages to a rank that has left the job.
+ *
+ * Rank 2 of a world of 3 opens and closes.  Once the daemon shows it gone,
+ * rank 0 sends 10 messages to rank 1 (flush 0, all arrive) and 5 to rank 2:
+ * those are dropped and counted, the next REMOTE flush returns -ESRCH,
+ * the one after that 0; the epoch fails with -ESRCH in both survivors.
+ * Also: -ESRCH for ranks outside the world, -EMSGSIZE above max_msg,
+ * -EINVAL for an unknown flush target (tclient.c mode deadpeer).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.h"
+
+int main(void)
+{
+	struct nt_env *e = nt_init("dead-rank", 50);
+	CHECK(nt_daemon_start(e, NULL) == 0);
+	const char *peer[] = {"deadpeer", "timeout=20000", NULL};
+	const char *leaver[] = {"open", NULL};
+	pid_t pids[3];
+	pids[0] = nt_spawn_client(e, "dead", 0, 3, peer, NULL);
+	pids[1] = nt_spawn_client(e, "dead", 1, 3, peer, NULL);
+	pids[2] = nt_spawn_client(e, "dead", 2, 3, leaver, NULL);
+	CHECKF(nt_wait(pids[2], 20000) == 0, "rank 2 failed to open and close");
+	bool gone = false;
+	for (int64_t end = nt_now_ms() + 5000; !gone && nt_now_ms() < end; nt_sleep_ms(5)) {
+		json_t *j = nt_ctl(e, "jobs");
+		CHECK(j != NULL);
+		json_t *job = json_array_get(json_object_get(j, "jobs"), 0);
+		gone = job && json_integer_value(json_object_get(job, "gone")) == 1;
+		json_decref(j);
+	}
+	CHECKF(gone, "the daemon never marked rank 2 gone");
+	nt_sync_post(e->sync, "gone");
+	CHECKF(nt_wait_all(pids, 2, 40000, "rank") == 0, "a rank failed (see above)");
+	json_t *st = nt_ctl(e, "stats");
+	CHECK(st != NULL);
+	CHECKF(nt_json_num(st, "clients_total.drops_dead") == 5, "drops_dead %lld, expected 5",
+	       nt_json_num(st, "clients_total.drops_dead"));
+	CHECKF(nt_json_num(st, "clients_total.msgs_out") == 10, "msgs_out %lld, expected 10",
+	       nt_json_num(st, "clients_total.msgs_out"));
+	json_decref(st);
+	nt_daemon_stop(e);
+	return 0;
+}

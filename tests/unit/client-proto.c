@@ -1,0 +1,756 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * client-proto: libshuffle-client against a scripted fake daemon.
+ *
+ * The fake is a child process that speaks the real protocol (proto/ipc.h,
+ * proto/shm.h, proto/ring.h: a sealed memfd region, eventfd doorbells,
+ * SCM_RIGHTS) and can misbehave on purpose, which the real shuffled never
+ * does.  Each scenario checks what the client library does with it:
+ *   - handshake: version mismatch, ERROR replies (-EPROTO, -EBUSY,
+ *     -EACCES), a world timeout with the missing ranks as detail, a daemon
+ *     that hangs up, a daemon that never answers (client-side guard);
+ *   - REGISTER_OK validation: wrong fd count, region size, rank; no fd
+ *     leaks on any failure;
+ *   - the data path, in thread and poll mode: exact send-ring records,
+ *     callbacks with the right src/dst/type/data and order, FLUSH_DONE drop
+ *     reports (-ESRCH, -EHOSTDOWN, counters), the epoch sequence, origin and
+ *     delivery flushes, BYE on close;
+ *   - a dead or broken daemon: unsolicited ERROR, a reply to a mark never
+ *     sent, a corrupt delivery record, death while a send is blocked.
+ * Every wait is bounded; the fakes run under alarm().
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto/ipc.h"
+#include "proto/ring.h"
+#include "proto/shm.h"
+#include "shuffle.h"
+
+#define MAX_MSG 1024u
+#define RING 8192u
+
+static int failures;
+static const char *scenario = "";
+
+#define CHECK(cond)                                                                       \
+	do {                                                                              \
+		if (!(cond)) {                                                            \
+			fprintf(stderr, "[%s] %s:%d: check failed: %s (detail: %s)\n",   \
+				scenario, __FILE__, __LINE__, #cond, shf_error_detail()); \
+			failures++;                                                       \
+		}                                                                         \
+	} while (0)
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int count_fds(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+/* ------------------------------------------------------------ the fake */
+
+struct fake {
+	int sock;
+	void *base;
+	uint64_t region_bytes;
+	struct shf_shm_layout l;
+	struct shf_ring send;    /* fake consumes */
+	struct shf_ring deliver; /* fake produces */
+	int bell_daemon, bell_deliver, bell_space;
+	int32_t rank, world;
+	uint32_t reg_id;
+	unsigned char buf[SHF_IPC_MAX_MSG];
+};
+
+#define FAIL(...)                                                        \
+	do {                                                             \
+		fprintf(stderr, "[%s] fake daemon: ", scenario);         \
+		fprintf(stderr, __VA_ARGS__);                            \
+		fprintf(stderr, "\n");                                   \
+		_exit(1);                                                \
+	} while (0)
+
+/* Next datagram (blocking, 10 s).  Returns its type; 0 on EOF. */
+static int fk_recv(struct fake *f, struct shf_ipc_hdr *h)
+{
+	struct pollfd p = {f->sock, POLLIN, 0};
+	if (poll(&p, 1, 10000) != 1)
+		FAIL("no message from the client");
+	long n = shf_ipc_recv(f->sock, f->buf, sizeof(f->buf), NULL, NULL);
+	if (n == 0 || n == -ECONNRESET)
+		return 0;
+	if (n < 0)
+		FAIL("recv: %s", strerror((int)-n));
+	memcpy(h, f->buf, sizeof(*h));
+	return h->type;
+}
+
+static void fk_send(struct fake *f, uint16_t type, uint32_t id, const void *body, size_t len)
+{
+	int r = shf_ipc_send(f->sock, type, id, body, len, NULL, 0);
+	if (r)
+		FAIL("send type %u: %s", type, strerror(-r));
+}
+
+static void fk_error(struct fake *f, uint32_t id, int err, const char *text)
+{
+	struct {
+		struct shf_ipc_error e;
+		char t[200];
+	} m = {{err, 0}, {0}};
+	snprintf(m.t, sizeof(m.t), "%s", text);
+	fk_send(f, SHF_IPC_ERROR, id, &m, sizeof(m.e) + strlen(m.t) + 1);
+}
+
+static void fk_hello(struct fake *f)
+{
+	struct shf_ipc_hdr h;
+	if (fk_recv(f, &h) != SHF_IPC_HELLO)
+		FAIL("expected HELLO");
+	struct shf_ipc_hello_ok ok = {SHF_IPC_VERSION, MAX_MSG, RING, 0};
+	fk_send(f, SHF_IPC_HELLO_OK, h.id, &ok, sizeof(ok));
+}
+
+static void fk_register_req(struct fake *f)
+{
+	struct shf_ipc_hdr h;
+	if (fk_recv(f, &h) != SHF_IPC_REGISTER)
+		FAIL("expected REGISTER");
+	struct shf_ipc_register m;
+	memcpy(&m, f->buf + sizeof(h), sizeof(m));
+	if (shf_ipc_job_ok(m.job) || strcmp(m.job, "proto-test") || m.world < 1 ||
+	    m.rank < 0 || m.rank >= m.world)
+		FAIL("bad REGISTER: job '%.64s' rank %d world %d", m.job, m.rank, m.world);
+	f->rank = m.rank;
+	f->world = m.world;
+	f->reg_id = h.id;
+}
+
+enum tweak { TW_NONE, TW_FDS3, TW_SIZE, TW_RANK };
+
+static void fk_register_ok(struct fake *f, enum tweak tw)
+{
+	if (shf_shm_layout(RING, MAX_MSG + SHF_MSG_HDR_BYTES, &f->l))
+		FAIL("layout");
+	f->region_bytes = f->l.region_bytes;
+	int fd = memfd_create("fake-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0 || ftruncate(fd, (off_t)f->region_bytes) < 0)
+		FAIL("memfd: %s", strerror(errno));
+	fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+	f->base = mmap(NULL, f->region_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (f->base == MAP_FAILED)
+		FAIL("mmap");
+	shf_shm_format(f->base, &f->l, f->rank, f->world);
+	if (shf_shm_ring(f->base, &f->l, SHF_SHM_SEND, &f->send, false) ||
+	    shf_shm_ring(f->base, &f->l, SHF_SHM_DELIVER, &f->deliver, false))
+		FAIL("rings");
+	shf_ring_init_consumer(&f->send);
+	shf_ring_init_producer(&f->deliver);
+	f->bell_daemon = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	f->bell_deliver = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	f->bell_space = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	struct shf_ipc_register_ok ok = {f->region_bytes, f->rank, f->world, MAX_MSG, 0};
+	if (tw == TW_SIZE)
+		ok.region_bytes += 4096;
+	if (tw == TW_RANK)
+		ok.rank = f->world - 1 - f->rank;
+	int fds[SHF_IPC_REG_FDS] = {fd, f->bell_daemon, f->bell_deliver, f->bell_space};
+	int r = shf_ipc_send(f->sock, SHF_IPC_REGISTER_OK, f->reg_id, &ok, sizeof(ok), fds,
+			     tw == TW_FDS3 ? 3 : SHF_IPC_REG_FDS);
+	if (r)
+		FAIL("REGISTER_OK: %s", strerror(-r));
+	close(fd);
+}
+
+static void fk_ready(struct fake *f)
+{
+	struct shf_ipc_ready m = {f->world, 1};
+	fk_send(f, SHF_IPC_READY, 0, &m, sizeof(m));
+}
+
+static void fk_open(struct fake *f)
+{
+	fk_hello(f);
+	fk_register_req(f);
+	fk_register_ok(f, TW_NONE);
+	fk_ready(f);
+}
+
+/* Next record of the send ring (5 s), copied out; released at once. */
+static uint32_t fk_next(struct fake *f, void *out, uint32_t cap, uint32_t *len_p)
+{
+	double end = now_s() + 5;
+	while (now_s() < end) {
+		struct shf_ring_view v;
+		int r = shf_ring_peek(&f->send, &v);
+		if (r < 0)
+			FAIL("send ring corrupt: %d", r);
+		if (r == 1) {
+			if (v.len > cap)
+				FAIL("record of %u bytes", v.len);
+			memcpy(out, v.data, v.len);
+			*len_p = v.len;
+			if (shf_ring_release(&f->send))
+				shf_ring_ring_bell(f->bell_space);
+			return v.kind;
+		}
+		if (!shf_ring_cons_arm(&f->send))
+			continue;
+		struct pollfd p = {f->bell_daemon, POLLIN, 0};
+		if (poll(&p, 1, 100) == 1) {
+			uint64_t x;
+			if (read(f->bell_daemon, &x, sizeof(x)) < 0)
+				FAIL("bell read");
+		}
+	}
+	FAIL("no record in the send ring");
+}
+
+static void fk_deliver(struct fake *f, int32_t src, uint32_t kind, uint32_t type,
+		       const void *data, uint32_t len)
+{
+	uint8_t *p = shf_ring_reserve(&f->deliver, SHF_MSG_HDR_BYTES + len, kind);
+	if (!p)
+		FAIL("delivery ring full");
+	struct shf_msg_hdr h = {src, type};
+	memcpy(p, &h, sizeof(h));
+	memcpy(p + sizeof(h), data, len);
+	if (shf_ring_publish(&f->deliver))
+		shf_ring_ring_bell(f->bell_deliver);
+}
+
+static void fk_flush_done(struct fake *f, uint64_t id, uint64_t dead, uint64_t down, int st)
+{
+	struct shf_ipc_flush_done m = {id, dead, down, st, 0};
+	fk_send(f, SHF_IPC_FLUSH_DONE, (uint32_t)id, &m, sizeof(m));
+}
+
+static struct shf_mark fk_mark(struct fake *f)
+{
+	struct shf_mark m;
+	uint32_t len;
+	uint32_t kind = fk_next(f, &m, sizeof(m), &len);
+	if (kind != SHF_REC_MARK || len != sizeof(m))
+		FAIL("expected a MARK record, got kind %u len %u", kind, len);
+	return m;
+}
+
+/* The client hangs up (BYE first, optionally) within 5 s. */
+static void fk_expect_eof(struct fake *f, bool bye)
+{
+	struct shf_ipc_hdr h;
+	int t = fk_recv(f, &h);
+	if (bye) {
+		if (t != SHF_IPC_BYE)
+			FAIL("expected BYE, got %d", t);
+		t = fk_recv(f, &h);
+	}
+	if (t != 0)
+		FAIL("expected EOF, got type %d", t);
+}
+
+/* ------------------------------------------------------------ runner */
+
+static int lfd = -1;
+static char sock_path[108];
+
+static pid_t fake_start(void (*fn)(struct fake *))
+{
+	pid_t p = fork();
+	if (p == 0) {
+		alarm(30);
+		struct fake *f = calloc(1, sizeof(*f));
+		f->sock = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (f->sock < 0)
+			FAIL("accept: %s", strerror(errno));
+		fn(f);
+		_exit(0);
+	}
+	return p;
+}
+
+static void fake_end(pid_t p)
+{
+	int st;
+	if (waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "[%s] fake daemon failed (status 0x%x)\n", scenario, st);
+		failures++;
+	}
+}
+
+static _Atomic int got;
+static int got_src[8], got_type[8];
+static char got_data[8][16];
+static uint32_t got_len[8];
+static int got_dst = -1;
+
+static void on_msg(void *arg, int src, int dst, uint32_t type, const void *data, uint32_t len)
+{
+	(void)arg;
+	int i = atomic_load(&got);
+	if (i < 8) {
+		got_src[i] = src;
+		got_type[i] = (int)type;
+		got_len[i] = len;
+		memcpy(got_data[i], data, len < 16 ? len : 16);
+	}
+	got_dst = dst;
+	atomic_fetch_add(&got, 1);
+}
+
+static void opts(struct shf_opts *o, int thread)
+{
+	shf_opts_init(o);
+	o->socket_path = sock_path;
+	o->job = "proto-test";
+	o->rank = 0;
+	o->world = 2;
+	o->delivery_thread = thread;
+	o->timeout_ms = 3000;
+}
+
+/* Open against fn and expect failure err; no fd may leak. */
+static void open_fails(const char *name, void (*fn)(struct fake *), int err, const char *text,
+		       int timeout_ms)
+{
+	scenario = name;
+	struct shf_opts o;
+	opts(&o, 1);
+	o.timeout_ms = timeout_ms;
+	int fds = count_fds();
+	pid_t p = fake_start(fn);
+	struct shf_ctx *c = NULL;
+	int r = shf_open(&o, on_msg, NULL, &c);
+	if (r != err || c)
+		fprintf(stderr, "[%s] shf_open: %d (%s), want %d\n", name, r, shf_error_detail(),
+			err);
+	CHECK(r == err && c == NULL);
+	if (text)
+		CHECK(strstr(shf_error_detail(), text) != NULL);
+	CHECK(count_fds() == fds);
+	fake_end(p);
+}
+
+/* ------------------------------------------------ handshake scenarios */
+
+static void fk_bad_version(struct fake *f)
+{
+	struct shf_ipc_hdr h;
+	if (fk_recv(f, &h) != SHF_IPC_HELLO)
+		FAIL("expected HELLO");
+	struct shf_ipc_hello_ok ok = {SHF_IPC_VERSION + 1, MAX_MSG, RING, 0};
+	fk_send(f, SHF_IPC_HELLO_OK, h.id, &ok, sizeof(ok));
+	fk_expect_eof(f, false);
+}
+
+static void fk_hello_refused(struct fake *f)
+{
+	struct shf_ipc_hdr h;
+	if (fk_recv(f, &h) != SHF_IPC_HELLO)
+		FAIL("expected HELLO");
+	fk_error(f, h.id, -EPROTO, "protocol version 1 not supported");
+	fk_expect_eof(f, false);
+}
+
+static void fk_busy(struct fake *f)
+{
+	fk_error(f, 0, -EBUSY, "too many clients (max_clients)");
+	close(f->sock);
+}
+
+static void fk_reg_refused(struct fake *f)
+{
+	fk_hello(f);
+	fk_register_req(f);
+	fk_error(f, f->reg_id, -EACCES, "job proto-test belongs to uid 4242");
+	fk_expect_eof(f, false);
+}
+
+static void fk_reg_fds3(struct fake *f)
+{
+	fk_hello(f);
+	fk_register_req(f);
+	fk_register_ok(f, TW_FDS3);
+	fk_expect_eof(f, false);
+}
+
+static void fk_reg_size(struct fake *f)
+{
+	fk_hello(f);
+	fk_register_req(f);
+	fk_register_ok(f, TW_SIZE);
+	fk_expect_eof(f, false);
+}
+
+static void fk_reg_rank(struct fake *f)
+{
+	fk_hello(f);
+	fk_register_req(f);
+	fk_register_ok(f, TW_RANK);
+	fk_expect_eof(f, false);
+}
+
+static void fk_world_timeout(struct fake *f)
+{
+	fk_hello(f);
+	fk_register_req(f);
+	fk_register_ok(f, TW_NONE);
+	fk_error(f, 0, -ETIMEDOUT, "job proto-test: 1 of 2 ranks registered; missing ranks 1");
+	close(f->sock);
+}
+
+static void fk_hangup(struct fake *f)
+{
+	fk_hello(f);
+	fk_register_req(f);
+	close(f->sock);
+}
+
+static void fk_silent(struct fake *f)
+{
+	fk_hello(f);
+	fk_register_req(f);
+	fk_register_ok(f, TW_NONE);
+	fk_expect_eof(f, false); /* no READY ever: the client gives up */
+}
+
+static void fk_wrong_reply(struct fake *f)
+{
+	fk_hello(f);
+	fk_register_req(f);
+	fk_register_ok(f, TW_NONE);
+	fk_flush_done(f, 1, 0, 0, 0); /* instead of READY */
+	fk_expect_eof(f, false);
+}
+
+/* ------------------------------------------------- data path scenario */
+
+static void fk_data(struct fake *f)
+{
+	fk_open(f);
+	/* three messages from the client, exactly as sent */
+	for (int i = 0; i < 3; i++) {
+		unsigned char rec[64];
+		uint32_t len;
+		uint32_t kind = fk_next(f, rec, sizeof(rec), &len);
+		struct shf_msg_hdr h;
+		memcpy(&h, rec, sizeof(h));
+		char want[16];
+		snprintf(want, sizeof(want), "msg%d", i);
+		if (kind != SHF_REC_MSG || len != SHF_MSG_HDR_BYTES + strlen(want) ||
+		    h.rank != 1 || h.type != 100u + (uint32_t)i ||
+		    memcmp(rec + sizeof(h), want, strlen(want)))
+			FAIL("record %d: kind %u len %u dst %d type %u", i, kind, len, h.rank, h.type);
+	}
+	/* an empty message */
+	unsigned char rec[64];
+	uint32_t len;
+	if (fk_next(f, rec, sizeof(rec), &len) != SHF_REC_MSG || len != SHF_MSG_HDR_BYTES)
+		FAIL("empty message");
+	/* three deliveries, from rank 1 */
+	fk_deliver(f, 1, SHF_REC_MSG, 7, "abc", 3);
+	fk_deliver(f, 1, SHF_REC_MSG, 8, "", 0);
+	fk_deliver(f, 0, SHF_REC_MSG, 9, "0123456789", 10);
+	/* flush remote: two dead drops, then one node-down drop, then clean */
+	struct shf_mark m = fk_mark(f);
+	if (m.what != SHF_MARK_FLUSH)
+		FAIL("mark what %u", m.what);
+	fk_flush_done(f, m.id, 2, 0, 0);
+	m = fk_mark(f);
+	fk_flush_done(f, m.id, 0, 1, 0);
+	m = fk_mark(f);
+	fk_flush_done(f, m.id, 0, 0, 0);
+	/* epoch: mark, FLUSH_DONE, then phase 2 on the socket, EPOCH_DONE */
+	m = fk_mark(f);
+	if (m.what != SHF_MARK_EPOCH)
+		FAIL("epoch mark what %u", m.what);
+	fk_flush_done(f, m.id, 0, 0, 0);
+	struct shf_ipc_hdr h;
+	if (fk_recv(f, &h) != SHF_IPC_EPOCH)
+		FAIL("expected EPOCH");
+	struct shf_ipc_epoch e;
+	memcpy(&e, f->buf + sizeof(h), sizeof(e));
+	if (e.id != m.id || e.phase != 2 || h.id != (uint32_t)m.id)
+		FAIL("EPOCH id %llu phase %u hdr %u", (unsigned long long)e.id, e.phase, h.id);
+	struct shf_ipc_epoch_done d = {e.id, 2, 0};
+	fk_send(f, SHF_IPC_EPOCH_DONE, h.id, &d, sizeof(d));
+	fk_expect_eof(f, true);
+}
+
+static void wait_got(struct shf_ctx *c, bool thread, int n)
+{
+	double end = now_s() + 5;
+	while (atomic_load(&got) < n && now_s() < end) {
+		if (thread)
+			usleep(1000);
+		else
+			CHECK(shf_poll(c, 100) >= 0);
+	}
+}
+
+static void data_path(int thread)
+{
+	scenario = thread ? "data-thread" : "data-poll";
+	atomic_store(&got, 0);
+	struct shf_opts o;
+	opts(&o, thread);
+	pid_t p = fake_start(fk_data);
+	struct shf_ctx *c = NULL;
+	CHECK(shf_open(&o, on_msg, NULL, &c) == 0);
+	if (!c) {
+		fake_end(p);
+		return;
+	}
+	CHECK(shf_rank(c) == 0 && shf_world(c) == 2);
+	CHECK(thread ? shf_event_fd(c) == -EINVAL : shf_event_fd(c) >= 0);
+	CHECK(thread ? shf_poll(c, 0) == -EINVAL : shf_poll(c, 0) == 0);
+	/* argument checks against the live context */
+	char big[MAX_MSG + 1];
+	memset(big, 0, sizeof(big));
+	CHECK(shf_send(c, 2, 0, "x", 1, 0) == -ESRCH);
+	CHECK(shf_send(c, -1, 0, "x", 1, 0) == -ESRCH);
+	CHECK(shf_send(c, 1, 0, big, MAX_MSG + 1, 0) == -EMSGSIZE);
+	CHECK(shf_send(c, 1, 0, NULL, 1, 0) == -EINVAL);
+	CHECK(shf_send(c, 1, 0, "x", 1, 0x100) == -EINVAL);
+	CHECK(shf_flush(c, 99, 0) == -EINVAL);
+	CHECK(shf_flush(c, SHF_FLUSH_ORIGIN, -2) == -EINVAL);
+	for (int i = 0; i < 3; i++) {
+		char m[16];
+		snprintf(m, sizeof(m), "msg%d", i);
+		CHECK(shf_send(c, 1, 100u + (uint32_t)i, m, (uint32_t)strlen(m),
+			       i == 1 ? SHF_NONBLOCK : 0) == 0);
+	}
+	CHECK(shf_send(c, 1, 5, NULL, 0, 0) == 0);
+	if (!thread) {
+		/* armed by the shf_poll() above: the event fd wakes us for the
+		 * fake's deliveries, and is quiet again once shf_poll() says 0 */
+		struct pollfd ev = {shf_event_fd(c), POLLIN, 0};
+		CHECK(poll(&ev, 1, 5000) == 1);
+		wait_got(c, thread, 3);
+		CHECK(shf_poll(c, 0) == 0);
+		ev.revents = 0;
+		CHECK(poll(&ev, 1, 0) == 0);
+	}
+	wait_got(c, thread, 3);
+	CHECK(atomic_load(&got) == 3);
+	CHECK(got_src[0] == 1 && got_type[0] == 7 && got_len[0] == 3 && !memcmp(got_data[0], "abc", 3));
+	CHECK(got_src[1] == 1 && got_type[1] == 8 && got_len[1] == 0);
+	CHECK(got_src[2] == 0 && got_type[2] == 9 && got_len[2] == 10 &&
+	      !memcmp(got_data[2], "0123456789", 10));
+	CHECK(got_dst == 0);
+
+	CHECK(shf_flush(c, SHF_FLUSH_REMOTE, 0) == -ESRCH);
+	CHECK(strstr(shf_error_detail(), "2 message") != NULL);
+	CHECK(shf_flush(c, SHF_FLUSH_REMOTE, 0) == -EHOSTDOWN);
+	CHECK(shf_flush(c, SHF_FLUSH_REMOTE, 0) == 0);
+	CHECK(shf_epoch(c, 0) == 0);
+	CHECK(shf_flush(c, SHF_FLUSH_ORIGIN, 0) == 0);
+	CHECK(shf_flush(c, SHF_FLUSH_DELIVERY, 0) == 0);
+	struct shf_stats s;
+	CHECK(shf_stats_get(c, &s) == 0);
+	CHECK(s.sent_msgs == 4 && s.sent_bytes == 12 && s.delivered_msgs == 3 &&
+	      s.delivered_bytes == 13 && s.dropped_dead == 2 && s.dropped_down == 1 &&
+	      s.flushes == 5 && s.epochs == 1 && s.send_eagain == 0);
+	CHECK(shf_close(c) == 0);
+	fake_end(p);
+}
+
+/* ----------------------------------------------- broken daemon scenarios */
+
+static void fk_unsolicited_error(struct fake *f)
+{
+	fk_open(f);
+	fk_error(f, 0, -EPROTO, "disconnected by shuffled: corrupt send ring (bad record header)");
+	fk_mark(f); /* the client's flush; never answered */
+	close(f->sock);
+}
+
+static void unsolicited_error(void)
+{
+	scenario = "unsolicited-error";
+	struct shf_opts o;
+	opts(&o, 1);
+	pid_t p = fake_start(fk_unsolicited_error);
+	struct shf_ctx *c = NULL;
+	CHECK(shf_open(&o, on_msg, NULL, &c) == 0);
+	if (c) {
+		CHECK(shf_flush(c, SHF_FLUSH_REMOTE, 5000) == -ENOTCONN);
+		CHECK(strstr(shf_error_detail(), "corrupt send ring") != NULL);
+		CHECK(shf_send(c, 1, 0, "x", 1, 0) == -ENOTCONN);
+		CHECK(shf_epoch(c, 0) == -ENOTCONN);
+		CHECK(shf_close(c) == -ENOTCONN);
+	}
+	fake_end(p);
+}
+
+static void fk_bogus_reply(struct fake *f)
+{
+	fk_open(f);
+	fk_flush_done(f, 99, 0, 0, 0); /* for a mark never sent */
+	fk_expect_eof(f, false);        /* the client hangs up on us */
+}
+
+static void bogus_reply(void)
+{
+	scenario = "bogus-reply";
+	struct shf_opts o;
+	opts(&o, 0);
+	pid_t p = fake_start(fk_bogus_reply);
+	struct shf_ctx *c = NULL;
+	CHECK(shf_open(&o, on_msg, NULL, &c) == 0);
+	if (c) {
+		int r = 0;
+		double end = now_s() + 5;
+		while (r == 0 && now_s() < end)
+			r = shf_poll(c, 100);
+		CHECK(r == -ENOTCONN);
+		CHECK(strstr(shf_error_detail(), "protocol error") != NULL);
+		CHECK(shf_close(c) == -ENOTCONN);
+	}
+	fake_end(p);
+}
+
+static void fk_corrupt_record(struct fake *f)
+{
+	fk_open(f);
+	fk_deliver(f, 1, SHF_REC_MSG, 1, "ok", 2);
+	fk_deliver(f, 1, 7, 1, "bad", 3); /* unknown record kind */
+	fk_expect_eof(f, false);
+}
+
+static void corrupt_record(int thread)
+{
+	scenario = thread ? "corrupt-record-thread" : "corrupt-record-poll";
+	atomic_store(&got, 0);
+	struct shf_opts o;
+	opts(&o, thread);
+	pid_t p = fake_start(fk_corrupt_record);
+	struct shf_ctx *c = NULL;
+	CHECK(shf_open(&o, on_msg, NULL, &c) == 0);
+	if (c) {
+		int r = 0;
+		double end = now_s() + 5;
+		while ((r >= 0 || r == -EAGAIN) && now_s() < end) {
+			if (thread) {
+				usleep(1000);
+				r = shf_send(c, 1, 0, "x", 1, SHF_NONBLOCK);
+			} else {
+				r = shf_poll(c, 100);
+			}
+		}
+		CHECK(r == -ENOTCONN);
+		CHECK(strstr(shf_error_detail(), "protocol error") != NULL);
+		CHECK(atomic_load(&got) == 1); /* the good record before it */
+		CHECK(shf_close(c) == -ENOTCONN);
+	}
+	fake_end(p);
+}
+
+static void fk_die_later(struct fake *f)
+{
+	fk_open(f);
+	usleep(300000); /* the client fills its send ring meanwhile */
+	_exit(0);
+}
+
+static void death_blocked_send(int thread)
+{
+	scenario = thread ? "death-blocked-send-thread" : "death-blocked-send-poll";
+	struct shf_opts o;
+	opts(&o, thread);
+	pid_t p = fake_start(fk_die_later);
+	struct shf_ctx *c = NULL;
+	CHECK(shf_open(&o, on_msg, NULL, &c) == 0);
+	if (c) {
+		int r = 0, n = 0;
+		double t0 = now_s();
+		while ((r = shf_send(c, 1, 0, "0123456789abcdef", 16, 0)) == 0)
+			n++;
+		CHECK(r == -ENOTCONN);
+		CHECK(n > 0 && n < (int)(RING / 24) + 1); /* the ring filled, then death */
+		CHECK(now_s() - t0 < 5);
+		struct shf_stats s;
+		CHECK(shf_stats_get(c, &s) == 0 && s.send_blocked_ns > 0);
+		CHECK(shf_flush(c, SHF_FLUSH_ORIGIN, -1) == -ENOTCONN);
+		CHECK(shf_flush(c, SHF_FLUSH_REMOTE, -1) == -ENOTCONN);
+		CHECK(shf_flush(c, SHF_FLUSH_DELIVERY, -1) == -ENOTCONN);
+		CHECK(shf_epoch(c, -1) == -ENOTCONN);
+		CHECK(shf_close(c) == -ENOTCONN);
+	}
+	fake_end(p);
+}
+
+int main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	unsetenv("SHF_DEBUG");
+	snprintf(sock_path, sizeof(sock_path), "/tmp/shf-client-proto-%d.sock", (int)getpid());
+	unlink(sock_path);
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 8) < 0) {
+		fprintf(stderr, "client-proto: cannot listen on %s: %s\n", sock_path,
+			strerror(errno));
+		return 1;
+	}
+
+	open_fails("bad-version", fk_bad_version, -EPROTO, "protocol", 3000);
+	open_fails("hello-refused", fk_hello_refused, -EPROTO, "version 1 not supported", 3000);
+	open_fails("busy", fk_busy, -EBUSY, "max_clients", 3000);
+	open_fails("register-refused", fk_reg_refused, -EACCES, "uid 4242", 3000);
+	open_fails("register-3-fds", fk_reg_fds3, -EPROTO, "fds", 3000);
+	open_fails("register-size", fk_reg_size, -EPROTO, "bytes", 3000);
+	open_fails("register-rank", fk_reg_rank, -EPROTO, "rank", 3000);
+	open_fails("world-timeout", fk_world_timeout, -ETIMEDOUT, "missing ranks 1", 3000);
+	open_fails("hangup", fk_hangup, -ENOTCONN, "closed", 3000);
+	open_fails("wrong-reply", fk_wrong_reply, -EPROTO, "READY", 3000);
+	double t0 = now_s();
+	open_fails("silent", fk_silent, -ETIMEDOUT, "READY", 200); /* 200 ms + 5 s grace */
+	CHECK(now_s() - t0 > 5.0 && now_s() - t0 < 8.0);
+
+	data_path(1);
+	data_path(0);
+	unsolicited_error();
+	bogus_reply();
+	corrupt_record(1);
+	corrupt_record(0);
+	death_blocked_send(1);
+	death_blocked_send(0);
+
+	close(lfd);
+	unlink(sock_path);
+	if (failures) {
+		fprintf(stderr, "client-proto: %d failure(s)\n", failures);
+		return 1;
+	}
+	return 0;
+}
