@@ -107,6 +107,7 @@ struct shd_client {
 /* A rank's home, in job->rank_node. */
 #define SHD_NODE_NONE UINT32_MAX        /* not registered (yet) */
 #define SHD_NODE_GONE (UINT32_MAX - 1u) /* was registered, has left */
+#define SHD_NODE_LOST (UINT32_MAX - 2u) /* its node went down: -EHOSTDOWN */
 
 struct shd_job {
 	struct shd_list link;           /* in d->jobs */

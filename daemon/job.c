@@ -127,6 +127,9 @@ int shd_job_register(struct shd_daemon *d, struct shd_client *c, const char *nam
 			if (j->rank_node[rank] == SHD_NODE_GONE)
 				snprintf(why, whylen, "rank %d of job %s has already left the job", rank,
 					 name);
+			else if (j->rank_node[rank] == SHD_NODE_LOST)
+				snprintf(why, whylen, "rank %d of job %s was lost with its node", rank,
+					 name);
 			else
 				snprintf(why, whylen, "rank %d of job %s is already registered (node %u)",
 					 rank, name, j->rank_node[rank]);
@@ -268,7 +271,8 @@ void shd_job_remote_rank(struct shd_daemon *d, struct shd_job *j, int32_t rank, 
 	if (j->rank_node[rank] != node)
 		return;
 	if (j->ready) {
-		j->rank_node[rank] = SHD_NODE_GONE;
+		/* a lost node's ranks drop with -EHOSTDOWN, a departed rank's -ESRCH */
+		j->rank_node[rank] = err == -EHOSTDOWN ? SHD_NODE_LOST : SHD_NODE_GONE;
 		j->gone++;
 		epoch_fail_all(j, err ? err : -ESRCH);
 	} else {

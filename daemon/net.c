@@ -397,7 +397,7 @@ static void mark_release(struct net_mark *mk, bool lost)
 void shd_net_forget(struct shd_daemon *d, struct shd_client *src)
 {
 	struct shd_net *n = d->net;
-	if (!src->mark_pending || !src->mark_need)
+	if (!src->mark_need)
 		return;
 	for (uint32_t i = 0; i < n->n_nodes; i++) {
 		struct shd_list *q, *t;

@@ -237,8 +237,8 @@ static enum relay_result relay_client(struct shd_daemon *d, struct shd_client *s
 					continue;
 				}
 				s->st.msgs_local++;
-			} else if (node >= SHD_NODE_GONE || !d->net) {
-				drop(s, false);
+			} else if (node >= SHD_NODE_LOST || !d->net) {
+				drop(s, node == SHD_NODE_LOST);
 				continue;
 			} else {
 				r = shd_net_append(d, s, node, j, mh.rank, mh.type, data, len);

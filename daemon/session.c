@@ -204,8 +204,7 @@ static void client_gone(struct shd_client *c, bool bye)
 	/* the rank is gone from now on: records to it are dropped; its own
 	 * published records still go out */
 	shd_job_leave(c, true, true);
-	c->state = SHD_SESS_DRAINING;
-	c->mark_pending = false;
+	c->state = SHD_SESS_DRAINING; /* a pending mark completes unanswered */
 	shd_relay_kick(c);
 }
 
