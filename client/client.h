@@ -113,11 +113,16 @@ struct shc_waiter {
 	char text[SHC_DETAIL_MAX]; /* ERROR text, if an ERROR answered */
 };
 
-/* Client counters (struct shf_stats), relaxed atomics: several threads. */
+/* Client counters (struct shf_stats), relaxed atomics: several threads
+ * write them.  Senders and the delivering thread each get a cache line, so
+ * counting one does not slow the other down. */
 struct shc_stats {
-	_Atomic uint64_t sent_msgs, sent_bytes, delivered_msgs, delivered_bytes;
-	_Atomic uint64_t send_blocked_ns, send_eagain, dropped_dead, dropped_down;
-	_Atomic uint64_t flushes, epochs;
+	/* written by shf_send() */
+	_Alignas(64) _Atomic uint64_t sent_msgs, sent_bytes, send_blocked_ns, send_eagain;
+	/* written after each callback returns */
+	_Alignas(64) _Atomic uint64_t delivered_msgs, delivered_bytes;
+	/* rare: flushes, epochs, drop reports */
+	_Alignas(64) _Atomic uint64_t dropped_dead, dropped_down, flushes, epochs;
 };
 
 /* Where this context is in the epoch protocol (see shf_epoch()).  Kept in

@@ -59,7 +59,6 @@ int shc_deliver_batch(struct shf_ctx *c, unsigned max)
 		return shc_dead_err(c);
 	struct shf_ctx *outer = shc_in_cb;
 	unsigned n = 0;
-	uint64_t bytes = 0;
 	bool bad = false;
 	/* poll mode: nobody else watches the socket while callbacks run here */
 	uint64_t checked = c->thread_mode ? 0 : shc_now_ns();
@@ -92,7 +91,9 @@ int shc_deliver_batch(struct shf_ctx *c, unsigned max)
 		uint32_t len = v.len - SHF_MSG_HDR_BYTES;
 		c->fn(c->arg, h.rank, c->rank, h.type, v.data + SHF_MSG_HDR_BYTES, len);
 		n++;
-		bytes += len;
+		/* counted per record, as soon as its callback returned */
+		stat_add(&c->st.delivered_msgs, 1);
+		stat_add(&c->st.delivered_bytes, len);
 		if (checked && shc_now_ns() - checked > 1000000u) {
 			shc_sock_check(c); /* slow callbacks: look for a hang-up every ms */
 			checked = shc_now_ns();
@@ -101,10 +102,6 @@ int shc_deliver_batch(struct shf_ctx *c, unsigned max)
 			break; /* closed or lost meanwhile: stop handing out records */
 	}
 	shc_in_cb = outer;
-	if (n) {
-		stat_add(&c->st.delivered_msgs, n);
-		stat_add(&c->st.delivered_bytes, bytes);
-	}
 	if (bad)
 		return shc_dead_err(c);
 	/* one release for the batch; the daemon may sleep waiting for room */
@@ -440,8 +437,8 @@ static int flush_remote(struct shf_ctx *c, int64_t deadline)
 	return drop_result(w.dropped_dead, w.dropped_down);
 }
 
-/* A published head that no honest producer could have written, given what
- * we released so far (which may already be past it: read later). */
+/* A published head that no honest producer could have written, given a
+ * tail we released (read after the head, so it may already be past it). */
 static bool head_bad(const struct shf_ctx *c, uint64_t head, uint64_t released)
 {
 	return (int64_t)(head - released) > (int64_t)c->deliver.size || head % SHF_RING_ALIGN;
@@ -454,7 +451,10 @@ static int flush_delivery(struct shf_ctx *c, int64_t deadline)
 	if (c->thread_mode) {
 		pthread_mutex_lock(&c->mu);
 		int r = 0;
-		if (head_bad(c, target, c->released)) {
+		/* c->released lags the shared tail a little; the tail, read after
+		 * the head, bounds any honest head */
+		if (head_bad(c, target, atomic_load_explicit(&c->deliver.ctl->tail,
+							     memory_order_relaxed))) {
 			pthread_mutex_unlock(&c->mu);
 			shc_protocol_error(c, "delivery ring head index is corrupt");
 			return shc_dead_err(c);
