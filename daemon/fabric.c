@@ -283,6 +283,17 @@ int shd_fabric_open(const struct shd_fabric_opts *o, struct shd_fabric **f_p, ch
 		return r;
 	}
 
+	if (d.conn_queue) {
+		/* the user's environment wins (overwrite = 0) */
+		char q[16];
+		snprintf(q, sizeof(q), "%u", d.conn_queue);
+		if (setenv("FI_OFI_RXM_MSG_RX_SIZE", q, 0) || setenv("FI_OFI_RXM_MSG_TX_SIZE", q, 0)) {
+			r = -errno;
+			seterr(err, errlen, "fabric: setenv FI_OFI_RXM_MSG_*_SIZE: %s", strerror(-r));
+			return r;
+		}
+	}
+
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -ENOMEM;

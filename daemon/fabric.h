@@ -53,6 +53,10 @@ struct shd_fabric_opts {
 	                         received; 0: 36 KiB (32 KiB batch + header room) */
 	uint32_t send_slots;  /* sends posted or queued at once; 0: 256 */
 	uint32_t cq_batch;    /* completions handled per progress call; 0: 64 */
+	uint32_t conn_queue;  /* ofi_rxm per-connection queue depth (FI_OFI_RXM_MSG_RX_SIZE
+	                         and _TX_SIZE) unless the environment sets them; 0:
+	                         the provider's default (128: ~50 MiB of pools per
+	                         daemon on tcp, measured) */
 	bool mr_always;       /* register buffers even if the provider does not
 	                         need FI_MR_LOCAL (tests that path) */
 };

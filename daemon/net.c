@@ -1078,6 +1078,9 @@ int shd_net_open(struct shd_daemon *d)
 		.recv_buffers = cfg->recv_buffers,
 		.buf_bytes = n->batch_cap,
 		.send_slots = cfg->peer_credits * (nn < 64 ? nn : 64) + 256,
+		/* a peer has at most peer_credits batches in flight plus a few
+		 * control messages: deeper rxm queues only cost memory */
+		.conn_queue = 2 * cfg->peer_credits < 16 ? 16 : 2 * cfg->peer_credits,
 	};
 	if ((r = shd_fabric_open(&fo, &n->fab, err, sizeof(err))) < 0) {
 		shd_err("fabric endpoint (provider %s, bind '%s'): %s", cfg->provider, cfg->bind,
