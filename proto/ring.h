@@ -155,18 +155,30 @@ static inline int shf_ring_init(struct shf_ring *r, struct shf_ring_ctl *ctl,
 	return 0;
 }
 
-/* Start a producer view at the shared head (after shf_ring_init). */
+/*
+ * Start a producer view at the shared head (after shf_ring_init).  The
+ * indices are read again here, so they are validated again: a peer that
+ * changed them since shf_ring_init() leaves the view broken (r->err).
+ */
 static inline void shf_ring_init_producer(struct shf_ring *r)
 {
-	r->pos = r->done = atomic_load_explicit(&r->ctl->head, memory_order_relaxed);
-	r->peer = atomic_load_explicit(&r->ctl->tail, memory_order_acquire); /* [P2] */
+	uint64_t h = atomic_load_explicit(&r->ctl->head, memory_order_relaxed);
+	uint64_t t = atomic_load_explicit(&r->ctl->tail, memory_order_acquire); /* [P2] */
+	r->pos = r->done = h;
+	r->peer = t;
+	if (h - t > r->size || h % SHF_RING_ALIGN)
+		r->err = -EPROTO;
 }
 
-/* Start a consumer view at the shared tail (after shf_ring_init). */
+/* Start a consumer view at the shared tail (after shf_ring_init).  A
+ * misaligned tail would put record headers across the end of the array,
+ * so it breaks the view (r->err) instead. */
 static inline void shf_ring_init_consumer(struct shf_ring *r)
 {
-	r->pos = r->done = r->peer =
-		atomic_load_explicit(&r->ctl->tail, memory_order_relaxed);
+	uint64_t t = atomic_load_explicit(&r->ctl->tail, memory_order_relaxed);
+	r->pos = r->done = r->peer = t;
+	if (t % SHF_RING_ALIGN)
+		r->err = -EPROTO;
 }
 
 /* ---------------------------------------------------------------- producer */
@@ -175,9 +187,9 @@ static inline void shf_ring_init_consumer(struct shf_ring *r)
 static inline uint64_t shf_ring_prod_free(struct shf_ring *r)
 {
 	uint64_t t = atomic_load_explicit(&r->ctl->tail, memory_order_acquire); /* [P2] */
-	/* The consumer may be hostile: a tail ahead of what we published or
-	 * behind by more than the ring is corruption. */
-	if (r->done - t > r->size || t - r->peer > r->size) {
+	/* The consumer may be hostile: a tail ahead of what we published,
+	 * behind the tail we saw last, or misaligned is corruption. */
+	if (r->done - t > r->size || t - r->peer > r->size || t % SHF_RING_ALIGN) {
 		r->err = -EPROTO;
 		return 0;
 	}
@@ -189,12 +201,12 @@ static inline uint64_t shf_ring_prod_free(struct shf_ring *r)
  * Reserve a record of `len` payload bytes.  On success returns a pointer to
  * the payload area (8-byte aligned) and the record becomes part of the next
  * shf_ring_publish().  Returns NULL when the ring is full (r->err == 0) or
- * the ring is broken (r->err < 0) or len exceeds max_rec (r->err untouched,
- * caller validates len first).
+ * the ring is broken (r->err < 0) or len exceeds max_rec or kind is
+ * SHF_REC_PAD (r->err untouched: the caller validates len and kind first).
  */
 static inline void *shf_ring_reserve(struct shf_ring *r, uint32_t len, uint32_t kind)
 {
-	if (len > r->max_rec || r->err)
+	if (len > r->max_rec || kind == SHF_REC_PAD || r->err)
 		return NULL;
 	uint64_t need = shf_ring_rec_bytes(len);
 	uint64_t off = r->pos & r->mask;
@@ -216,8 +228,8 @@ static inline void *shf_ring_reserve(struct shf_ring *r, uint32_t len, uint32_t 
 	return r->data + off + SHF_RING_HDR_BYTES;
 }
 
-/* Give back the most recent reservation if it was not published yet and
- * is the last one (used when a caller reserved and then failed). */
+/* Give back every reservation made since the last shf_ring_publish()
+ * (used when a caller reserved and then failed). */
 static inline void shf_ring_unreserve_all(struct shf_ring *r)
 {
 	r->pos = r->done;
@@ -249,8 +261,10 @@ static inline bool shf_ring_publish(struct shf_ring *r)
 
 /*
  * Producer going to sleep for space: arm, then re-check.  Returns true if
- * it may sleep (still no room for `need` payload bytes), false if room
- * appeared (the flag is cleared again).
+ * it may sleep (still no room for a `len`-byte record and a worst-case pad
+ * in front of it), false if room appeared (the flag is cleared again).
+ * Publish first: the consumer cannot free space that unpublished records
+ * hold, so nobody would ring the bell.
  */
 static inline bool shf_ring_prod_arm(struct shf_ring *r, uint32_t len)
 {
@@ -291,6 +305,11 @@ static inline uint64_t shf_ring_cons_avail(struct shf_ring *r)
  */
 static inline int shf_ring_peek(struct shf_ring *r, struct shf_ring_view *v)
 {
+	/* defined contents on every return (and no maybe-uninitialized
+	 * warnings in callers that test the return value) */
+	v->data = NULL;
+	v->len = 0;
+	v->kind = SHF_REC_PAD;
 	if (r->err)
 		return r->err;
 	for (;;) {
@@ -353,6 +372,8 @@ static inline bool shf_ring_release(struct shf_ring *r)
 /*
  * Consumer going to sleep: arm, then re-check.  Returns true if it may
  * sleep (still empty), false if data appeared (flag cleared again).
+ * Release first: the producer may be asleep waiting for exactly the space
+ * that peeked-but-unreleased records hold.
  */
 static inline bool shf_ring_cons_arm(struct shf_ring *r)
 {
