@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "daemon/stats.h"
+#include "client/client.h"
 #include "proto/ipc.h"
 
 #define SCHEMA "shuffle/1"
@@ -87,12 +88,6 @@ static int64_t now_ms(void)
 
 /* ------------------------------------------------------- the socket path */
 
-/* An empty variable counts as unset (as in the client library). */
-static const char *env(const char *name)
-{
-	const char *v = getenv(name);
-	return v && *v ? v : NULL;
-}
 
 /*
  * The control socket, found as the client library (client/env.c) and the
@@ -104,40 +99,9 @@ static const char *env(const char *name)
  */
 static int socket_path(const char *opt, char *out, size_t cap)
 {
-	const char *p = opt && *opt ? opt : env("SHF_SOCKET");
-	const char *rd = env("SHF_RUNTIME_DIR");
-	unsigned long uid = (unsigned long)geteuid();
-	int n;
-	if (p) {
-		n = snprintf(out, cap, "%s", p);
-	} else if (rd) {
-		n = snprintf(out, cap, "%s/shuffled.sock", rd);
-	} else {
-		char host[256];
-		const char *node = env("SHF_NODE");
-		if (!node) {
-			if (gethostname(host, sizeof(host)) < 0) {
-				errmsg("cannot get the host name: %s; use -s or set SHF_NODE",
-				       strerror(errno));
-				return -EINVAL;
-			}
-			host[sizeof(host) - 1] = '\0';
-			node = host;
-		}
-		if (strchr(node, '/') || !strcmp(node, ".") || !strcmp(node, "..")) {
-			errmsg("node name '%.64s' cannot be a directory name", node);
-			return -EINVAL;
-		}
-		const char *xdg = env("XDG_RUNTIME_DIR");
-		if (uid == 0)
-			n = snprintf(out, cap, "/run/shuffle/%s/shuffled.sock", node);
-		else if (xdg && xdg[0] == '/')
-			n = snprintf(out, cap, "%s/shuffle/%s/shuffled.sock", xdg, node);
-		else
-			n = snprintf(out, cap, "/tmp/shuffle-%lu/%s/shuffled.sock", uid, node);
-	}
-	if (n < 0 || (size_t)n >= cap) {
-		errmsg("socket path too long (at most %zu bytes): %.128s...", cap - 1, out);
+	/* the library's own rule, so the two can never disagree */
+	if (shc_env_socket_path(opt, (unsigned long)geteuid(), out, cap) < 0) {
+		errmsg("%s; use -s or set SHF_SOCKET", shf_error_detail());
 		return -EINVAL;
 	}
 	return 0;
