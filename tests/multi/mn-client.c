@@ -1,0 +1,670 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/multi/mn-client.c - one rank of a multi-node test, for what the
+ * general test client (tests/node/tclient) does not cover: losing a node,
+ * an epoch racing a departing rank, one-way latency.  Public API only.
+ *
+ *   mn-client MODE [key=value ...]
+ *
+ * Rank and world come from SHF_RANK/SHF_WORLD (or the launcher), the job
+ * from SHF_JOB, the daemon from SHF_SOCKET; sync points are files in
+ * $SHF_TEST_SYNC (the driver and the ranks post and wait for them).
+ *
+ * Modes:
+ *   peerloss   per_node=K victim=V (0-based node id, not 0): rank r lives
+ *              on node r / K.
+ *              A. everyone sends m messages to every other rank, flushes,
+ *                 epoch; exact counts and per-pair order are checked.
+ *              B. the victim node's ranks stop consuming (poll mode, small
+ *                 ring) and post "victim.R"; rank 0 sends `burst` bytes to
+ *                 the first victim rank, posts "s-flushing" and blocks in
+ *                 shf_flush(REMOTE); every other survivor posts
+ *                 "in-epoch.R" and blocks in shf_epoch().  The driver then
+ *                 kills the victim's daemon or cuts its link.  Expected:
+ *                 the flush returns -EHOSTDOWN and the epochs what
+ *                 `inflight_epoch` says (EHOSTDOWN, ESRCH, or any: either),
+ *                 none before hold_min_ms (they really waited for the
+ *                 loss); rank 0's dropped_down > 0.  Then every survivor
+ *                 starts a new epoch and checks it against `post_epoch`.
+ *                 Every result is printed.
+ *              C. survivors exchange c messages with every survivor: flush
+ *                 returns 0, exact counts, per-pair order.
+ *              Victim ranks leave when their daemon is gone (-ENOTCONN)
+ *              or the driver posts "v-exit".
+ *   epochleave ranks 0 and 1 of world 3 (rank 2 is played by wire-inject):
+ *              both call shf_epoch(); rank 1 closes as soon as its epoch
+ *              returns; rank 0 posts "epoch.0", waits for "close.0" (from
+ *              wire-inject) and expects `expect` (default ok).
+ *   latency    world 2: rank 0 sends `count` messages of `size` bytes to
+ *              rank 1, one every gap_ms, each stamped with CLOCK_MONOTONIC;
+ *              rank 1 prints one-way latency statistics (same host, same
+ *              clock) and checks the maximum against `bound_us` if set.
+ *
+ * Exit 0 when every check held, 1 otherwise (reasons on stderr), 2 for
+ * usage errors.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shuffle.h"
+
+#define MAX_WORLD 256
+#define MSG_MAGIC 0x4e4d4d4du /* "MMMN" */
+
+static struct {
+	const char *mode;
+	int per_node, victim;
+	long m, c, count;
+	long burst;      /* peerloss: bytes rank 0 sends to the victim */
+	uint32_t vring;  /* peerloss: victims' ring bytes */
+	int timeout;     /* ms, for open/flush/epoch/waits */
+	int hold_min_ms; /* peerloss: the blocked calls must have waited this long */
+	const char *post_epoch;
+	const char *inflight_epoch;
+	const char *expect;
+	int gap_ms;
+	uint32_t size;
+	long bound_us;
+} cfg = {
+	.per_node = 1, .victim = -1, .m = 200, .c = 200, .count = 200, .burst = 256 * 1024,
+	.vring = 128 * 1024, .timeout = 30000, .hold_min_ms = 300, .post_epoch = "any",
+	.inflight_epoch = "any",
+	.expect = "ok", .gap_ms = 10, .size = 64,
+};
+
+static const char *g_sync = ".";
+static int g_rank = -1, g_world;
+
+#define FAIL(...)                                                                      \
+	do {                                                                           \
+		fprintf(stderr, "mn-client rank %d: FAIL: ", g_rank);                  \
+		fprintf(stderr, __VA_ARGS__);                                          \
+		fputc('\n', stderr);                                                   \
+		exit(1);                                                               \
+	} while (0)
+
+static void usage(const char *why) __attribute__((noreturn));
+static void usage(const char *why)
+{
+	fprintf(stderr, "mn-client: %s\nusage: mn-client MODE [key=value ...] (see the source)\n",
+		why);
+	exit(2);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+/* ------------------------------------------------------------ sync points */
+
+static void sync_post(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sync_post(const char *fmt, ...)
+{
+	char name[128], path[4096], tmp[4200];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof(name), fmt, ap);
+	va_end(ap);
+	snprintf(path, sizeof(path), "%s/%s", g_sync, name);
+	snprintf(tmp, sizeof(tmp), "%s/.%s.%d", g_sync, name, (int)getpid());
+	FILE *f = fopen(tmp, "w");
+	if (!f || fclose(f) != 0 || rename(tmp, path) != 0)
+		FAIL("cannot post sync point %s: %s", path, strerror(errno));
+}
+
+static bool sync_exists(const char *name)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", g_sync, name);
+	return access(path, F_OK) == 0;
+}
+
+static void sync_wait(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sync_wait(const char *fmt, ...)
+{
+	char name[128];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof(name), fmt, ap);
+	va_end(ap);
+	int64_t end = now_ms() + cfg.timeout;
+	while (!sync_exists(name)) {
+		if (now_ms() > end)
+			FAIL("sync point %s never came (%d ms)", name, cfg.timeout);
+		sleep_ms(5);
+	}
+}
+
+/* ------------------------------------------------------------ messages */
+
+/* Every test message starts with this; the rest is a byte pattern. */
+struct mmsg {
+	uint32_t magic;
+	uint32_t phase;
+	int32_t src, dst;
+	uint64_t seq;     /* n-th message of (phase, src -> dst) */
+	uint64_t sent_ns; /* CLOCK_MONOTONIC at shf_send() */
+};
+
+#define NPHASE 3
+
+static struct {
+	pthread_mutex_t mu;
+	uint64_t next[NPHASE][MAX_WORLD]; /* next seq expected per (phase, src) */
+	uint64_t errors;
+	uint64_t *lat_ns;                 /* latency mode: one per message */
+	long nlat;
+} rx = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static uint64_t sent_seq[NPHASE][MAX_WORLD];
+
+static void on_deliver(void *arg, int src, int dst, uint32_t type, const void *data,
+		       uint32_t len)
+{
+	(void)arg;
+	uint64_t t = now_ns();
+	struct mmsg h;
+	pthread_mutex_lock(&rx.mu);
+	if (len < sizeof(h)) {
+		if (rx.errors++ < 10)
+			fprintf(stderr, "mn-client rank %d: %u-byte message from %d\n", g_rank, len,
+				src);
+		goto out;
+	}
+	memcpy(&h, data, sizeof(h));
+	if (h.magic != MSG_MAGIC || h.phase >= NPHASE || h.src != src || h.dst != dst ||
+	    dst != g_rank || src < 0 || src >= g_world || type != h.phase) {
+		if (rx.errors++ < 10)
+			fprintf(stderr, "mn-client rank %d: bad message from %d (magic %#x phase %u "
+				"src %d dst %d type %u)\n", g_rank, src, h.magic, h.phase, h.src,
+				h.dst, type);
+		goto out;
+	}
+	const uint8_t *body = (const uint8_t *)data + sizeof(h);
+	for (uint32_t i = 0; i < len - sizeof(h); i++) {
+		if (body[i] != (uint8_t)(h.seq + i)) {
+			if (rx.errors++ < 10)
+				fprintf(stderr, "mn-client rank %d: payload of seq %" PRIu64
+					" from %d corrupt at byte %u\n", g_rank, h.seq, src, i);
+			goto out;
+		}
+	}
+	if (h.seq != rx.next[h.phase][src]) {
+		if (rx.errors++ < 10)
+			fprintf(stderr, "mn-client rank %d: phase %u from %d: seq %" PRIu64
+				", expected %" PRIu64 " (%s)\n", g_rank, h.phase, src, h.seq,
+				rx.next[h.phase][src],
+				h.seq < rx.next[h.phase][src] ? "duplicate or reordered" : "lost");
+		rx.next[h.phase][src] = h.seq + 1;
+		goto out;
+	}
+	rx.next[h.phase][src]++;
+	if (rx.lat_ns && rx.nlat < cfg.count)
+		rx.lat_ns[rx.nlat++] = t - h.sent_ns;
+out:
+	pthread_mutex_unlock(&rx.mu);
+}
+
+static uint64_t rx_count(unsigned phase, int src)
+{
+	pthread_mutex_lock(&rx.mu);
+	uint64_t n = rx.next[phase][src];
+	pthread_mutex_unlock(&rx.mu);
+	return n;
+}
+
+static uint64_t rx_errors(void)
+{
+	pthread_mutex_lock(&rx.mu);
+	uint64_t e = rx.errors;
+	pthread_mutex_unlock(&rx.mu);
+	return e;
+}
+
+static uint8_t g_buf[64 * 1024];
+
+/* Build message (phase, me -> dst) of len bytes into g_buf. */
+static void build(unsigned phase, int dst, uint32_t len)
+{
+	struct mmsg h = {MSG_MAGIC, phase, g_rank, dst, sent_seq[phase][dst], 0};
+	for (uint32_t i = 0; i < len - sizeof(h); i++)
+		g_buf[sizeof(h) + i] = (uint8_t)(h.seq + i);
+	h.sent_ns = now_ns();
+	memcpy(g_buf, &h, sizeof(h));
+}
+
+/* Send one message.  poll: non-blocking, consuming my own deliveries while
+ * my send ring is full (two polling ranks must not wait for each other). */
+static int send_msg(struct shf_ctx *c, bool poll, unsigned phase, int dst, uint32_t len,
+		    unsigned flags)
+{
+	build(phase, dst, len);
+	int r;
+	for (;;) {
+		r = shf_send(c, dst, phase, g_buf, len, poll ? SHF_NONBLOCK : flags);
+		if (r != -EAGAIN || !poll || (flags & SHF_NONBLOCK))
+			break;
+		if ((r = shf_poll(c, 1)) < 0)
+			break;
+	}
+	if (r == 0)
+		sent_seq[phase][dst]++;
+	return r;
+}
+
+static int err_code(const char *name)
+{
+	static const struct { const char *n; int e; } t[] = {
+		{"ok", 0}, {"EHOSTDOWN", -EHOSTDOWN}, {"ESRCH", -ESRCH},
+		{"ETIMEDOUT", -ETIMEDOUT}, {"ENOTCONN", -ENOTCONN},
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (!strcmp(t[i].n, name))
+			return t[i].e;
+	usage("unknown error name");
+	return 0;
+}
+
+/* r matches want: an error name, or "any" for EHOSTDOWN or ESRCH (what
+ * a call may return once a node of the job is lost). */
+static bool err_ok(int r, const char *want)
+{
+	if (!strcmp(want, "any"))
+		return r == -EHOSTDOWN || r == -ESRCH;
+	return r == err_code(want);
+}
+
+static const char *err_name(int r)
+{
+	switch (-r) {
+	case 0: return "ok";
+	case EHOSTDOWN: return "EHOSTDOWN";
+	case ESRCH: return "ESRCH";
+	case ETIMEDOUT: return "ETIMEDOUT";
+	case ENOTCONN: return "ENOTCONN";
+	default: return shf_strerror(r);
+	}
+}
+
+static struct shf_ctx *open_ctx(bool thread, uint32_t ring)
+{
+	struct shf_opts o;
+	shf_opts_init(&o);
+	o.delivery_thread = thread;
+	o.ring_bytes = ring;
+	o.timeout_ms = cfg.timeout;
+	struct shf_ctx *c = NULL;
+	int r = shf_open(&o, on_deliver, NULL, &c);
+	if (r != 0 || !c)
+		FAIL("shf_open: %s (%s)", shf_strerror(r), shf_error_detail());
+	g_rank = shf_rank(c);
+	g_world = shf_world(c);
+	if (g_world < 1 || g_world > MAX_WORLD)
+		FAIL("world %d outside the test's range", g_world);
+	return c;
+}
+
+/* Wait until I hold `want` messages of `phase` from every src in [lo, hi)
+ * but those for which skip(src) holds. */
+static void wait_counts(struct shf_ctx *c, bool poll, unsigned phase, uint64_t want,
+			bool (*skip)(int))
+{
+	int64_t end = now_ms() + cfg.timeout;
+	for (;;) {
+		bool done = true;
+		for (int s = 0; s < g_world && done; s++)
+			if (s != g_rank && !skip(s) && rx_count(phase, s) < want)
+				done = false;
+		if (done)
+			break;
+		if (now_ms() > end) {
+			for (int s = 0; s < g_world; s++)
+				if (s != g_rank && !skip(s) && rx_count(phase, s) != want)
+					fprintf(stderr, "mn-client rank %d: phase %u: %" PRIu64
+						" messages from %d, expected %" PRIu64 "\n", g_rank,
+						phase, rx_count(phase, s), s, want);
+			FAIL("phase %u: counts incomplete after %d ms", phase, cfg.timeout);
+		}
+		if (poll) {
+			int r = shf_poll(c, 10);
+			if (r < 0)
+				FAIL("shf_poll: %s", shf_strerror(r));
+		} else {
+			sleep_ms(1);
+		}
+	}
+	for (int s = 0; s < g_world; s++)
+		if (s != g_rank && !skip(s) && rx_count(phase, s) != want)
+			FAIL("phase %u: %" PRIu64 " messages from %d, expected exactly %" PRIu64,
+			     phase, rx_count(phase, s), s, want);
+}
+
+/* ------------------------------------------------------------ peerloss */
+
+static bool is_victim(int r)
+{
+	return r / cfg.per_node == cfg.victim;
+}
+
+static bool skip_none(int r)
+{
+	(void)r;
+	return false;
+}
+
+static int mode_peerloss(void)
+{
+	/* the victims' rank numbers are known before opening: rank from env */
+	const char *rs = getenv("SHF_RANK");
+	if (!rs)
+		rs = getenv("OMPI_COMM_WORLD_RANK");
+	int my = rs ? atoi(rs) : -1;
+	if (cfg.victim < 1)
+		usage("peerloss needs victim=V >= 1 (node 0 hosts rank 0, the sender)");
+	bool victim = my >= 0 && is_victim(my);
+	struct shf_ctx *c = open_ctx(!victim, victim ? cfg.vring : 0);
+	if (is_victim(g_rank) != victim)
+		FAIL("SHF_RANK %d but shf_rank() %d", my, g_rank);
+	if (g_world % cfg.per_node || cfg.victim >= g_world / cfg.per_node)
+		FAIL("world %d, per_node %d, victim %d do not fit", g_world, cfg.per_node,
+		     cfg.victim);
+	int r;
+	/* A: everyone to everyone */
+	for (long i = 0; i < cfg.m; i++)
+		for (int k = 1; k < g_world; k++) {
+			int dst = (g_rank + k) % g_world;
+			if ((r = send_msg(c, victim, 0, dst, sizeof(struct mmsg) + (uint32_t)(i % 200),
+					  0)) != 0)
+				FAIL("phase A: send to %d: %s", dst, shf_strerror(r));
+		}
+	if ((r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout)) != 0)
+		FAIL("phase A: flush(REMOTE): %s (%s)", shf_strerror(r), shf_error_detail());
+	if ((r = shf_epoch(c, cfg.timeout)) != 0)
+		FAIL("phase A: epoch: %s (%s)", shf_strerror(r), shf_error_detail());
+	wait_counts(c, victim, 0, (uint64_t)cfg.m, skip_none);
+	printf("rank %d: phase A ok (%ld messages to each of %d ranks)\n", g_rank, cfg.m,
+	       g_world - 1);
+	sync_post("A.%d", g_rank);
+
+	if (victim) {
+		/* consume nothing from now on; leave when the daemon is gone or
+		 * the driver says so */
+		sync_post("victim.%d", g_rank);
+		int64_t end = now_ms() + 4 * (int64_t)cfg.timeout;
+		for (;;) {
+			struct shf_stats st;
+			if (sync_exists("v-exit"))
+				break;
+			r = shf_stats_get(c, &st);
+			if (r == -ENOTCONN)
+				break;
+			if (r != 0)
+				FAIL("victim: shf_stats_get: %s", shf_strerror(r));
+			if (now_ms() > end)
+				FAIL("victim: never released");
+			sleep_ms(20);
+		}
+		printf("rank %d: victim done (%s)\n", g_rank,
+		       r == -ENOTCONN ? "daemon gone" : "released");
+		shf_close(c);
+		return 0;
+	}
+
+	/* B: block on the victim, then see the loss */
+	for (int v = 0; v < g_world; v++)
+		if (is_victim(v))
+			sync_wait("victim.%d", v);
+	int64_t t0;
+	if (g_rank == 0) {
+		int v0 = cfg.victim * cfg.per_node;
+		long n = cfg.burst / 1024;
+		for (long i = 0; i < n; i++)
+			if ((r = send_msg(c, false, 1, v0, 1024, SHF_NONBLOCK)) != 0)
+				FAIL("burst to rank %d: message %ld of %ld: %s (the burst must fit "
+				     "my send ring)", v0, i, n, shf_strerror(r));
+		sync_post("s-flushing");
+		t0 = now_ms();
+		r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout);
+		long dt = (long)(now_ms() - t0);
+		printf("rank 0: flush(REMOTE) with %ld messages to lost rank %d: %s after %ld ms "
+		       "(%s)\n", n, v0, err_name(r), dt, shf_error_detail());
+		if (r != -EHOSTDOWN)
+			FAIL("flush after losing the destination node: %s, expected EHOSTDOWN",
+			     err_name(r));
+		if (dt < cfg.hold_min_ms)
+			FAIL("flush returned after %ld ms, before the node was lost (>= %d ms)",
+			     dt, cfg.hold_min_ms);
+		struct shf_stats st;
+		if ((r = shf_stats_get(c, &st)) != 0)
+			FAIL("shf_stats_get: %s", shf_strerror(r));
+		printf("rank 0: dropped_down %" PRIu64 ", dropped_dead %" PRIu64 "\n",
+		       st.dropped_down, st.dropped_dead);
+		if (st.dropped_down == 0)
+			FAIL("stats.dropped_down is 0 after a flush returned EHOSTDOWN");
+	} else {
+		sync_post("in-epoch.%d", g_rank);
+		t0 = now_ms();
+		r = shf_epoch(c, cfg.timeout);
+		long dt = (long)(now_ms() - t0);
+		printf("rank %d: epoch in flight when the node was lost: %s after %ld ms (%s)\n",
+		       g_rank, err_name(r), dt, shf_error_detail());
+		if (!err_ok(r, cfg.inflight_epoch))
+			FAIL("epoch in flight at the loss: %s, expected %s", err_name(r),
+			     cfg.inflight_epoch);
+		if (dt < cfg.hold_min_ms)
+			FAIL("epoch returned after %ld ms, before the node was lost (>= %d ms)",
+			     dt, cfg.hold_min_ms);
+	}
+	r = shf_epoch(c, cfg.timeout);
+	printf("rank %d: epoch begun after the loss: %s (%s)\n", g_rank, err_name(r),
+	       shf_error_detail());
+	if (!err_ok(r, cfg.post_epoch))
+		FAIL("epoch after the loss: %s, expected %s", err_name(r), cfg.post_epoch);
+	sync_post("B.%d", g_rank);
+	for (int s = 0; s < g_world; s++)
+		if (!is_victim(s))
+			sync_wait("B.%d", s);
+
+	/* C: the survivors carry on */
+	for (long i = 0; i < cfg.c; i++)
+		for (int k = 1; k < g_world; k++) {
+			int dst = (g_rank + k) % g_world;
+			if (is_victim(dst))
+				continue;
+			if ((r = send_msg(c, false, 2, dst, sizeof(struct mmsg) + (uint32_t)(i % 300),
+					  0)) != 0)
+				FAIL("phase C: send to %d: %s", dst, shf_strerror(r));
+		}
+	if ((r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout)) != 0)
+		FAIL("phase C: flush(REMOTE) among survivors: %s (%s)", shf_strerror(r),
+		     shf_error_detail());
+	wait_counts(c, false, 2, (uint64_t)cfg.c, is_victim);
+	if (rx_errors())
+		FAIL("%" PRIu64 " delivery errors", rx_errors());
+	printf("rank %d: phase C ok (%ld messages to each survivor)\n", g_rank, cfg.c);
+	sync_post("C.%d", g_rank);
+	for (int s = 0; s < g_world; s++)
+		if (!is_victim(s))
+			sync_wait("C.%d", s);
+	r = shf_close(c);
+	if (r != 0)
+		FAIL("shf_close: %s", shf_strerror(r));
+	return 0;
+}
+
+/* ------------------------------------------------------------ epochleave */
+
+static int mode_epochleave(void)
+{
+	struct shf_ctx *c = open_ctx(true, 0);
+	if (g_world != 3 || g_rank > 1)
+		FAIL("epochleave is for ranks 0 and 1 of world 3");
+	sync_post("open.%d", g_rank);
+	int64_t t0 = now_ms();
+	int r = shf_epoch(c, cfg.timeout);
+	printf("rank %d: epoch: %s after %ld ms (%s)\n", g_rank, err_name(r),
+	       (long)(now_ms() - t0), shf_error_detail());
+	int want = err_code(cfg.expect);
+	if (g_rank == 1) {
+		/* leave at once, as a job's last epoch followed by exit does */
+		int rc = shf_close(c);
+		if (r != 0)
+			FAIL("rank 1's epoch: %s, expected ok", err_name(r));
+		if (rc != 0)
+			FAIL("shf_close: %s", shf_strerror(rc));
+		return 0;
+	}
+	sync_post("epoch.0");
+	sync_wait("close.0"); /* leave only when the fake node says so */
+	if (r != want)
+		FAIL("epoch completed everywhere else before rank 1 left, yet here: %s, expected %s",
+		     err_name(r), cfg.expect);
+	shf_close(c);
+	return 0;
+}
+
+/* ------------------------------------------------------------ latency */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+static int mode_latency(void)
+{
+	if (cfg.size < sizeof(struct mmsg) || cfg.size > sizeof(g_buf))
+		usage("size out of range");
+	rx.lat_ns = calloc((size_t)cfg.count, sizeof(uint64_t));
+	if (!rx.lat_ns)
+		FAIL("out of memory");
+	struct shf_ctx *c = open_ctx(true, 0);
+	if (g_world != 2)
+		FAIL("latency needs world 2");
+	int r;
+	if (g_rank == 0) {
+		for (long i = 0; i < cfg.count; i++) {
+			if ((r = send_msg(c, false, 0, 1, cfg.size, 0)) != 0)
+				FAIL("send #%ld: %s", i, shf_strerror(r));
+			sleep_ms(cfg.gap_ms);
+		}
+		if ((r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout)) != 0)
+			FAIL("flush: %s", shf_strerror(r));
+		sync_wait("lat-done");
+		shf_close(c);
+		return 0;
+	}
+	int64_t end = now_ms() + cfg.timeout + cfg.count * (cfg.gap_ms + 5);
+	for (;;) {
+		pthread_mutex_lock(&rx.mu);
+		long n = rx.nlat;
+		pthread_mutex_unlock(&rx.mu);
+		if (n >= cfg.count)
+			break;
+		if (now_ms() > end)
+			FAIL("received %ld of %ld messages", n, cfg.count);
+		sleep_ms(5);
+	}
+	sync_post("lat-done");
+	if (rx_errors())
+		FAIL("%" PRIu64 " delivery errors", rx_errors());
+	uint64_t *l = rx.lat_ns;
+	long n = cfg.count;
+	qsort(l, (size_t)n, sizeof(*l), cmp_u64);
+	double sum = 0;
+	for (long i = 0; i < n; i++)
+		sum += (double)l[i];
+#define US(x) ((double)(x) / 1e3)
+	printf("one-way latency over %ld messages of %u B, one every %d ms: min %.1f us, "
+	       "median %.1f us, mean %.1f us, p90 %.1f us, p99 %.1f us, max %.1f us\n", n,
+	       cfg.size, cfg.gap_ms, US(l[0]), US(l[n / 2]), sum / (double)n / 1e3,
+	       US(l[n * 9 / 10]), US(l[n * 99 / 100]), US(l[n - 1]));
+	if (cfg.bound_us > 0) {
+		long over = 0;
+		for (long i = 0; i < n; i++)
+			over += l[i] > (uint64_t)cfg.bound_us * 1000u;
+		printf("%ld of %ld messages above the bound of %ld us (median %s the bound)\n", over,
+		       n, cfg.bound_us, l[n / 2] <= (uint64_t)cfg.bound_us * 1000u ? "within"
+										   : "ABOVE");
+	}
+#undef US
+	shf_close(c);
+	free(rx.lat_ns);
+	return 0;
+}
+
+/* ------------------------------------------------------------ main */
+
+static void parse_args(int argc, char **argv)
+{
+	if (argc < 2)
+		usage("no mode");
+	cfg.mode = argv[1];
+	for (int i = 2; i < argc; i++) {
+		char *eq = strchr(argv[i], '=');
+		if (!eq)
+			usage(argv[i]);
+		*eq = '\0';
+		const char *k = argv[i], *v = eq + 1;
+		if (!strcmp(k, "per_node")) cfg.per_node = atoi(v);
+		else if (!strcmp(k, "victim")) cfg.victim = atoi(v);
+		else if (!strcmp(k, "m")) cfg.m = atol(v);
+		else if (!strcmp(k, "c")) cfg.c = atol(v);
+		else if (!strcmp(k, "count")) cfg.count = atol(v);
+		else if (!strcmp(k, "burst")) cfg.burst = atol(v);
+		else if (!strcmp(k, "vring")) cfg.vring = (uint32_t)strtoul(v, NULL, 0);
+		else if (!strcmp(k, "timeout")) cfg.timeout = atoi(v);
+		else if (!strcmp(k, "hold_min_ms")) cfg.hold_min_ms = atoi(v);
+		else if (!strcmp(k, "post_epoch")) cfg.post_epoch = v;
+		else if (!strcmp(k, "inflight_epoch")) cfg.inflight_epoch = v;
+		else if (!strcmp(k, "expect")) cfg.expect = v;
+		else if (!strcmp(k, "gap_ms")) cfg.gap_ms = atoi(v);
+		else if (!strcmp(k, "size")) cfg.size = (uint32_t)atol(v);
+		else if (!strcmp(k, "bound_us")) cfg.bound_us = atol(v);
+		else usage(k);
+	}
+	if (cfg.per_node < 1 || cfg.m < 0 || cfg.c < 0 || cfg.count < 1 || cfg.timeout < 1)
+		usage("bad numbers");
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	parse_args(argc, argv);
+	const char *s = getenv("SHF_TEST_SYNC");
+	if (s && *s)
+		g_sync = s;
+	if (!strcmp(cfg.mode, "peerloss"))
+		return mode_peerloss();
+	if (!strcmp(cfg.mode, "epochleave"))
+		return mode_epochleave();
+	if (!strcmp(cfg.mode, "latency"))
+		return mode_latency();
+	usage("unknown mode");
+	return 2;
+}

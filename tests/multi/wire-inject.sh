@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# tests/multi/wire-inject.sh - malformed wire messages.
+#
+# Three nodes in a static rendezvous; node 3 is not a daemon but
+# wire-inject, which sends node 1 a set of malformed messages (noise, bad
+# magic, version, kind, lengths, addressing, a forged source, truncated and
+# inconsistent batches, a duplicate, an ACK for nothing, ...), each of which
+# must raise node 1's stats.daemon.wire_bad by exactly one; then one
+# message larger than any receive buffer.  Meanwhile and afterwards real
+# traffic between nodes 1 and 2 must complete, and node 1 must live on.
+T=multi-wire-inject
+# shellcheck source=tests/multi/common.sh
+. "$(dirname "$0")/common.sh"
+t_need "$TCLIENT"
+t_need "$WIRE_INJECT"
+t_up --mode loopback -n 3 --external 3 --daemon-args "--heartbeat-ms 100"
+"$WIRE_INJECT" --me 2 --nodes 3 --bind "$SHF_NODES_ADDR_3" --peer "0=$SHF_NODES_ADDR_1" \
+  --peer "1=$SHF_NODES_ADDR_2" garbage 0 >"$NODES_TMP/logs/inject.log" 2>&1 &
+inj=$!
+export SHF_JOB=real SHF_WORLD=4
+for r in 0 1 2 3; do
+  SHF_RANK=$r nodes_client $((r / 2 + 1)) "rank$r" "$TCLIENT" traffic n=3000 rounds=6 hold=release
+done
+NODES_SYNC_TIMEOUT_MS=20000 nodes_sync_wait inject-sent || { cat "$NODES_TMP/logs/inject.log" >&2; t_fail "injector failed"; }
+want=$(sed -n 's/^sent \([0-9]*\) counted$/\1/p' "$NODES_TMP/logs/inject.log")
+[ -n "$want" ] || t_fail "the injector did not say what it sent"
+[ "$(nodes_peer_state 1 2)" = up ] || t_fail "node 1 does not see the injector as up"
+end=$(( $(nodes_now_ms) + 10000 ))
+while bad=$(nodes_stat 1 .daemon.wire_bad); [ "$bad" -lt "$want" ]; do
+  [ "$(nodes_now_ms)" -lt "$end" ] || t_fail "wire_bad $bad of the $want malformed messages"
+  sleep 0.05
+done
+sleep 0.5
+bad=$(nodes_stat 1 .daemon.wire_bad)
+t_note "node 1: wire_bad $bad after $want malformed messages"
+[ "$bad" = "$want" ] || t_fail "wire_bad $bad, expected exactly $want"
+nodes_sync_post oversize
+NODES_SYNC_TIMEOUT_MS=10000 nodes_sync_wait oversize-sent ||
+  { cat "$NODES_TMP/logs/inject.log" >&2; t_fail "the injector did not send the oversized message"; }
+sleep 0.5
+t_daemons_alive
+t_note "node 1 after an oversized message: wire_bad $(nodes_stat 1 .daemon.wire_bad), alive"
+t_release_held 0 1 2 3
+nodes_wait_all || t_fail "real traffic between nodes 1 and 2 failed"
+# and once more, after everything
+export SHF_JOB=real2
+for r in 0 1 2 3; do
+  SHF_RANK=$r nodes_client $((r / 2 + 1)) "again$r" "$TCLIENT" traffic n=1000 rounds=2 hold=again
+done
+for r in 0 1 2 3; do nodes_sync_wait "held.$r" || t_fail "second job: rank $r"; done
+nodes_sync_post again
+nodes_wait_all || t_fail "traffic after the injection failed"
+nodes_sync_post inject-exit
+wait $inj || { cat "$NODES_TMP/logs/inject.log" >&2; t_fail "the injector failed"; }
+b2=$(nodes_stat 2 .daemon.wire_bad)
+[ "$b2" = 0 ] || t_fail "node 2 counted $b2 bad messages (it was sent none)"
+t_daemons_alive
+t_note "malformed messages counted and dropped; real traffic unaffected: ok"
