@@ -94,6 +94,7 @@ struct shd_client {
 	uint64_t mark_id;
 	uint32_t mark_what;
 	uint64_t mark_need;         /* remote: acks still owed for this mark (net.c) */
+	uint64_t *sent_to;          /* net.c: bitmap of nodes sent to since the last mark */
 	enum shd_epoch_state epoch;
 	uint32_t epoch_ipc_id;      /* hdr.id of the phase 2 request */
 	uint64_t epoch_id;          /* the client's id, echoed */
@@ -119,6 +120,7 @@ struct shd_job {
 	int32_t local;                  /* ranks registered on this node */
 	int32_t gone;                   /* ranks that left */
 	int32_t drainers;               /* departed clients still relaying their records */
+	int32_t lost;                   /* ranks lost with their node (subset of gone) */
 	bool ready;                     /* world complete; READY sent */
 	uint32_t *rank_node;            /* [world]: node id or SHD_NODE_* */
 	struct shd_client **clients;    /* [world]: local sessions, NULL elsewhere */
@@ -130,6 +132,8 @@ struct shd_job {
 	int32_t p1_local, p2_local;     /* local ranks that entered */
 	int32_t p1_total, p2_total;     /* all nodes (local + what peers reported) */
 	bool p1_sent, p2_sent;          /* our count for the phase went to the peers */
+	uint64_t *reported[2];          /* [phase-1]: bitmap of nodes whose count came */
+	size_t reported_words;          /* words in each bitmap */
 	uint64_t epoch_start_ns;
 	struct shd_client_stats st;     /* sum of departed clients' counters */
 };
@@ -194,7 +198,8 @@ void shd_job_remote_rank(struct shd_daemon *d, struct shd_job *j, int32_t rank, 
 			 bool joined, int err);
 void shd_job_epoch_mark(struct shd_client *c);
 void shd_job_epoch_phase2(struct shd_client *c, uint32_t ipc_id, uint64_t id);
-void shd_job_epoch_remote(struct shd_daemon *d, struct shd_job *j, uint32_t phase, int32_t count);
+void shd_job_epoch_remote(struct shd_daemon *d, struct shd_job *j, uint32_t node, uint32_t phase,
+			  int32_t count);
 int shd_job_missing(const struct shd_job *j, char *buf, size_t len);
 uint64_t shd_job_hash(const char *name);
 void shd_job_free_all(struct shd_daemon *d);

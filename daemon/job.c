@@ -71,11 +71,17 @@ static struct shd_job *job_new(struct shd_daemon *d, const char *name, int32_t w
 	struct shd_job *j = calloc(1, sizeof(*j));
 	if (!j)
 		return NULL;
+	size_t words = (d->n_nodes + 63) / 64;
 	j->rank_node = malloc(sizeof(*j->rank_node) * (size_t)world);
 	j->clients = calloc((size_t)world, sizeof(*j->clients));
-	if (!j->rank_node || !j->clients) {
+	j->reported[0] = calloc(words, sizeof(uint64_t));
+	j->reported[1] = calloc(words, sizeof(uint64_t));
+	j->reported_words = words;
+	if (!j->rank_node || !j->clients || !j->reported[0] || !j->reported[1]) {
 		free(j->rank_node);
 		free(j->clients);
+		free(j->reported[0]);
+		free(j->reported[1]);
 		free(j);
 		return NULL;
 	}
@@ -98,6 +104,8 @@ static void job_free(struct shd_daemon *d, struct shd_job *j)
 	shd_list_del(&j->link);
 	free(j->rank_node);
 	free(j->clients);
+	free(j->reported[0]);
+	free(j->reported[1]);
 	free(j);
 	(void)d;
 }
@@ -154,6 +162,8 @@ int shd_job_register(struct shd_daemon *d, struct shd_client *c, const char *nam
 }
 
 static void epoch_fail_all(struct shd_job *j, int err);
+static bool leave_is_benign(const struct shd_job *j, uint32_t node);
+static int gone_err(const struct shd_job *j);
 
 void shd_job_leave(struct shd_client *c, bool gone, bool keep_route)
 {
@@ -177,7 +187,7 @@ void shd_job_leave(struct shd_client *c, bool gone, bool keep_route)
 		if (d->net)
 			shd_net_job_rank(d, j, rank, false);
 		if (j->ready && j->gone)
-			epoch_fail_all(j, -ESRCH);
+			epoch_fail_all(j, gone_err(j));
 	}
 	if (keep_route) {
 		if (!c->drain_ref)
@@ -272,9 +282,12 @@ void shd_job_remote_rank(struct shd_daemon *d, struct shd_job *j, int32_t rank, 
 		return;
 	if (j->ready) {
 		/* a lost node's ranks drop with -EHOSTDOWN, a departed rank's -ESRCH */
-		j->rank_node[rank] = err == -EHOSTDOWN ? SHD_NODE_LOST : SHD_NODE_GONE;
+		bool lost = err == -EHOSTDOWN;
+		j->rank_node[rank] = lost ? SHD_NODE_LOST : SHD_NODE_GONE;
 		j->gone++;
-		epoch_fail_all(j, err ? err : -ESRCH);
+		j->lost += lost;
+		if (lost || !leave_is_benign(j, node))
+			epoch_fail_all(j, lost ? -EHOSTDOWN : -ESRCH);
 	} else {
 		j->rank_node[rank] = SHD_NODE_NONE;
 		j->registered--;
@@ -284,6 +297,35 @@ void shd_job_remote_rank(struct shd_daemon *d, struct shd_job *j, int32_t rank, 
 }
 
 /* ------------------------------------------------------------------ epochs */
+
+static bool bit_get(const uint64_t *b, uint32_t i)
+{
+	return b[i / 64] >> (i % 64) & 1;
+}
+
+/* What an epoch answers once ranks are gone: a lost node wins. */
+static int gone_err(const struct shd_job *j)
+{
+	return j->lost ? -EHOSTDOWN : -ESRCH;
+}
+
+/*
+ * A rank of `node` left a complete job.  The epoch pending here can still
+ * finish if that rank's node already counted it in the phase in progress:
+ * its rank went through the epoch on its node and merely closed first.
+ * With nothing pending the next epoch fails at entry instead.
+ */
+static bool leave_is_benign(const struct shd_job *j, uint32_t node)
+{
+	if (j->p2_total > 0)
+		return bit_get(j->reported[1], node);
+	if (j->p1_total > 0)
+		return false;
+	for (int32_t r = 0; r < j->world; r++)
+		if (j->clients[r] && j->clients[r]->epoch != SHD_EPOCH_NONE)
+			return false;
+	return true;
+}
 
 static void reply_p1(struct shd_client *c, int status)
 {
@@ -315,6 +357,9 @@ static void epoch_fail_all(struct shd_job *j, int err)
 	}
 	j->p1_local = j->p2_local = j->p1_total = j->p2_total = 0;
 	j->p1_sent = j->p2_sent = false;
+	j->epoch_start_ns = 0;
+	memset(j->reported[0], 0, j->reported_words * sizeof(uint64_t));
+	memset(j->reported[1], 0, j->reported_words * sizeof(uint64_t));
 }
 
 static void epoch_check(struct shd_daemon *d, struct shd_job *j, uint32_t phase)
@@ -345,8 +390,10 @@ static void epoch_check(struct shd_daemon *d, struct shd_job *j, uint32_t phase)
 	}
 	*local = *total = 0;
 	*sent = false;
-	if (phase == 2) {
+	memset(j->reported[phase - 1], 0, j->reported_words * sizeof(uint64_t));
+	if (phase == 2 && j->epoch_start_ns) {
 		uint64_t ns = shd_now_ns() - j->epoch_start_ns;
+		j->epoch_start_ns = 0;
 		j->epoch_seq++;
 		d->st.epochs++;
 		d->st.epoch_ns_total += ns;
@@ -363,7 +410,7 @@ void shd_job_epoch_mark(struct shd_client *c)
 	if (!j || c->state != SHD_SESS_ACTIVE)
 		return;
 	if (j->gone) {
-		reply_p1(c, -ESRCH);
+		reply_p1(c, gone_err(j));
 		return;
 	}
 	if (j->p1_total == 0 && j->p2_total == 0)
@@ -381,7 +428,7 @@ void shd_job_epoch_phase2(struct shd_client *c, uint32_t ipc_id, uint64_t id)
 	c->epoch_id = id;
 	if (j->gone) {
 		c->epoch = SHD_EPOCH_NONE;
-		reply_p2(c, -ESRCH);
+		reply_p2(c, gone_err(j));
 		return;
 	}
 	c->epoch = SHD_EPOCH_P2;
@@ -390,14 +437,19 @@ void shd_job_epoch_phase2(struct shd_client *c, uint32_t ipc_id, uint64_t id)
 	epoch_check(c->d, j, 2);
 }
 
-void shd_job_epoch_remote(struct shd_daemon *d, struct shd_job *j, uint32_t phase, int32_t count)
+void shd_job_epoch_remote(struct shd_daemon *d, struct shd_job *j, uint32_t node, uint32_t phase,
+			  int32_t count)
 {
 	if (phase != 1 && phase != 2)
 		return;
-	if (count < 0 || count > j->world) {
-		shd_warn("job %s: epoch phase %u count %d out of range", j->name, phase, count);
+	if (count < 0 || count > j->world || node >= d->n_nodes) {
+		shd_warn("job %s: epoch phase %u count %d from node %u out of range", j->name,
+			 phase, count, node);
 		return;
 	}
+	if (phase == 1 && j->p1_total == 0 && j->p2_total == 0)
+		j->epoch_start_ns = shd_now_ns();
+	j->reported[phase - 1][node / 64] |= UINT64_C(1) << (node % 64);
 	if (phase == 1)
 		j->p1_total += count;
 	else

@@ -84,6 +84,16 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/* SIGTERM/SIGINT wait (pending) until the loop handles them: a signal
+	 * during libfabric's start-up would otherwise run a provider library's
+	 * handler, which exit()s into a deadlock in libfabric's destructors */
+	sigset_t stop_sigs, old_sigs;
+	sigemptyset(&stop_sigs);
+	sigaddset(&stop_sigs, SIGTERM);
+	sigaddset(&stop_sigs, SIGINT);
+	sigaddset(&stop_sigs, SIGHUP);
+	sigaddset(&stop_sigs, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &stop_sigs, &old_sigs);
 	d->start_ns = shd_now_ns();
 	d->lock_fd = d->listen_fd = -1;
 	d->n_nodes = 1;
@@ -106,6 +116,7 @@ int main(int argc, char **argv)
 		shd_err("cannot install signal handlers");
 		goto out_ctl;
 	}
+	sigprocmask(SIG_SETMASK, &old_sigs, NULL);
 	shd_notice("shuffled %s started: node %u of %u (%s), socket %s, pid %d", SHF_VERSION,
 		   d->node_id, d->n_nodes, d->cfg.node_name, d->cfg.socket_path, (int)getpid());
 	sd_notify_ready();

@@ -328,6 +328,12 @@ int shd_net_append(struct shd_daemon *d, struct shd_client *src, uint32_t node,
 		if (!shd_ev_armed(n->linger_ev))
 			shd_ev_arm(n->linger_ev, d->cfg.linger_us);
 	}
+	if (!src->sent_to) {
+		src->sent_to = calloc((n->n_nodes + 63) / 64, sizeof(uint64_t));
+		if (!src->sent_to)
+			return -EHOSTDOWN; /* cannot track it for flushes: drop, counted */
+	}
+	src->sent_to[node / 64] |= UINT64_C(1) << (node % 64);
 	void *to = shf_wire_batch_add(&p->enc, dst, src->rank, type, len);
 	if (!to)
 		return -EHOSTDOWN; /* cannot happen: fits() was checked, ranks are bounded */
@@ -359,23 +365,33 @@ uint64_t shd_net_mark(struct shd_daemon *d, struct shd_client *src)
 {
 	struct shd_net *n = d->net;
 	uint64_t need = 0;
-	for (uint32_t i = 0; i < n->n_nodes; i++) {
-		struct shd_peer *p = &n->peers[i];
-		if (i == d->node_id || p->state != PEER_UP)
-			continue;
-		if (p->open)
-			close_open(p, CLOSE_FLUSH);
-		if (p->seq_closed <= p->seq_acked)
-			continue;
-		struct net_mark *mk = malloc(sizeof(*mk));
-		if (!mk) {
-			src->report_down++; /* cannot track: report possible loss */
-			continue;
+	if (!src->sent_to)
+		return 0; /* never sent off this node */
+	/* only the peers this client sent to since its last mark: a flush costs
+	 * what the client touched, and a lost node is reported to its senders only */
+	for (uint32_t w = 0; w < (n->n_nodes + 63) / 64; w++) {
+		uint64_t bits = src->sent_to[w];
+		src->sent_to[w] = 0;
+		while (bits) {
+			uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(bits);
+			bits &= bits - 1;
+			struct shd_peer *p = &n->peers[i];
+			if (p->state != PEER_UP)
+				continue; /* its records were reported when it went down */
+			if (p->open)
+				close_open(p, CLOSE_FLUSH);
+			if (p->seq_closed <= p->seq_acked)
+				continue;
+			struct net_mark *mk = malloc(sizeof(*mk));
+			if (!mk) {
+				src->report_down++; /* cannot track: report possible loss */
+				continue;
+			}
+			mk->c = src;
+			mk->seq = p->seq_closed;
+			shd_list_add_tail(&p->marks, &mk->link);
+			need++;
 		}
-		mk->c = src;
-		mk->seq = p->seq_closed;
-		shd_list_add_tail(&p->marks, &mk->link);
-		need++;
 	}
 	kick_progress(n);
 	return need;
@@ -674,7 +690,8 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 	case SHF_WIRE_EPOCH: {
 		struct shd_job *j = shd_job_find_hash(d, h.u.epoch.job_hash);
 		if (j)
-			shd_job_epoch_remote(d, j, h.u.epoch.phase, (int32_t)h.u.epoch.count);
+			shd_job_epoch_remote(d, j, h.src_node, h.u.epoch.phase,
+					     (int32_t)h.u.epoch.count);
 		break;
 	}
 	case SHF_WIRE_DROP: on_drop(p, &h.u.drop); break;

@@ -171,6 +171,7 @@ static void client_free(struct shd_client *c)
 	shd_client_stats_add(&d->totals, &c->st);
 	shd_list_del(&c->all_link);
 	d->n_clients--;
+	free(c->sent_to);
 	free(c);
 }
 
