@@ -111,6 +111,12 @@ static json_t *jobs_json(struct shd_daemon *d)
 		json_object_set_new(o, "epoch_phase2", json_integer(j->p2_total));
 		shd_job_missing(j, missing, sizeof(missing));
 		json_object_set_new(o, "missing", json_string(missing));
+		/* live local clients plus those that left: this node's share */
+		struct shd_client_stats sum = j->st;
+		for (int32_t r = 0; r < j->world; r++)
+			if (j->clients[r])
+				shd_client_stats_add(&sum, &j->clients[r]->st);
+		json_object_set_new(o, "stats", client_stats_json(&sum));
 		json_array_append_new(a, o);
 	}
 	return a;

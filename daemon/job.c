@@ -198,6 +198,7 @@ void shd_job_leave(struct shd_client *c, bool gone, bool keep_route)
 	if (c->drain_ref)
 		j->drainers--;
 	c->drain_ref = false;
+	shd_client_stats_add(&j->st, &c->st); /* the job keeps its departed clients' counts */
 	c->job = NULL;
 	if (j->local == 0 && j->registered == j->gone && j->drainers == 0)
 		job_free(d, j);

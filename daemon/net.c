@@ -675,6 +675,8 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 	if (p->state != PEER_UP)
 		return 0; /* down is final: ignore a ghost */
 	p->last_heard_ns = shd_now_ns();
+	if (!p->heard)
+		shd_info("peer node %u (%s) up", p->node, p->host);
 	p->heard = true;
 	switch (h.kind) {
 	case SHF_WIRE_BATCH: return on_batch(p, buf, &h);
