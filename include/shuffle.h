@@ -81,7 +81,13 @@ int shf_flush(struct shf_ctx *c, unsigned what, int timeout_ms);
 int shf_epoch(struct shf_ctx *c, int timeout_ms);
 
 /* Poll mode (delivery_thread = 0): run callbacks for waiting records.
- * Returns the number delivered, waiting up to timeout_ms for the first. */
+ * Returns the number delivered, waiting up to timeout_ms for the first.
+ * In poll mode callbacks also run inside shf_send/flush/epoch/close while
+ * they wait (so two ranks sending to each other cannot deadlock).  To sleep
+ * in your own loop: call shf_poll() until it returns 0, then wait on
+ * shf_event_fd().  From inside a callback, shf_poll, shf_epoch,
+ * shf_flush(SHF_FLUSH_DELIVERY) and shf_close return -EDEADLK; two threads
+ * in shf_epoch at once get -EBUSY. */
 int shf_poll(struct shf_ctx *c, int timeout_ms);
 
 /* An fd that becomes readable when shf_poll() has work (poll mode). */
