@@ -152,9 +152,37 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 	return 0;
 }
 
+/* Buffers handed to the fabric and not completed yet: freed after the
+ * endpoint is closed if their completion never came (LeakSanitizer). */
+static void **g_out;
+static size_t g_nout, g_capout;
+
+static void out_add(void *p)
+{
+	if (g_nout == g_capout) {
+		size_t cap = g_capout ? 2 * g_capout : 64;
+		void **q = realloc(g_out, cap * sizeof(*q));
+		if (!q)
+			FAIL("out of memory");
+		g_out = q;
+		g_capout = cap;
+	}
+	g_out[g_nout++] = p;
+}
+
+static void out_del(void *p)
+{
+	for (size_t i = 0; i < g_nout; i++)
+		if (g_out[i] == p) {
+			g_out[i] = g_out[--g_nout];
+			return;
+		}
+}
+
 static void on_send_done(void *arg, void *ctx, int status)
 {
 	(void)arg;
+	out_del(ctx);
 	free(ctx);
 	if (status < 0)
 		g.send_errors++;
@@ -192,8 +220,10 @@ static void send_raw(uint32_t node, const void *buf, size_t len)
 	int64_t end = now_ms() + g.timeout;
 	for (;;) {
 		int r = shd_fabric_send(g.f, node, copy, len, copy);
-		if (r == 0 || r == 1)
+		if (r == 0 || r == 1) {
+			out_add(copy);
 			return;
+		}
 		if (r != -EAGAIN)
 			FAIL("shd_fabric_send(%zu bytes to node %u): %s", len, node, strerror(-r));
 		if (now_ms() > end)
@@ -558,6 +588,12 @@ int main(int argc, char **argv)
 				     (uint32_t)atoi(argv[i + 3]));
 	else
 		usage("unknown mode or missing arguments");
+	/* let the last sends complete, then free whatever never did */
+	for (int64_t end = now_ms() + 1000; g_nout && now_ms() < end;)
+		progress(5);
 	shd_fabric_close(g.f);
+	for (size_t k = 0; k < g_nout; k++)
+		free(g_out[k]);
+	free(g_out);
 	return rc;
 }
