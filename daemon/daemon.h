@@ -86,7 +86,6 @@ struct shd_client {
 	bool doomed;                /* cut off at the end of the relay pass (doom_why) */
 	char doom_why[96];
 	struct shd_list waiters;    /* shd_waiters for room in my delivery ring */
-	bool send_armed;            /* we armed cons_wait on the send ring and sleep on the bell */
 
 	/* flushes and epochs */
 	bool mark_pending;          /* a MARK was taken; reply still owed */

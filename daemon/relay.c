@@ -16,6 +16,7 @@
  * now in place.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -112,7 +113,6 @@ void shd_relay_bell(int fd, void *arg)
 	ssize_t n = read(fd, &v, sizeof(v)); /* clear; EAGAIN is fine */
 	(void)n;
 	/* the bell means "send ring has data" or "delivery ring has room" */
-	c->send_armed = false;
 	wake_waiters(c);
 	shd_relay_kick(c);
 }
@@ -182,6 +182,21 @@ static bool block_on_ring(struct shd_client *s, struct shd_client *dst, uint32_t
 
 enum relay_result { RELAY_IDLE, RELAY_MORE, RELAY_BLOCKED, RELAY_FREED };
 
+/* s broke the ring protocol: cut it off (counted as disc_ring). */
+__attribute__((format(printf, 3, 4)))
+static enum relay_result ring_fault(struct shd_daemon *d, struct shd_client *s, const char *fmt,
+				    ...)
+{
+	char why[160];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	d->st.disc_ring++;
+	shd_client_fail(s, -EPROTO, "%s", why);
+	return RELAY_FREED;
+}
+
 static enum relay_result relay_client(struct shd_daemon *d, struct shd_client *s)
 {
 	struct shf_ring_view v;
@@ -194,10 +209,8 @@ static enum relay_result relay_client(struct shd_daemon *d, struct shd_client *s
 	for (n = 0; n < RELAY_BUDGET; n++) {
 		int r = shf_ring_peek(&s->send, &v);
 		if (r < 0) {
-			d->st.disc_ring++;
-			shd_client_fail(s, -EPROTO, "corrupt send ring (%s)",
-					r == -EBADMSG ? "bad record header" : "bad head index");
-			return RELAY_FREED;
+			return ring_fault(d, s, "corrupt send ring (%s)",
+					  r == -EBADMSG ? "bad record header" : "bad head index");
 		}
 		if (r == 0) {
 			res = RELAY_IDLE;
@@ -206,19 +219,15 @@ static enum relay_result relay_client(struct shd_daemon *d, struct shd_client *s
 		if (v.kind == SHF_REC_MSG) {
 			struct shf_msg_hdr mh;
 			if (v.len < sizeof(mh)) {
-				d->st.disc_ring++;
-				shd_client_fail(s, -EPROTO, "message record of %u bytes is shorter "
-					"than its header", v.len);
-				return RELAY_FREED;
+				return ring_fault(d, s, "message record of %u bytes is shorter than "
+						  "its header", v.len);
 			}
 			memcpy(&mh, v.data, sizeof(mh)); /* read once */
 			const uint8_t *data = v.data + sizeof(mh);
 			uint32_t len = v.len - (uint32_t)sizeof(mh);
 			if ((uint32_t)mh.rank >= (uint32_t)j->world) {
-				d->st.disc_ring++;
-				shd_client_fail(s, -EPROTO, "destination rank %d outside world %d",
-						mh.rank, j->world);
-				return RELAY_FREED;
+				return ring_fault(d, s, "destination rank %d outside world %d",
+						  mh.rank, j->world);
 			}
 			uint32_t node = j->rank_node[mh.rank];
 			if (node == d->node_id) {
@@ -259,15 +268,11 @@ static enum relay_result relay_client(struct shd_daemon *d, struct shd_client *s
 		} else if (v.kind == SHF_REC_MARK) {
 			struct shf_mark m;
 			if (v.len != sizeof(m)) {
-				d->st.disc_ring++;
-				shd_client_fail(s, -EPROTO, "mark record of %u bytes", v.len);
-				return RELAY_FREED;
+				return ring_fault(d, s, "mark record of %u bytes", v.len);
 			}
 			memcpy(&m, v.data, sizeof(m));
 			if (m.what != SHF_MARK_FLUSH && m.what != SHF_MARK_EPOCH) {
-				d->st.disc_ring++;
-				shd_client_fail(s, -EPROTO, "mark of unknown kind %u", m.what);
-				return RELAY_FREED;
+				return ring_fault(d, s, "mark of unknown kind %u", m.what);
 			}
 			if (s->state == SHD_SESS_DRAINING)
 				continue; /* nobody to answer */
@@ -291,9 +296,7 @@ static enum relay_result relay_client(struct shd_daemon *d, struct shd_client *s
 			if (s->mark_need == 0)
 				shd_list_add_tail(&d->marks, &s->mark_link);
 		} else {
-			d->st.disc_ring++;
-			shd_client_fail(s, -EPROTO, "record of unknown kind %u", v.kind);
-			return RELAY_FREED;
+			return ring_fault(d, s, "record of unknown kind %u", v.kind);
 		}
 	}
 	if (shf_ring_release(&s->send))
@@ -353,9 +356,7 @@ static void relay_pass(int fd, void *arg)
 				continue;
 			}
 			/* sleep on the bell: arm, then re-check (no lost wake-up) */
-			if (shf_ring_cons_arm(&s->send))
-				s->send_armed = true;
-			else
+			if (!shf_ring_cons_arm(&s->send))
 				shd_list_add_tail(&d->runq, &s->run_link);
 			break;
 		case RELAY_BLOCKED:
@@ -384,10 +385,8 @@ static void relay_pass(int fd, void *arg)
 		d->doomed = false;
 		shd_list_for_each_safe(p, t, &d->clients) {
 			struct shd_client *c = shd_container_of(p, struct shd_client, all_link);
-			if (c->doomed) {
-				d->st.disc_ring++;
-				shd_client_fail(c, -EPROTO, "%s", c->doom_why);
-			}
+			if (c->doomed)
+				ring_fault(d, c, "%s", c->doom_why);
 		}
 	}
 	if (!shd_list_empty(&d->runq))

@@ -38,7 +38,6 @@
 	X(disc_ring, COUNTER, "clients cut off for a corrupt ring or record")                \
 	X(disc_timeout, COUNTER, "clients cut off because their job's world did not complete") \
 	X(refused, COUNTER, "registrations refused (bad arguments, rank taken, wrong user)") \
-	X(drops_proto, COUNTER, "messages dropped because their sender was cut off")          \
 	X(ctl_requests, COUNTER, "control requests served (shufflectl)")                     \
 	X(batches_out, COUNTER, "batches sent to other nodes")                               \
 	X(batch_bytes_out, COUNTER, "bytes of batches sent (wire bytes, headers included)")  \

@@ -85,7 +85,6 @@ int main(int argc, char **argv)
 	CHECK(nt_json_num(st, "clients_total.drops_down") == 0);
 	CHECK(nt_json_num(st, "daemon.disc_proto") == 0);
 	CHECK(nt_json_num(st, "daemon.disc_ring") == 0);
-	CHECK(nt_json_num(st, "daemon.drops_proto") == 0);
 	CHECKF(nt_json_num(st, "daemon.clients_attached") == nproc, "clients_attached %lld",
 	       nt_json_num(st, "daemon.clients_attached"));
 	CHECKF(nt_json_num(st, "daemon.epochs") == rounds, "daemon.epochs %lld, expected %d",
