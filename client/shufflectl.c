@@ -14,7 +14,7 @@
  * running (no socket, or the socket refuses connections); 2 bad usage;
  * 1 anything else (timeout, protocol error, permission, write error).
  *
- * Counter names, kinds and descriptions come from daemon/stats.h, the list
+ * Counter names, kinds and descriptions come from proto/stats.h, the list
  * the daemon itself renders, so the tables and the Prometheus HELP lines
  * cannot drift from what the daemon counts.  Keys the daemon sends that
  * this build does not know (a newer daemon) are still shown, without a
@@ -37,7 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/stats.h"
+#include "proto/stats.h"
 #include "client/client.h"
 #include "proto/ipc.h"
 
@@ -548,8 +548,8 @@ struct stat_desc {
 #define KIND_COUNTER true
 #define KIND_GAUGE false
 #define STAT_DESC(name, kind, help) {#name, KIND_##kind, help},
-static const struct stat_desc daemon_stats[] = {SHD_DAEMON_STATS(STAT_DESC)};
-static const struct stat_desc client_stats[] = {SHD_CLIENT_STATS(STAT_DESC)};
+static const struct stat_desc daemon_stats[] = {SHF_DAEMON_STATS(STAT_DESC)};
+static const struct stat_desc client_stats[] = {SHF_CLIENT_STATS(STAT_DESC)};
 #undef STAT_DESC
 
 /* Per-peer numbers of shd_net_json() (daemon/net.c): not in stats.h

@@ -21,32 +21,32 @@ static json_t *u64(uint64_t v)
 	return json_integer((json_int_t)v);
 }
 
-static json_t *client_stats_json(const struct shd_client_stats *s)
+static json_t *client_stats_json(const struct shf_client_stats *s)
 {
 	json_t *o = json_object();
 #define X(name, kind, help) json_object_set_new(o, #name, u64(s->name));
-	SHD_CLIENT_STATS(X)
+	SHF_CLIENT_STATS(X)
 #undef X
 	return o;
 }
 
-void shd_client_stats_add(struct shd_client_stats *to, const struct shd_client_stats *from)
+void shd_client_stats_add(struct shf_client_stats *to, const struct shf_client_stats *from)
 {
 	/* counters add up; gauges (high-water marks) take the maximum */
 #define SUM_COUNTER(a, b) ((a) + (b))
 #define SUM_GAUGE(a, b) ((a) > (b) ? (a) : (b))
 #define X(name, kind, help) to->name = SUM_##kind(to->name, from->name);
-	SHD_CLIENT_STATS(X)
+	SHF_CLIENT_STATS(X)
 #undef X
 #undef SUM_COUNTER
 #undef SUM_GAUGE
 }
 
-static json_t *daemon_stats_json(const struct shd_daemon_stats *s)
+static json_t *daemon_stats_json(const struct shf_daemon_stats *s)
 {
 	json_t *o = json_object();
 #define X(name, kind, help) json_object_set_new(o, #name, u64(s->name));
-	SHD_DAEMON_STATS(X)
+	SHF_DAEMON_STATS(X)
 #undef X
 	return o;
 }
@@ -112,7 +112,7 @@ static json_t *jobs_json(struct shd_daemon *d)
 		shd_job_missing(j, missing, sizeof(missing));
 		json_object_set_new(o, "missing", json_string(missing));
 		/* live local clients plus those that left: this node's share */
-		struct shd_client_stats sum = j->st;
+		struct shf_client_stats sum = j->st;
 		for (int32_t r = 0; r < j->world; r++)
 			if (j->clients[r])
 				shd_client_stats_add(&sum, &j->clients[r]->st);
@@ -125,7 +125,7 @@ static json_t *jobs_json(struct shd_daemon *d)
 static json_t *stats_json(struct shd_daemon *d)
 {
 	json_t *o = json_object();
-	struct shd_client_stats sum = d->totals;
+	struct shf_client_stats sum = d->totals;
 	const struct shd_list *p;
 	for (p = d->clients.next; p != &d->clients; p = p->next)
 		shd_client_stats_add(&sum, &shd_container_of(p, struct shd_client, all_link)->st);

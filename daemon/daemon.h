@@ -16,7 +16,7 @@
 #include "daemon/config.h"
 #include "daemon/list.h"
 #include "daemon/loop.h"
-#include "daemon/stats.h"
+#include "proto/stats.h"
 #include "proto/ipc.h"
 #include "proto/ring.h"
 
@@ -101,7 +101,7 @@ struct shd_client {
 	uint64_t report_down;
 
 	struct shd_list all_link;   /* in d->clients */
-	struct shd_client_stats st;
+	struct shf_client_stats st;
 };
 
 /* A rank's home, in job->rank_node. */
@@ -134,7 +134,7 @@ struct shd_job {
 	uint64_t *reported[2];          /* [phase-1]: bitmap of nodes whose count came */
 	size_t reported_words;          /* words in each bitmap */
 	uint64_t epoch_start_ns;
-	struct shd_client_stats st;     /* sum of departed clients' counters */
+	struct shf_client_stats st;     /* sum of departed clients' counters */
 };
 
 struct shd_daemon {
@@ -165,8 +165,8 @@ struct shd_daemon {
 	uint32_t n_nodes;               /* 1 when alone */
 	struct shd_net *net;            /* NULL when alone */
 
-	struct shd_daemon_stats st;
-	struct shd_client_stats totals; /* departed clients' counters */
+	struct shf_daemon_stats st;
+	struct shf_client_stats totals; /* departed clients' counters */
 };
 
 /* session.c */
@@ -226,7 +226,7 @@ int shd_region_new(struct shd_client *c, uint32_t ring_bytes, uint32_t max_msg, 
 void shd_region_free(struct shd_client *c);
 
 /* ctlcmd.c: JSON answers for shufflectl */
-void shd_client_stats_add(struct shd_client_stats *to, const struct shd_client_stats *from);
+void shd_client_stats_add(struct shf_client_stats *to, const struct shf_client_stats *from);
 int shd_ctlcmd(struct shd_daemon *d, struct shd_client *c, uint32_t id, const char *cmd);
 void shd_dump_log(struct shd_daemon *d);
 

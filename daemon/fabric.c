@@ -125,7 +125,7 @@ struct shd_fabric {
 	unsigned nregions;
 	uint64_t mr_keys;         /* last requested MR key */
 	uint32_t cq_batch;
-	struct shd_fabric_stats st;
+	struct shf_fabric_stats st;
 };
 
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
@@ -671,10 +671,10 @@ static int send_common(struct shd_fabric *f, uint32_t node, const void *buf, siz
 	s->desc = desc;
 	s->uctx = ctx;
 	s->node = node;
-	f->st.sends++;
+	f->st.fab_sends++;
 	if (f->peers[node].queued) {
 		queue_push(f, i);
-		f->st.sends_queued++;
+		f->st.fab_sends_queued++;
 		return 1;
 	}
 	ssize_t r = fi_send(f->ep, s->buf, len, desc, f->peers[node].addr, &s->ctx);
@@ -684,10 +684,10 @@ static int send_common(struct shd_fabric *f, uint32_t node, const void *buf, siz
 	}
 	if (r == -FI_EAGAIN) {
 		queue_push(f, i);
-		f->st.sends_queued++;
+		f->st.fab_sends_queued++;
 		return 1;
 	}
-	f->st.sends--;
+	f->st.fab_sends--;
 	slot_free(f, i);
 	return ferr(r);
 }
@@ -722,7 +722,7 @@ static void retry_queued(struct shd_fabric *f)
 		ssize_t r = fi_send(f->ep, s->buf, s->len, s->desc, p->addr, &s->ctx);
 		if (r == -FI_EAGAIN) {
 			p->blocked = pass;
-			f->st.send_retries++;
+			f->st.fab_send_retries++;
 			prev = i;
 			i = next;
 			continue;
@@ -766,7 +766,7 @@ static void report_failed(struct shd_fabric *f, const struct shd_fabric_cb *cb, 
 			f->fail_tail = NIL;
 		int status = s->status;
 		void *uctx = s->uctx;
-		f->st.send_errors++;
+		f->st.fab_send_errors++;
 		slot_free(f, i);
 		if (cb->on_send_done)
 			cb->on_send_done(arg, uctx, status);
@@ -810,11 +810,11 @@ static void on_recv_done(struct shd_fabric *f, struct rbuf *rb, size_t len, fi_a
 			 const struct shd_fabric_cb *cb, void *arg)
 {
 	rb->state = RB_KEPT;
-	f->st.recvs++;
-	f->st.recv_bytes += len;
+	f->st.fab_recvs++;
+	f->st.fab_recv_bytes += len;
 	int keep = cb->on_recv ? cb->on_recv(arg, node_of(f, src), rb->buf, len) : 0;
 	if (keep == SHD_FABRIC_KEEP) {
-		f->st.recvs_kept++;
+		f->st.fab_recvs_kept++;
 		return;
 	}
 	if (rb->state == RB_KEPT) /* not already reposted from the callback */
@@ -825,7 +825,7 @@ static void on_send_complete(struct shd_fabric *f, struct slot *s, const struct 
 			     void *arg)
 {
 	void *uctx = s->uctx;
-	f->st.sends_done++;
+	f->st.fab_sends_done++;
 	slot_free(f, (uint32_t)(s - f->slots));
 	if (cb->on_send_done)
 		cb->on_send_done(arg, uctx, 0);
@@ -851,14 +851,14 @@ static int handle_error(struct shd_fabric *f, const struct shd_fabric_cb *cb, vo
 		rb->state = RB_KEPT;
 		if (e.err == FI_ECANCELED)
 			return 1; /* only while closing */
-		f->st.recv_errors++;
+		f->st.fab_recv_errors++;
 		if (cb->on_error)
 			cb->on_error(arg, SHD_FABRIC_NODE_UNKNOWN, err, msg ? msg : fi_strerror(e.err));
 		repost_after(f, rb, cb, arg);
 	} else if (s) {
 		uint32_t node = s->node;
 		void *uctx = s->uctx;
-		f->st.send_errors++;
+		f->st.fab_send_errors++;
 		slot_free(f, (uint32_t)(s - f->slots));
 		if (cb->on_error)
 			cb->on_error(arg, node, err, msg ? msg : fi_strerror(e.err));
@@ -952,7 +952,7 @@ uint32_t shd_fabric_sends_outstanding(const struct shd_fabric *f)
 	return f->outstanding;
 }
 
-void shd_fabric_stats_get(const struct shd_fabric *f, struct shd_fabric_stats *s)
+void shd_fabric_stats_get(const struct shd_fabric *f, struct shf_fabric_stats *s)
 {
 	*s = f->st;
 }

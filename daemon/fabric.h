@@ -33,6 +33,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/stats.h"
+
 struct shd_fabric;
 
 #define SHD_FABRIC_NODE_UNKNOWN UINT32_MAX /* sender not known from the AV */
@@ -76,18 +78,6 @@ struct shd_fabric_cb {
 	/* An error completion: err is a negative errno, msg the provider's
 	 * text.  node is the peer when known (sends), else UNKNOWN. */
 	void (*on_error)(void *arg, uint32_t node, int err, const char *msg);
-};
-
-struct shd_fabric_stats {
-	uint64_t sends;         /* shd_fabric_send() calls accepted */
-	uint64_t sends_queued;  /* ... of which were queued on -FI_EAGAIN (or behind one) */
-	uint64_t send_retries;  /* fi_send retries of queued sends that got -FI_EAGAIN again */
-	uint64_t sends_done;    /* send completions with success */
-	uint64_t send_errors;   /* send completions with an error */
-	uint64_t recvs;         /* messages received */
-	uint64_t recv_bytes;    /* their bytes */
-	uint64_t recv_errors;   /* receive completions with an error */
-	uint64_t recvs_kept;    /* times on_recv kept its buffer */
 };
 
 /* Open the endpoint.  Sets *f_p only on success.  -ENODATA when no
@@ -159,6 +149,6 @@ bool shd_fabric_has_pending(const struct shd_fabric *f);
 /* Sends posted or queued and not completed yet. */
 uint32_t shd_fabric_sends_outstanding(const struct shd_fabric *f);
 
-void shd_fabric_stats_get(const struct shd_fabric *f, struct shd_fabric_stats *s);
+void shd_fabric_stats_get(const struct shd_fabric *f, struct shf_fabric_stats *s);
 
 #endif /* SHD_FABRIC_H */

@@ -2,7 +2,7 @@
 /*
  * tests/ctl/ctl_json.c - every shufflectl command against a live private
  * daemon: --json parses and carries the documented keys of schema
- * "shuffle/1" (counters checked against daemon/stats.h, and every counter
+ * "shuffle/1" (counters checked against proto/stats.h, and every counter
  * and option named in the docs); the tables print; ping names the daemon's
  * pid and node; the socket is found through -s, $SHF_SOCKET and
  * $SHF_RUNTIME_DIR; a daemon killed with SIGKILL leaves a stale socket
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon/stats.h"
+#include "proto/stats.h"
 #include "tests/ctl/ctl_harness.h"
 
 static struct ch_env *e;
@@ -25,8 +25,8 @@ static void has_keys(json_t *o, const char *what, const char *const *keys)
 }
 
 #define NAME(name, kind, help) #name,
-static const char *const daemon_counters[] = {SHD_DAEMON_STATS(NAME) NULL};
-static const char *const client_counters[] = {SHD_CLIENT_STATS(NAME) NULL};
+static const char *const daemon_counters[] = {SHF_DAEMON_STATS(NAME) NULL};
+static const char *const client_counters[] = {SHF_CLIENT_STATS(NAME) NULL};
 #undef NAME
 
 static const char *const status_keys[] = {"version", "pid", "node_name", "node_id", "nodes",

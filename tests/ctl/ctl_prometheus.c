@@ -14,7 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "daemon/stats.h"
+#include "proto/stats.h"
 #include "tests/ctl/ctl_harness.h"
 
 #define WORLD 3
@@ -28,8 +28,8 @@ struct desc {
 #define KIND_COUNTER true
 #define KIND_GAUGE false
 #define DESC(name, kind, help) {#name, KIND_##kind},
-static const struct desc daemon_stats[] = {SHD_DAEMON_STATS(DESC){NULL, false}};
-static const struct desc client_stats[] = {SHD_CLIENT_STATS(DESC){NULL, false}};
+static const struct desc daemon_stats[] = {SHF_DAEMON_STATS(DESC){NULL, false}};
+static const struct desc client_stats[] = {SHF_CLIENT_STATS(DESC){NULL, false}};
 #undef DESC
 
 static void bad_clients(const char *sock, int n)

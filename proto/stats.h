@@ -1,19 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/stats.h - every counter the daemon keeps, from one X-macro list per
- * scope.  The same lists declare the structs and render them (JSON,
- * Prometheus, tables), so a counter cannot be kept but not shown.
- * All counters are 64-bit and only touched by the loop thread.
+ * proto/stats.h - every counter the daemon keeps, from one X-macro list per
+ * scope: client, daemon, peer and fabric.  The daemon declares its structs
+ * and its JSON from these lists and shufflectl renders its tables and
+ * Prometheus families from the same lists, so a counter cannot be kept but
+ * not shown.  They are protocol: the names are the keys of shufflectl's
+ * JSON schema (docs/shufflectl.md).  All counters are 64-bit and only
+ * touched by the daemon's loop thread.
  *
  * X(name, kind, help): kind is COUNTER (monotonic) or GAUGE.
  */
-#ifndef SHD_STATS_H
-#define SHD_STATS_H
+#ifndef SHF_STATS_H
+#define SHF_STATS_H
 
 #include <stdint.h>
 
 /* Per client session (and summed into the job and daemon totals). */
-#define SHD_CLIENT_STATS(X)                                                                  \
+#define SHF_CLIENT_STATS(X)                                                                  \
 	X(msgs_in, COUNTER, "messages taken from the client's send ring (hop 1)")            \
 	X(bytes_in, COUNTER, "payload bytes taken from the send ring")                        \
 	X(msgs_out, COUNTER, "messages placed in the client's delivery ring (hop 3)")        \
@@ -30,7 +33,7 @@
 	X(deliver_ring_hwm, GAUGE, "delivery ring occupancy high-water mark (bytes)")
 
 /* Daemon-wide counters that have no per-client meaning. */
-#define SHD_DAEMON_STATS(X)                                                                  \
+#define SHF_DAEMON_STATS(X)                                                                  \
 	X(clients_attached, COUNTER, "client sessions registered")                           \
 	X(disc_bye, COUNTER, "clients detached cleanly (BYE)")                                \
 	X(disc_hup, COUNTER, "clients that went away without BYE (socket closed, killed)")   \
@@ -56,14 +59,45 @@
 	X(epoch_ns_total, COUNTER, "total time of completed epochs (ns)")                     \
 	X(epoch_ns_max, GAUGE, "longest epoch (ns)")
 
-#define SHD_STAT_FIELD(name, kind, help) uint64_t name;
+/* Per peer node (shufflectl peers): kept by the daemon's net module. */
+#define SHF_PEER_STATS(X)                                                                    \
+	X(batches_out, COUNTER, "batches sent to this peer")                                  \
+	X(bytes_out, COUNTER, "bytes of batches sent to this peer")                           \
+	X(msgs_out, COUNTER, "messages sent to this peer")                                    \
+	X(batches_in, COUNTER, "batches received from this peer")                             \
+	X(bytes_in, COUNTER, "bytes of batches received from this peer")                      \
+	X(msgs_in, COUNTER, "messages received from this peer")                               \
+	X(credit_stalls, COUNTER, "times a full batch to this peer waited for credit")        \
+	X(drops_down, COUNTER, "messages to this peer dropped because it was down")
 
-struct shd_client_stats {
-	SHD_CLIENT_STATS(SHD_STAT_FIELD)
+/* The libfabric endpoint (daemon/fabric.c), daemon-wide. */
+#define SHF_FABRIC_STATS(X)                                                                  \
+	X(fab_sends, COUNTER, "fabric sends accepted")                                        \
+	X(fab_sends_queued, COUNTER, "fabric sends queued because the provider said EAGAIN")  \
+	X(fab_send_retries, COUNTER, "retries of queued fabric sends that got EAGAIN again")  \
+	X(fab_sends_done, COUNTER, "fabric send completions with success")                    \
+	X(fab_send_errors, COUNTER, "fabric send completions with an error")                  \
+	X(fab_recvs, COUNTER, "fabric messages received")                                     \
+	X(fab_recv_bytes, COUNTER, "bytes of fabric messages received")                       \
+	X(fab_recv_errors, COUNTER, "fabric receive completions with an error")               \
+	X(fab_recvs_kept, COUNTER, "receive buffers kept by the receiver")
+
+#define SHF_STAT_FIELD(name, kind, help) uint64_t name;
+
+struct shf_client_stats {
+	SHF_CLIENT_STATS(SHF_STAT_FIELD)
 };
 
-struct shd_daemon_stats {
-	SHD_DAEMON_STATS(SHD_STAT_FIELD)
+struct shf_daemon_stats {
+	SHF_DAEMON_STATS(SHF_STAT_FIELD)
+};
+
+struct shf_peer_stats {
+	SHF_PEER_STATS(SHF_STAT_FIELD)
+};
+
+struct shf_fabric_stats {
+	SHF_FABRIC_STATS(SHF_STAT_FIELD)
 };
 
 #endif
