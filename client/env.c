@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "client/client.h"
+#include "proto/addr.h"
 
 /* An empty variable counts as unset. */
 static const char *env(const char *name)
@@ -117,9 +118,10 @@ int shc_env_socket_path(const char *opt, unsigned long uid, char *out, size_t ca
 			host[sizeof(host) - 1] = '\0';
 			node = host;
 		}
-		if (strchr(node, '/') || !strcmp(node, ".") || !strcmp(node, ".."))
-			return shc_fail(-EINVAL, "node name '%.64s' cannot be a directory name",
-					node);
+		const char *why;
+		if (shf_node_name_check(node, &why) < 0)
+			return shc_fail(-EINVAL, "node name '%.64s' (SHF_NODE or the host name): %s",
+					node, why);
 		const char *xdg = env("XDG_RUNTIME_DIR");
 		if (uid == 0)
 			n = snprintf(out, cap, "/run/shuffle/%s/shuffled.sock", node);

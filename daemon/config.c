@@ -9,16 +9,20 @@
 #include <ctype.h>
 #include <errno.h>
 #include <ini.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/errbuf.h"
 #include "daemon/log.h"
+#include "daemon/rdv.h"
+#include "proto/addr.h"
 #include "proto/ring.h"
 #include "proto/shm.h"
+
+_Static_assert(SHD_CONFIG_NAME_MAX == SHF_NODE_NAME_MAX, "node names: one rule (proto/addr.h)");
 
 #define KiB (UINT64_C(1) << 10)
 #define MiB (UINT64_C(1) << 20)
@@ -57,6 +61,7 @@ static int check_abs_path(const char *v, char *why, size_t n);
 static int check_provider(const char *v, char *why, size_t n);
 static int check_no_space(const char *v, char *why, size_t n);
 static int check_iface(const char *v, char *why, size_t n);
+static int check_bind(const char *v, char *why, size_t n);
 static int check_rendezvous(const char *v, char *why, size_t n);
 
 static const struct opt opts[SHD_OPT_MAX] = {
@@ -106,16 +111,18 @@ static const struct opt opts[SHD_OPT_MAX] = {
 		"provider", "SHF_PROVIDER", T_STR, 0, FIELD(provider), 0, 0, "tcp", "NAME",
 		"libfabric provider (tcp, verbs, cxi, efa, ...).", check_provider },
 	[SHD_OPT_BIND] = {
-		"bind", "SHF_BIND", T_STR, 0, FIELD(bind), 0, 0, "", "ADDR[:PORT]",
-		"Address (and port) of the fabric endpoint. Empty: the provider's choice "
-		"(for tcp the first NIC, not loopback).", check_no_space },
+		"bind", "SHF_BIND", T_STR, 0, FIELD(bind), 0, 0, "", "HOST[:PORT]",
+		"Address (and port) of the fabric endpoint: HOST[:PORT], [IPV6][:PORT] or a "
+		"bare IPV6; {node} becomes the node id + 1. Empty: the provider's choice "
+		"(for tcp the first NIC, not loopback).", check_bind },
 	[SHD_OPT_IFACE] = {
 		"iface", "SHF_IFACE", T_STR, 0, FIELD(iface), 0, 0, "", "IFNAME",
 		"Network interface for the fabric endpoint (sets FI_TCP_IFACE).", check_iface },
 	[SHD_OPT_RENDEZVOUS] = {
 		"rendezvous", "SHF_RENDEZVOUS", T_STR, 0, FIELD(rendezvous), 0, 0, "auto", "HOW",
 		"How daemons find each other: auto (mpi when started by mpirun or srun, else "
-		"none), none, mpi, static:HOST:PORT,HOST:PORT,..., dir:PATH:N.", check_rendezvous },
+		"none), none, mpi, static:HOST:PORT,HOST:PORT,... (IPv6 as [ADDR]:PORT), "
+		"dir:PATH:N.", check_rendezvous },
 	[SHD_OPT_PEER_TIMEOUT_MS] = {
 		"peer_timeout_ms", "SHF_PEER_TIMEOUT_MS", T_UINT, 0, FIELD(peer_timeout_ms),
 		100, 3600000, "5000", "MSEC",
@@ -149,17 +156,6 @@ const char *shd_config_opt_name(int opt)
 }
 
 /* ---- formatting helpers ---- */
-
-static void fmt_err(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void fmt_err(char *buf, size_t n, const char *fmt, ...)
-{
-	va_list ap;
-	if (!buf || n == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf, n, fmt, ap);
-	va_end(ap);
-}
 
 /* "1 MiB" when v is a whole number of KiB/MiB/GiB (or 0), else "3000". */
 static void fmt_size(uint64_t v, char *buf, size_t n)
@@ -291,17 +287,17 @@ static int parse_value(struct shd_config *c, const struct opt *o, const char *v,
 		int r = parse_u64(v, o->type == T_SIZE, &x);
 		fmt_limits(o, lim, sizeof(lim));
 		if (r == -EINVAL) {
-			fmt_err(why, whylen, "not a valid %s; must be %s%s",
+			shd_errf(why, whylen, "not a valid %s; must be %s%s",
 				o->type == T_SIZE ? "size" : "integer", lim,
 				o->type == T_SIZE ? " (suffixes k/KiB, m/MiB, g/GiB)" : "");
 			return -EINVAL;
 		}
 		if ((o->flags & F_POW2) && (r < 0 || x < o->min || x > o->max || (x & (x - 1)))) {
-			fmt_err(why, whylen, "must be %s", lim);
+			shd_errf(why, whylen, "must be %s", lim);
 			return -EINVAL;
 		}
 		if (r < 0 || x < o->min || x > o->max) {
-			fmt_err(why, whylen, "out of range; must be %s", lim);
+			shd_errf(why, whylen, "out of range; must be %s", lim);
 			return -EINVAL;
 		}
 		put_num(c, o, x);
@@ -310,7 +306,7 @@ static int parse_value(struct shd_config *c, const struct opt *o, const char *v,
 	case T_LEVEL: {
 		int l = shd_log_level_parse(v);
 		if (l < 0) {
-			fmt_err(why, whylen, "must be one of err, warn, notice, info, debug (or 3..7)");
+			shd_errf(why, whylen, "must be one of err, warn, notice, info, debug (or 3..7)");
 			return -EINVAL;
 		}
 		memcpy((char *)c + o->off, &l, sizeof(l));
@@ -319,13 +315,13 @@ static int parse_value(struct shd_config *c, const struct opt *o, const char *v,
 	case T_STR: {
 		size_t len = strlen(v);
 		if (len >= o->size) {
-			fmt_err(why, whylen, "too long (%zu bytes, at most %zu)", len, o->size - 1);
+			shd_errf(why, whylen, "too long (%zu bytes, at most %zu)", len, o->size - 1);
 			return -EINVAL;
 		}
 		for (size_t i = 0; i < len; i++) {
 			unsigned char ch = (unsigned char)v[i];
 			if (ch < 0x20 || ch == 0x7f) {
-				fmt_err(why, whylen, "contains a control character");
+				shd_errf(why, whylen, "contains a control character");
 				return -EINVAL;
 			}
 		}
@@ -346,7 +342,7 @@ static int set_opt(struct shd_config *c, int i, const char *v, enum shd_config_s
 	char why[256], val[80];
 	if (parse_value(c, &opts[i], v, why, sizeof(why)) < 0) {
 		fmt_value(v, val, sizeof(val));
-		fmt_err(err, errlen, "%s=%s: %s (%s)", opts[i].name, val, why, where);
+		shd_errf(err, errlen, "%s=%s: %s (%s)", opts[i].name, val, why, where);
 		return -EINVAL;
 	}
 	c->source[i] = (uint8_t)src;
@@ -375,17 +371,13 @@ static int find_opt(const char *name, size_t len)
 
 /* ---- string checks ---- */
 
+/* Empty: the host name, checked the same way in derive(). */
 static int check_node(const char *v, char *why, size_t n)
 {
-	if (v[0] == '.') {
-		fmt_err(why, n, "must not start with '.'");
+	const char *reason;
+	if (v[0] && shf_node_name_check(v, &reason) < 0) {
+		shd_errf(why, n, "%s", reason);
 		return -EINVAL;
-	}
-	for (const char *p = v; *p; p++) {
-		if (!isalnum((unsigned char)*p) && *p != '.' && *p != '_' && *p != '-') {
-			fmt_err(why, n, "may contain only letters, digits, '.', '_' and '-'");
-			return -EINVAL;
-		}
 	}
 	return 0;
 }
@@ -393,7 +385,7 @@ static int check_node(const char *v, char *why, size_t n)
 static int check_abs_path(const char *v, char *why, size_t n)
 {
 	if (v[0] && v[0] != '/') {
-		fmt_err(why, n, "must be an absolute path (or empty for the default)");
+		shd_errf(why, n, "must be an absolute path (or empty for the default)");
 		return -EINVAL;
 	}
 	return 0;
@@ -402,12 +394,12 @@ static int check_abs_path(const char *v, char *why, size_t n)
 static int check_provider(const char *v, char *why, size_t n)
 {
 	if (!v[0]) {
-		fmt_err(why, n, "must not be empty");
+		shd_errf(why, n, "must not be empty");
 		return -EINVAL;
 	}
 	for (const char *p = v; *p; p++) {
 		if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != ';') {
-			fmt_err(why, n, "not a provider name (letters, digits, '_', '-', ';')");
+			shd_errf(why, n, "not a provider name (letters, digits, '_', '-', ';')");
 			return -EINVAL;
 		}
 	}
@@ -417,7 +409,7 @@ static int check_provider(const char *v, char *why, size_t n)
 static int check_no_space(const char *v, char *why, size_t n)
 {
 	if (strpbrk(v, " \t")) {
-		fmt_err(why, n, "must not contain blanks");
+		shd_errf(why, n, "must not contain blanks");
 		return -EINVAL;
 	}
 	return 0;
@@ -426,70 +418,23 @@ static int check_no_space(const char *v, char *why, size_t n)
 static int check_iface(const char *v, char *why, size_t n)
 {
 	if (strpbrk(v, " \t/:")) {
-		fmt_err(why, n, "not an interface name");
+		shd_errf(why, n, "not an interface name");
 		return -EINVAL;
 	}
 	return 0;
 }
 
-/* One "HOST:PORT" of a static list, [b, e). */
-static int check_hostport(const char *b, const char *e)
+/* The grammars of these two are rdv.c's (the code that uses them). */
+static int check_bind(const char *v, char *why, size_t n)
 {
-	const char *colon = NULL;
-	for (const char *p = b; p < e; p++)
-		if (*p == ':')
-			colon = p;
-	if (!colon || colon == b || colon + 1 == e || e - (colon + 1) > 5)
+	if (check_no_space(v, why, n) < 0)
 		return -EINVAL;
-	unsigned port = 0;
-	for (const char *p = colon + 1; p < e; p++) {
-		if (!isdigit((unsigned char)*p))
-			return -EINVAL;
-		port = port * 10 + (unsigned)(*p - '0');
-	}
-	if (port == 0 || port > 65535)
-		return -EINVAL;
-	for (const char *p = b; p < colon; p++)
-		if (!isalnum((unsigned char)*p) && !strchr(".-_:[]%", *p))
-			return -EINVAL;
-	return 0;
+	return shd_rdv_bind_check(v, NULL, why, n) < 0 ? -EINVAL : 0;
 }
 
 static int check_rendezvous(const char *v, char *why, size_t n)
 {
-	if (!strcmp(v, "auto") || !strcmp(v, "none") || !strcmp(v, "mpi"))
-		return 0;
-	if (!strncmp(v, "dir:", 4)) {
-		/* dir:PATH:N, N the number of nodes */
-		const char *c = strrchr(v + 4, ':');
-		char *end = NULL;
-		long nodes = c ? strtol(c + 1, &end, 10) : 0;
-		if (!c || c == v + 4 || !end || *end || nodes < 1 || nodes > (1L << 20)) {
-			fmt_err(why, n, "dir: needs a directory and the node count (dir:PATH:N, "
-				"1 <= N <= 1048576)");
-			return -EINVAL;
-		}
-		return 0;
-	}
-	if (!strncmp(v, "static:", 7)) {
-		const char *p = v + 7;
-		unsigned k = 1;
-		for (;; k++) {
-			const char *e = strchr(p, ',');
-			if (!e)
-				e = p + strlen(p);
-			if (check_hostport(p, e) < 0) {
-				fmt_err(why, n, "entry %u of the static list is not HOST:PORT "
-					"(port 1..65535)", k);
-				return -EINVAL;
-			}
-			if (!*e)
-				return 0;
-			p = e + 1;
-		}
-	}
-	fmt_err(why, n, "must be auto, none, mpi, static:HOST:PORT,... or dir:PATH:N");
-	return -EINVAL;
+	return shd_rdv_spec_check(v, why, n) < 0 ? -EINVAL : 0;
 }
 
 /* ---- defaults ---- */
@@ -529,7 +474,7 @@ static int next_arg(int argc, char **argv, int *pi, int *opt, const char **val, 
 	if (!strcmp(a, "--")) {
 		if (i + 1 < argc) {
 			fmt_value(argv[i + 1], shown, sizeof(shown));
-			fmt_err(err, errlen, "unexpected argument '%s': shuffled takes no "
+			shd_errf(err, errlen, "unexpected argument '%s': shuffled takes no "
 				"positional arguments", shown);
 			return -EINVAL;
 		}
@@ -541,7 +486,7 @@ static int next_arg(int argc, char **argv, int *pi, int *opt, const char **val, 
 		return ARG_VERSION;
 	if (a[0] != '-' || a[1] == '\0') {
 		fmt_value(a, shown, sizeof(shown));
-		fmt_err(err, errlen, "unexpected argument '%s': shuffled takes no positional "
+		shd_errf(err, errlen, "unexpected argument '%s': shuffled takes no positional "
 			"arguments (options are --name=value)", shown);
 		return -EINVAL;
 	}
@@ -553,7 +498,7 @@ static int next_arg(int argc, char **argv, int *pi, int *opt, const char **val, 
 		fmt_value(a, shown, sizeof(shown));
 		if (eq && (size_t)(eq - a) < sizeof(shown))
 			shown[eq - a] = '\0';
-		fmt_err(err, errlen, "unknown option '%s' (see shuffled --help)", shown);
+		shd_errf(err, errlen, "unknown option '%s' (see shuffled --help)", shown);
 		return -EINVAL;
 	}
 	if (eq) {
@@ -562,7 +507,7 @@ static int next_arg(int argc, char **argv, int *pi, int *opt, const char **val, 
 		*val = argv[i + 1];
 		*pi = i + 2;
 	} else {
-		fmt_err(err, errlen, "option --%s needs a value", opts[o].name);
+		shd_errf(err, errlen, "option --%s needs a value", opts[o].name);
 		return -EINVAL;
 	}
 	*opt = o;
@@ -597,7 +542,7 @@ static char *file_reader(char *str, int num, void *stream)
 		while ((ch = fgetc(fc->f)) != EOF && ch != '\n')
 			;
 		if (fc->r == 0) {
-			fmt_err(fc->err, fc->errlen, "config file %s line %u: line longer than %d "
+			shd_errf(fc->err, fc->errlen, "config file %s line %u: line longer than %d "
 				"characters", fc->path, fc->lineno, num - 3);
 			fc->r = -EINVAL;
 		}
@@ -614,29 +559,29 @@ static int file_handler(void *user, const char *section, const char *name, const
 		return 0;
 	if (strcmp(section, "shuffled") != 0) {
 		if (section[0])
-			fmt_err(fc->err, fc->errlen, "config file %s line %u: unknown section [%s]; "
+			shd_errf(fc->err, fc->errlen, "config file %s line %u: unknown section [%s]; "
 				"settings go in [shuffled]", fc->path, fc->lineno, section);
 		else
-			fmt_err(fc->err, fc->errlen, "config file %s line %u: '%s' is outside a "
+			shd_errf(fc->err, fc->errlen, "config file %s line %u: '%s' is outside a "
 				"section; settings go in [shuffled]", fc->path, fc->lineno, name);
 		fc->r = -EINVAL;
 		return 0;
 	}
 	int o = find_opt(name, strlen(name));
 	if (o < 0) {
-		fmt_err(fc->err, fc->errlen, "config file %s line %u: unknown key '%s' in "
+		shd_errf(fc->err, fc->errlen, "config file %s line %u: unknown key '%s' in "
 			"[shuffled] (see shuffled --help)", fc->path, fc->lineno, name);
 		fc->r = -EINVAL;
 		return 0;
 	}
 	if (opts[o].flags & F_NO_FILE) {
-		fmt_err(fc->err, fc->errlen, "config file %s line %u: '%s' can be set only on the "
+		shd_errf(fc->err, fc->errlen, "config file %s line %u: '%s' can be set only on the "
 			"command line or in the environment", fc->path, fc->lineno, opts[o].name);
 		fc->r = -EINVAL;
 		return 0;
 	}
 	if (fc->line_of[o]) {
-		fmt_err(fc->err, fc->errlen, "config file %s line %u: '%s' set again (first on "
+		shd_errf(fc->err, fc->errlen, "config file %s line %u: '%s' set again (first on "
 			"line %u)", fc->path, fc->lineno, opts[o].name, fc->line_of[o]);
 		fc->r = -EINVAL;
 		return 0;
@@ -659,11 +604,11 @@ static int read_file(struct shd_config *c, char *err, size_t errlen)
 	fc.f = fopen(c->config, "re");
 	if (!fc.f) {
 		r = -errno;
-		fmt_err(err, errlen, "config file %s: %s", c->config, strerror(-r));
+		shd_errf(err, errlen, "config file %s: %s", c->config, strerror(-r));
 		return r;
 	}
 	if (fstat(fileno(fc.f), &st) == 0 && S_ISDIR(st.st_mode)) {
-		fmt_err(err, errlen, "config file %s: %s", c->config, strerror(EISDIR));
+		shd_errf(err, errlen, "config file %s: %s", c->config, strerror(EISDIR));
 		r = -EISDIR;
 		goto out;
 	}
@@ -671,14 +616,14 @@ static int read_file(struct shd_config *c, char *err, size_t errlen)
 	if (fc.r < 0) {
 		r = fc.r;
 	} else if (ferror(fc.f)) {
-		fmt_err(err, errlen, "config file %s: read error", c->config);
+		shd_errf(err, errlen, "config file %s: read error", c->config);
 		r = -EIO;
 	} else if (r > 0) {
-		fmt_err(err, errlen, "config file %s line %d: syntax error (expected "
+		shd_errf(err, errlen, "config file %s line %d: syntax error (expected "
 			"[section] or key = value)", c->config, r);
 		r = -EINVAL;
 	} else if (r < 0) {
-		fmt_err(err, errlen, "config file %s: out of memory", c->config);
+		shd_errf(err, errlen, "config file %s: out of memory", c->config);
 		r = -ENOMEM;
 	}
 out:
@@ -696,7 +641,7 @@ static int derive(struct shd_config *c, char *err, size_t errlen)
 		char host[256];
 		if (gethostname(host, sizeof(host)) < 0) {
 			int r = -errno;
-			fmt_err(err, errlen, "node_name: gethostname: %s; set --node_name or SHF_NODE",
+			shd_errf(err, errlen, "node_name: gethostname: %s; set --node_name or SHF_NODE",
 				strerror(-r));
 			return r;
 		}
@@ -705,7 +650,7 @@ static int derive(struct shd_config *c, char *err, size_t errlen)
 		    check_node(host, why, sizeof(why)) < 0) {
 			char shown[80];
 			fmt_value(host, shown, sizeof(shown));
-			fmt_err(err, errlen, "node_name: the host name '%s' is not usable as a node "
+			shd_errf(err, errlen, "node_name: the host name '%s' is not usable as a node "
 				"name; set --node_name or SHF_NODE", shown);
 			return -EINVAL;
 		}
@@ -727,7 +672,7 @@ static int derive(struct shd_config *c, char *err, size_t errlen)
 				     (unsigned)geteuid(), c->node_name);
 		if (n < 0 || (size_t)n >= sizeof(c->runtime_dir)) {
 			c->runtime_dir[0] = '\0';
-			fmt_err(err, errlen, "runtime_dir: the computed path is too long (from "
+			shd_errf(err, errlen, "runtime_dir: the computed path is too long (from "
 				"$XDG_RUNTIME_DIR); set --runtime_dir");
 			return -ENAMETOOLONG;
 		}
@@ -740,7 +685,7 @@ static int derive(struct shd_config *c, char *err, size_t errlen)
 		if (len >= sizeof(c->socket_path)) {
 			char shown[80];
 			fmt_value(c->runtime_dir, shown, sizeof(shown));
-			fmt_err(err, errlen, "socket: %s%s would be %zu bytes, more than the %zu a "
+			shd_errf(err, errlen, "socket: %s%s would be %zu bytes, more than the %zu a "
 				"UNIX socket path allows; set a shorter runtime_dir or socket",
 				shown, name, len, sizeof(c->socket_path) - 1);
 			return -ENAMETOOLONG;
@@ -779,7 +724,8 @@ static void fmt_source(const struct shd_config *c, int i, char *buf, size_t n)
  * an 8-byte header (struct shf_msg_hdr) + payload in one record of at most
  * ring_bytes/2 - 8.  A max_msg left at its default shrinks to fit a small
  * ring (source "computed"), so `--ring_bytes=16k` alone works; one the user
- * set is refused instead.
+ * set is refused instead.  A bind with {node} needs a rendezvous that knows
+ * the node id before the fabric opens (rdv.c decides).
  */
 static int cross_check(struct shd_config *c, char *err, size_t errlen)
 {
@@ -795,7 +741,7 @@ static int cross_check(struct shd_config *c, char *err, size_t errlen)
 		fmt_size(c->ring_bytes, b, sizeof(b));
 		fmt_source(c, SHD_OPT_MAX_MSG, sa, sizeof(sa));
 		fmt_source(c, SHD_OPT_RING_BYTES, sb, sizeof(sb));
-		fmt_err(err, errlen, "max_msg=%u (%s) does not fit ring_bytes=%u (%s): max_msg must "
+		shd_errf(err, errlen, "max_msg=%u (%s) does not fit ring_bytes=%u (%s): max_msg must "
 			"be at most ring_bytes/2 - 16 = %llu (max_msg from %s, ring_bytes from %s)",
 			c->max_msg, a, c->ring_bytes, b, (unsigned long long)fit, sa, sb);
 		return -EINVAL;
@@ -805,7 +751,7 @@ static int cross_check(struct shd_config *c, char *err, size_t errlen)
 		fmt_size(c->batch_bytes, b, sizeof(b));
 		fmt_source(c, SHD_OPT_BATCH_BUDGET, sa, sizeof(sa));
 		fmt_source(c, SHD_OPT_BATCH_BYTES, sb, sizeof(sb));
-		fmt_err(err, errlen, "batch_budget=%llu (%s) is smaller than batch_bytes=%u (%s): "
+		shd_errf(err, errlen, "batch_budget=%llu (%s) is smaller than batch_bytes=%u (%s): "
 			"the budget must hold at least one batch (batch_budget from %s, "
 			"batch_bytes from %s)", (unsigned long long)c->batch_budget, a,
 			c->batch_bytes, b, sa, sb);
@@ -814,9 +760,18 @@ static int cross_check(struct shd_config *c, char *err, size_t errlen)
 	if (c->heartbeat_ms >= c->peer_timeout_ms) {
 		fmt_source(c, SHD_OPT_HEARTBEAT_MS, sa, sizeof(sa));
 		fmt_source(c, SHD_OPT_PEER_TIMEOUT_MS, sb, sizeof(sb));
-		fmt_err(err, errlen, "heartbeat_ms=%u must be less than peer_timeout_ms=%u, or "
+		shd_errf(err, errlen, "heartbeat_ms=%u must be less than peer_timeout_ms=%u, or "
 			"idle peers would be declared down between heartbeats (heartbeat_ms from "
 			"%s, peer_timeout_ms from %s)", c->heartbeat_ms, c->peer_timeout_ms, sa, sb);
+		return -EINVAL;
+	}
+	char why[256], vb[80];
+	if (shd_rdv_bind_check(c->bind, c->rendezvous, why, sizeof(why)) < 0) {
+		fmt_value(c->bind, vb, sizeof(vb));
+		fmt_source(c, SHD_OPT_BIND, sa, sizeof(sa));
+		fmt_source(c, SHD_OPT_RENDEZVOUS, sb, sizeof(sb));
+		shd_errf(err, errlen, "bind=%s: %s (bind from %s, rendezvous from %s)", vb, why, sa,
+			 sb);
 		return -EINVAL;
 	}
 	return 0;

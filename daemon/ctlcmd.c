@@ -10,45 +10,19 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon/daemon.h"
+#include "daemon/client.h"
+#include "daemon/ctlcmd.h"
+#include "daemon/epoch.h"
+#include "daemon/jobtab.h"
 #include "daemon/log.h"
 #include "daemon/net.h"
+#include "daemon/stats.h"
 
 #define SCHEMA "shuffle/1"
 
 static json_t *u64(uint64_t v)
 {
 	return json_integer((json_int_t)v);
-}
-
-static json_t *client_stats_json(const struct shf_client_stats *s)
-{
-	json_t *o = json_object();
-#define X(name, kind, help) json_object_set_new(o, #name, u64(s->name));
-	SHF_CLIENT_STATS(X)
-#undef X
-	return o;
-}
-
-void shd_client_stats_add(struct shf_client_stats *to, const struct shf_client_stats *from)
-{
-	/* counters add up; gauges (high-water marks) take the maximum */
-#define SUM_COUNTER(a, b) ((a) + (b))
-#define SUM_GAUGE(a, b) ((a) > (b) ? (a) : (b))
-#define X(name, kind, help) to->name = SUM_##kind(to->name, from->name);
-	SHF_CLIENT_STATS(X)
-#undef X
-#undef SUM_COUNTER
-#undef SUM_GAUGE
-}
-
-static json_t *daemon_stats_json(const struct shf_daemon_stats *s)
-{
-	json_t *o = json_object();
-#define X(name, kind, help) json_object_set_new(o, #name, u64(s->name));
-	SHF_DAEMON_STATS(X)
-#undef X
-	return o;
 }
 
 static json_t *client_json(const struct shd_client *c)
@@ -75,7 +49,7 @@ static json_t *client_json(const struct shd_client *c)
 		json_object_set_new(o, "waiters", json_integer(nw));
 		json_object_set_new(o, "mark_pending", json_boolean(c->mark_pending));
 	}
-	json_object_set_new(o, "stats", client_stats_json(&c->st));
+	json_object_set_new(o, "stats", shd_stats_client_json(&c->st));
 	return o;
 }
 
@@ -109,14 +83,14 @@ static json_t *jobs_json(struct shd_daemon *d)
 		json_object_set_new(o, "epochs", u64(j->epoch_seq));
 		json_object_set_new(o, "epoch_phase1", json_integer(j->p1_total));
 		json_object_set_new(o, "epoch_phase2", json_integer(j->p2_total));
-		shd_job_missing(j, missing, sizeof(missing));
+		shd_jobtab_missing(j, missing, sizeof(missing));
 		json_object_set_new(o, "missing", json_string(missing));
 		/* live local clients plus those that left: this node's share */
 		struct shf_client_stats sum = j->st;
 		for (int32_t r = 0; r < j->world; r++)
 			if (j->clients[r])
-				shd_client_stats_add(&sum, &j->clients[r]->st);
-		json_object_set_new(o, "stats", client_stats_json(&sum));
+				shd_stats_client_add(&sum, &j->clients[r]->st);
+		json_object_set_new(o, "stats", shd_stats_client_json(&sum));
 		json_array_append_new(a, o);
 	}
 	return a;
@@ -128,9 +102,14 @@ static json_t *stats_json(struct shd_daemon *d)
 	struct shf_client_stats sum = d->totals;
 	const struct shd_list *p;
 	for (p = d->clients.next; p != &d->clients; p = p->next)
-		shd_client_stats_add(&sum, &shd_container_of(p, struct shd_client, all_link)->st);
-	json_object_set_new(o, "daemon", daemon_stats_json(&d->st));
-	json_object_set_new(o, "clients_total", client_stats_json(&sum));
+		shd_stats_client_add(&sum, &shd_container_of(p, struct shd_client, all_link)->st);
+	json_object_set_new(o, "daemon", shd_stats_daemon_json(&d->st));
+	json_object_set_new(o, "clients_total", shd_stats_client_json(&sum));
+	if (d->net) {
+		struct shf_fabric_stats fs;
+		shd_net_fabric_stats(d, &fs);
+		json_object_set_new(o, "fabric", shd_stats_fabric_json(&fs));
+	}
 	return o;
 }
 

@@ -40,7 +40,9 @@ struct shd_fabric;
 #define SHD_FABRIC_NODE_UNKNOWN UINT32_MAX /* sender not known from the AV */
 #define SHD_FABRIC_KEEP 1                  /* on_recv: I keep the buffer */
 #define SHD_FABRIC_ADDR_MAX 128u           /* largest raw address we handle */
-#define SHD_FABRIC_SMALL 128u              /* shd_fabric_send_small() limit */
+#define SHD_FABRIC_SMALL 256u              /* shd_fabric_send_small() limit: every
+                                              control message, a JOB_JOIN of up
+                                              to 19 rank ranges */
 
 struct shd_fabric_opts {
 	const char *provider; /* libfabric provider name; NULL: "tcp" (-> tcp;ofi_rxm) */

@@ -16,9 +16,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "daemon/daemon.h"
+#include "daemon/ctlcmd.h"
+#include "daemon/events.h"
+#include "daemon/jobtab.h"
 #include "daemon/log.h"
 #include "daemon/net.h"
+#include "daemon/pass.h"
+#include "daemon/session.h"
 
 /* systemd's notify protocol: one datagram to $NOTIFY_SOCKET. */
 static void sd_notify_ready(void)
@@ -100,11 +104,11 @@ int main(int argc, char **argv)
 	shd_list_init(&d->clients);
 	shd_list_init(&d->jobs);
 	int rc = 1;
-	if ((r = shd_loop_new(&d->loop)) < 0 || (r = shd_relay_init(d)) < 0) {
+	if ((r = shd_loop_new(&d->loop)) < 0 || (r = shd_pass_init(d)) < 0) {
 		shd_err("cannot set up the event loop: %s", strerror(-r));
 		goto out;
 	}
-	if ((r = shd_net_open(d)) < 0)
+	if ((r = shd_net_open(d, &shd_events)) < 0)
 		goto out; /* net.c said why */
 	if ((r = shd_ctl_listen(d)) < 0)
 		goto out_net;
@@ -131,8 +135,8 @@ out_ctl:
 out_net:
 	shd_net_close(d);
 out:
-	shd_job_free_all(d);
-	shd_relay_fini(d);
+	shd_jobtab_free_all(d);
+	shd_pass_fini(d);
 	shd_loop_free(d->loop);
 	shd_notice("shuffled stopped");
 	shd_log_close();

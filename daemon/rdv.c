@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,11 +18,18 @@
 
 #include <mpi.h>
 
-#define NAME_MAX_DIR 64u       /* dir node names: < 64 chars */
+#include "daemon/errbuf.h"
+#include "proto/addr.h"
+
+#define NAME_MAX_DIR SHF_NODE_NAME_MAX /* node names: < 64 chars */
 #define DIR_MAGIC "shuffle-rdv"
 #define DIR_VERSION 1
 #define POLL_MIN_NS 1000000L   /* 1 ms */
 #define POLL_MAX_NS 50000000L  /* 50 ms */
+
+_Static_assert(SHD_RDV_HOST_MAX >= SHF_ADDR_HOST_MAX && SHD_RDV_PORT_MAX >= SHF_ADDR_PORT_MAX &&
+		       SHD_RDV_HOST_MAX >= SHF_NODE_NAME_MAX,
+	       "rdv buffers hold what proto/addr.h accepts");
 
 /* One record of the MPI allgather: {host[256], addr_len u32 LE, addr[128]}. */
 #define MPI_REC_BYTES (SHD_RDV_HOST_MAX + 4u + SHD_RDV_ADDR_MAX)
@@ -40,18 +46,6 @@ struct shd_rdv {
 	char path[PATH_MAX];   /* dir */
 	struct shd_rdv_node *list; /* static: parsed entries */
 };
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (!err || !errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static int64_t now_ms(void)
 {
@@ -82,70 +76,24 @@ void shd_rdv_result_fini(struct shd_rdv_result *res)
 	res->n_nodes = 0;
 }
 
-/* ---- static -------------------------------------------------------------- */
+/* ---- the spec ------------------------------------------------------------ */
 
-/* Split "host:port" or "[v6]:port" (len bytes of s) into n.  0 or -EINVAL. */
-static int parse_hostport(const char *s, size_t len, struct shd_rdv_node *n)
+/* "static:" list -> r->list, r->n_nodes.  Entries are numbered from 1. */
+static int parse_static(struct shd_rdv *r, const char *list, char *err, size_t errlen)
 {
-	const char *host, *port;
-	size_t hlen, plen;
-	if (len && s[0] == '[') {
-		const char *close = memchr(s, ']', len);
-		if (!close || (size_t)(close - s) + 1 >= len || close[1] != ':')
-			return -EINVAL;
-		host = s + 1;
-		hlen = (size_t)(close - host);
-		port = close + 2;
-	} else {
-		const char *colon = NULL;
-		for (size_t i = 0; i < len; i++)
-			if (s[i] == ':')
-				colon = s + i;
-		if (!colon || memchr(s, ':', (size_t)(colon - s)))
-			return -EINVAL; /* none, or a bare IPv6 address */
-		host = s;
-		hlen = (size_t)(colon - s);
-		port = colon + 1;
-	}
-	plen = (size_t)(s + len - port);
-	if (hlen == 0 || hlen >= SHD_RDV_HOST_MAX || plen == 0 || plen >= SHD_RDV_PORT_MAX)
-		return -EINVAL;
-	unsigned long v = 0;
-	for (size_t i = 0; i < plen; i++) {
-		if (port[i] < '0' || port[i] > '9')
-			return -EINVAL;
-		v = v * 10 + (unsigned long)(port[i] - '0');
-		if (v > 65535)
-			return -EINVAL;
-	}
-	if (v == 0)
-		return -EINVAL;
-	memset(n, 0, sizeof(*n));
-	memcpy(n->host, host, hlen);
-	memcpy(n->port, port, plen);
-	return 0;
-}
-
-static int open_static(struct shd_rdv *r, const char *list, const struct shd_rdv_self *self,
-		       char *err, size_t errlen)
-{
-	struct shd_rdv_node me;
 	size_t cap = 8, n = 0;
 	const char *p = list;
 
-	if (!self->bind || parse_hostport(self->bind, strlen(self->bind), &me) != 0) {
-		seterr(err, errlen, "rdv static: my bind address \"%s\" is not HOST:PORT",
-		       self->bind ? self->bind : "(none)");
-		return -EINVAL;
-	}
 	r->list = malloc(cap * sizeof(*r->list));
 	if (!r->list)
 		return -ENOMEM;
 	for (;;) {
 		const char *end = strchr(p, ',');
 		size_t len = end ? (size_t)(end - p) : strlen(p);
+		int shown = (int)(len > 80 ? 80 : len);
+		const char *why = "";
 		if (n == SHD_RDV_NODES_MAX) {
-			seterr(err, errlen, "rdv static: more than %u nodes", SHD_RDV_NODES_MAX);
+			shd_errf(err, errlen, "static: more than %u nodes", SHD_RDV_NODES_MAX);
 			return -EINVAL;
 		}
 		if (n == cap) {
@@ -155,29 +103,202 @@ static int open_static(struct shd_rdv *r, const char *list, const struct shd_rdv
 			r->list = t;
 			cap *= 2;
 		}
-		if (parse_hostport(p, len, &r->list[n]) != 0) {
-			seterr(err, errlen, "rdv static: entry %zu \"%.*s\" is not HOST:PORT", n,
-			       (int)(len > 80 ? 80 : len), p);
+		struct shd_rdv_node *e = &r->list[n];
+		memset(e, 0, sizeof(*e));
+		if (shf_addr_parse(p, len, SHF_ADDR_NEED_PORT, e->host, sizeof(e->host), e->port,
+				   sizeof(e->port), &why) < 0) {
+			shd_errf(err, errlen, "static: entry %zu \"%.*s\": %s (want HOST:PORT or "
+					      "[IPV6]:PORT, port 1..65535)",
+				 n + 1, shown, p, why);
 			return -EINVAL;
 		}
 		for (size_t i = 0; i < n; i++) {
-			if (!strcmp(r->list[i].host, r->list[n].host) &&
-			    !strcmp(r->list[i].port, r->list[n].port)) {
-				seterr(err, errlen, "rdv static: %s:%s listed twice", r->list[n].host,
-				       r->list[n].port);
+			if (!strcmp(r->list[i].host, e->host) && !strcmp(r->list[i].port, e->port)) {
+				shd_errf(err, errlen, "static: entry %zu \"%.*s\" repeats entry %zu",
+					 n + 1, shown, p, i + 1);
 				return -EINVAL;
 			}
 		}
-		if (!strcmp(r->list[n].host, me.host) && !strcmp(r->list[n].port, me.port))
-			r->my_node = (int)n;
 		n++;
 		if (!end)
 			break;
 		p = end + 1;
 	}
 	r->n_nodes = (uint32_t)n;
+	return 0;
+}
+
+/* "dir:" PATH:N -> r->path, r->n_nodes. */
+static int parse_dir(struct shd_rdv *r, const char *rest, char *err, size_t errlen)
+{
+	const char *colon = strrchr(rest, ':');
+	unsigned long n = 0;
+	bool digits = colon && colon[1];
+	for (const char *q = colon ? colon + 1 : ""; *q && digits; q++) {
+		if (*q < '0' || *q > '9' || n > SHD_RDV_NODES_MAX)
+			digits = false;
+		else
+			n = n * 10 + (unsigned long)(*q - '0');
+	}
+	if (!colon || colon == rest || !digits || n == 0 || n > SHD_RDV_NODES_MAX) {
+		shd_errf(err, errlen, "must be dir:PATH:N, a directory and the node count "
+				      "(1 <= N <= %u)", SHD_RDV_NODES_MAX);
+		return -EINVAL;
+	}
+	size_t plen = (size_t)(colon - rest);
+	if (plen >= sizeof(r->path) - NAME_MAX_DIR - 32) {
+		shd_errf(err, errlen, "dir: PATH longer than %zu bytes",
+			 sizeof(r->path) - NAME_MAX_DIR - 33);
+		return -EINVAL;
+	}
+	memcpy(r->path, rest, plen);
+	r->path[plen] = '\0';
+	r->n_nodes = (uint32_t)n;
+	return 0;
+}
+
+/*
+ * The spec grammar, the only parser of it: shd_rdv_spec_check() and
+ * shd_rdv_open() both run this.  Sets r->kind (0 for none and auto, which
+ * the caller resolves), and r->list or r->path with r->n_nodes.
+ */
+static int parse_spec(struct shd_rdv *r, const char *spec, char *err, size_t errlen)
+{
+	if (!spec) {
+		shd_errf(err, errlen, "no rendezvous given");
+		return -EINVAL;
+	}
+	if (!strcmp(spec, "none") || !strcmp(spec, "auto"))
+		return 0;
+	if (!strcmp(spec, "mpi")) {
+		r->kind = SHD_RDV_MPI;
+		return 0;
+	}
+	if (!strncmp(spec, "static:", 7)) {
+		r->kind = SHD_RDV_STATIC;
+		return parse_static(r, spec + 7, err, errlen);
+	}
+	if (!strncmp(spec, "dir:", 4)) {
+		r->kind = SHD_RDV_DIR;
+		return parse_dir(r, spec + 4, err, errlen);
+	}
+	shd_errf(err, errlen, "unknown kind \"%.40s\"; must be auto, none, mpi, "
+			      "static:HOST:PORT,... or dir:PATH:N", spec);
+	return -EINVAL;
+}
+
+int shd_rdv_spec_check(const char *spec, char *err, size_t errlen)
+{
+	struct shd_rdv *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	int ret = parse_spec(r, spec, err, errlen);
+	shd_rdv_close(r);
+	return ret;
+}
+
+/* ---- the bind address ----------------------------------------------------- */
+
+/* bind with every "{node}" replaced by node + 1, into out[cap]. */
+static int bind_subst(const char *bind, int node, char *out, size_t cap, const char **why)
+{
+	size_t o = 0;
+	for (const char *p = bind; *p;) {
+		if (!strncmp(p, "{node}", 6)) {
+			if (node < 0) {
+				*why = "{node} needs a rendezvous that knows the node id before the "
+				       "exchange (mpi, or auto under a launcher)";
+				return -EINVAL;
+			}
+			int k = snprintf(out + o, cap - o, "%ld", (long)node + 1);
+			if (k < 0 || (size_t)k >= cap - o)
+				goto too_long;
+			o += (size_t)k;
+			p += 6;
+		} else {
+			if (o + 1 >= cap)
+				goto too_long;
+			out[o++] = *p++;
+		}
+	}
+	out[o] = '\0';
+	return 0;
+too_long:
+	*why = "too long";
+	return -EINVAL;
+}
+
+static int bind_parse(const char *bind, int node, char *host, size_t hl, char *port, size_t pl,
+		      const char **why)
+{
+	char tmp[2 * SHF_ADDR_HOST_MAX];
+	int r;
+	if (host && hl)
+		host[0] = '\0';
+	if (port && pl)
+		port[0] = '\0';
+	if (!bind) {
+		*why = "no bind address";
+		return -EINVAL;
+	}
+	if ((r = bind_subst(bind, node, tmp, sizeof(tmp), why)) < 0)
+		return r;
+	if (!tmp[0])
+		return 0; /* the provider's choice */
+	return shf_addr_parse(tmp, strlen(tmp), 0, host, hl, port, pl, why);
+}
+
+int shd_rdv_bind_split(const char *bind, int node, char *host, size_t hl, char *port, size_t pl)
+{
+	const char *why;
+	return bind_parse(bind, node, host, hl, port, pl, &why);
+}
+
+int shd_rdv_bind_check(const char *bind, const char *spec, char *err, size_t errlen)
+{
+	const char *why = "";
+	int ret = bind_parse(bind, 0, NULL, 0, NULL, 0, &why);
+	if (ret < 0) {
+		shd_errf(err, errlen, "%s", why);
+		return ret;
+	}
+	if (!spec || !strstr(bind, "{node}"))
+		return 0;
+	struct shd_rdv *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	if (parse_spec(r, spec, NULL, 0) == 0 &&
+	    (r->kind == SHD_RDV_STATIC || r->kind == SHD_RDV_DIR)) {
+		shd_errf(err, errlen, "{node} needs a rendezvous that knows the node id before the "
+				      "exchange (mpi, or auto under a launcher), not %s",
+			 r->kind == SHD_RDV_STATIC ? "static (bind must be this node's entry)"
+						   : "dir");
+		ret = -EINVAL;
+	}
+	shd_rdv_close(r);
+	return ret;
+}
+
+/* ---- static -------------------------------------------------------------- */
+
+/* My node: the list entry equal to self->bind. */
+static int open_static(struct shd_rdv *r, const struct shd_rdv_self *self, char *err,
+		       size_t errlen)
+{
+	char host[SHD_RDV_HOST_MAX], port[SHD_RDV_PORT_MAX];
+	const char *why = "not set";
+	if (!self->bind || shf_addr_parse(self->bind, strlen(self->bind), SHF_ADDR_NEED_PORT, host,
+					  sizeof(host), port, sizeof(port), &why) < 0) {
+		shd_errf(err, errlen, "static: my bind address \"%.80s\": %s (want HOST:PORT or "
+				      "[IPV6]:PORT, as in the list)",
+			 self->bind ? self->bind : "", why);
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < r->n_nodes; i++)
+		if (!strcmp(r->list[i].host, host) && !strcmp(r->list[i].port, port))
+			r->my_node = (int)i;
 	if (r->my_node < 0) {
-		seterr(err, errlen, "rdv static: my address %s is not in the list", self->bind);
+		shd_errf(err, errlen, "static: my bind address %.80s is not in the list", self->bind);
 		return -ENOENT;
 	}
 	return 0;
@@ -195,46 +316,13 @@ static int exchange_static(struct shd_rdv *r, struct shd_rdv_result *out)
 
 /* ---- dir ----------------------------------------------------------------- */
 
-static bool dir_name_ok(const char *s)
+static int open_dir(struct shd_rdv *r, char *err, size_t errlen)
 {
-	size_t n = strlen(s);
-	if (n == 0 || n >= NAME_MAX_DIR || s[0] == '.')
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '.' || c == '_' || c == '-'))
-			return false;
-	}
-	return true;
-}
-
-static int open_dir(struct shd_rdv *r, const char *rest, char *err, size_t errlen)
-{
-	const char *colon = strrchr(rest, ':');
-	if (!colon || colon == rest) {
-		seterr(err, errlen, "rdv dir: spec must be dir:PATH:N");
+	const char *why = "";
+	if (shf_node_name_check(r->name, &why) < 0) {
+		shd_errf(err, errlen, "rdv dir: node name \"%.64s\": %s", r->name, why);
 		return -EINVAL;
 	}
-	char *endp;
-	errno = 0;
-	unsigned long n = strtoul(colon + 1, &endp, 10);
-	if (errno || *endp || endp == colon + 1 || n == 0 || n > SHD_RDV_NODES_MAX) {
-		seterr(err, errlen, "rdv dir: bad node count \"%s\"", colon + 1);
-		return -EINVAL;
-	}
-	size_t plen = (size_t)(colon - rest);
-	if (plen >= sizeof(r->path) - NAME_MAX_DIR - 32) {
-		seterr(err, errlen, "rdv dir: path too long");
-		return -EINVAL;
-	}
-	memcpy(r->path, rest, plen);
-	r->path[plen] = '\0';
-	if (!dir_name_ok(r->name)) {
-		seterr(err, errlen, "rdv dir: node name \"%s\" is not [A-Za-z0-9._-]{1,63}", r->name);
-		return -EINVAL;
-	}
-	r->n_nodes = (uint32_t)n;
 	return 0;
 }
 
@@ -257,7 +345,7 @@ static int write_my_file(struct shd_rdv *r, const void *addr, size_t addr_len, c
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		int e = errno;
-		seterr(err, errlen, "rdv dir: create %s: %s", tmp, strerror(e));
+		shd_errf(err, errlen, "rdv dir: create %s: %s", tmp, strerror(e));
 		return -e;
 	}
 	ssize_t w = write(fd, text, (size_t)len);
@@ -268,7 +356,7 @@ static int write_my_file(struct shd_rdv *r, const void *addr, size_t addr_len, c
 		e = errno;
 	if (e) {
 		unlink(tmp);
-		seterr(err, errlen, "rdv dir: write %s: %s", fin, strerror(e));
+		shd_errf(err, errlen, "rdv dir: write %s: %s", fin, strerror(e));
 		return -e;
 	}
 	return 0;
@@ -377,11 +465,11 @@ static int exchange_dir(struct shd_rdv *r, const void *addr, size_t addr_len,
 	for (;;) {
 		ret = scan_dir(r->path, &l);
 		if (ret) {
-			seterr(err, errlen, "rdv dir: scan %s: %s", r->path, strerror(-ret));
+			shd_errf(err, errlen, "rdv dir: scan %s: %s", r->path, strerror(-ret));
 			goto out;
 		}
 		if (l.n > r->n_nodes) {
-			seterr(err, errlen, "rdv dir: %zu nodes published in %s, expected %u "
+			shd_errf(err, errlen, "rdv dir: %zu nodes published in %s, expected %u "
 					    "(stale files from another run?)",
 			       l.n, r->path, r->n_nodes);
 			ret = -EEXIST;
@@ -390,7 +478,7 @@ static int exchange_dir(struct shd_rdv *r, const void *addr, size_t addr_len,
 		if (l.n == r->n_nodes)
 			break;
 		if (expired(deadline)) {
-			seterr(err, errlen, "rdv dir: timed out with %zu of %u nodes in %s", l.n,
+			shd_errf(err, errlen, "rdv dir: timed out with %zu of %u nodes in %s", l.n,
 			       r->n_nodes, r->path);
 			ret = -ETIMEDOUT;
 			goto out;
@@ -406,7 +494,7 @@ static int exchange_dir(struct shd_rdv *r, const void *addr, size_t addr_len,
 	for (uint32_t i = 0; i < r->n_nodes; i++) {
 		ret = read_file(r->path, l.v[i], &nodes[i]);
 		if (ret) {
-			seterr(err, errlen, "rdv dir: %s/%s.addr: %s", r->path, l.v[i],
+			shd_errf(err, errlen, "rdv dir: %s/%s.addr: %s", r->path, l.v[i],
 			       ret == -EBADMSG ? "malformed" : strerror(-ret));
 			goto out;
 		}
@@ -415,7 +503,7 @@ static int exchange_dir(struct shd_rdv *r, const void *addr, size_t addr_len,
 	}
 	if (mine < 0 || nodes[mine].addr_len != addr_len ||
 	    memcmp(nodes[mine].addr, addr, addr_len)) {
-		seterr(err, errlen, "rdv dir: node name %s taken by another node", r->name);
+		shd_errf(err, errlen, "rdv dir: node name %s taken by another node", r->name);
 		ret = -EEXIST;
 		goto out;
 	}
@@ -440,7 +528,7 @@ static int mpi_err(int rc, const char *what, char *err, size_t errlen)
 	int len = 0;
 	if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS)
 		snprintf(text, sizeof(text), "error %d", rc);
-	seterr(err, errlen, "rdv mpi: %s: %s", what, text);
+	shd_errf(err, errlen, "rdv mpi: %s: %s", what, text);
 	return -EIO;
 }
 
@@ -462,7 +550,7 @@ static int open_mpi(struct shd_rdv *r, char *err, size_t errlen)
 	if (rc != MPI_SUCCESS)
 		return mpi_err(rc, "MPI_Comm_rank/size", err, errlen);
 	if (size < 1 || (uint32_t)size > SHD_RDV_NODES_MAX) {
-		seterr(err, errlen, "rdv mpi: %d processes", size);
+		shd_errf(err, errlen, "rdv mpi: %d processes", size);
 		return -EINVAL;
 	}
 	r->my_node = rank;
@@ -513,7 +601,7 @@ static int exchange_mpi(struct shd_rdv *r, const void *addr, size_t addr_len,
 			break;
 		if (expired(deadline)) {
 			r->mpi_broken = true;
-			seterr(err, errlen, "rdv mpi: allgather of %u nodes timed out after %d ms",
+			shd_errf(err, errlen, "rdv mpi: allgather of %u nodes timed out after %d ms",
 			       r->n_nodes, r->timeout_ms);
 			ret = -ETIMEDOUT;
 			goto out;
@@ -527,7 +615,7 @@ static int exchange_mpi(struct shd_rdv *r, const void *addr, size_t addr_len,
 			       (uint32_t)rec[SHD_RDV_HOST_MAX + 2] << 16 |
 			       (uint32_t)rec[SHD_RDV_HOST_MAX + 3] << 24;
 		if (!memchr(rec, '\0', SHD_RDV_HOST_MAX) || len == 0 || len > SHD_RDV_ADDR_MAX) {
-			seterr(err, errlen, "rdv mpi: malformed record from rank %u", i);
+			shd_errf(err, errlen, "rdv mpi: malformed record from rank %u", i);
 			ret = -EBADMSG;
 			goto out;
 		}
@@ -556,10 +644,6 @@ int shd_rdv_open(const char *spec, const struct shd_rdv_self *self, struct shd_r
 	struct shd_rdv *r;
 	int ret;
 
-	if (!spec) {
-		seterr(err, errlen, "rdv: no spec");
-		return -EINVAL;
-	}
 	if (!self)
 		self = &none;
 	r = calloc(1, sizeof(*r));
@@ -569,30 +653,29 @@ int shd_rdv_open(const char *spec, const struct shd_rdv_self *self, struct shd_r
 	r->timeout_ms = self->timeout_ms == 0 ? 60000 : self->timeout_ms;
 	if (self->name) {
 		if (strlen(self->name) >= sizeof(r->name)) {
-			seterr(err, errlen, "rdv: node name too long");
+			shd_errf(err, errlen, "rdv: node name too long");
 			ret = -EINVAL;
 			goto fail;
 		}
 		snprintf(r->name, sizeof(r->name), "%s", self->name);
 	} else if (gethostname(r->name, sizeof(r->name) - 1) != 0) {
 		ret = -errno;
-		seterr(err, errlen, "rdv: gethostname: %s", strerror(-ret));
+		shd_errf(err, errlen, "rdv: gethostname: %s", strerror(-ret));
 		goto fail;
 	}
 
-	if (!strcmp(spec, "mpi")) {
-		r->kind = SHD_RDV_MPI;
-		ret = open_mpi(r, err, errlen);
-	} else if (!strncmp(spec, "static:", 7)) {
-		r->kind = SHD_RDV_STATIC;
-		ret = open_static(r, spec + 7, self, err, errlen);
-	} else if (!strncmp(spec, "dir:", 4)) {
-		r->kind = SHD_RDV_DIR;
-		ret = open_dir(r, spec + 4, err, errlen);
-	} else {
-		seterr(err, errlen, "rdv: unknown spec \"%.40s\" (mpi, static:..., dir:PATH:N)",
-		       spec);
+	ret = parse_spec(r, spec, err, errlen);
+	if (ret)
+		goto fail;
+	switch (r->kind) {
+	case SHD_RDV_MPI: ret = open_mpi(r, err, errlen); break;
+	case SHD_RDV_STATIC: ret = open_static(r, self, err, errlen); break;
+	case SHD_RDV_DIR: ret = open_dir(r, err, errlen); break;
+	default:
+		shd_errf(err, errlen, "\"%.40s\" is not a rendezvous to run: the caller resolves "
+				      "none and auto", spec);
 		ret = -EINVAL;
+		break;
 	}
 	if (ret)
 		goto fail;
@@ -622,11 +705,11 @@ int shd_rdv_exchange(struct shd_rdv *r, const void *addr, size_t addr_len,
 		     struct shd_rdv_result *out, char *err, size_t errlen)
 {
 	if (r->exchanged) {
-		seterr(err, errlen, "rdv: exchange already done");
+		shd_errf(err, errlen, "rdv: exchange already done");
 		return -EALREADY;
 	}
 	if (r->kind != SHD_RDV_STATIC && (!addr || addr_len == 0 || addr_len > SHD_RDV_ADDR_MAX)) {
-		seterr(err, errlen, "rdv: address of %zu bytes (1..%u)", addr_len, SHD_RDV_ADDR_MAX);
+		shd_errf(err, errlen, "rdv: address of %zu bytes (1..%u)", addr_len, SHD_RDV_ADDR_MAX);
 		return -EINVAL;
 	}
 	r->exchanged = true;

@@ -4,18 +4,27 @@
  * addresses at startup and agree on node ids.  Every MPI call of the
  * project lives in rdv.c.
  *
- * Specs:
+ * Specs (the grammar is parsed in one place, rdv.c, for shd_rdv_spec_check()
+ * at configuration load and for shd_rdv_open(): a spec accepted at load is
+ * never refused by its syntax later):
+ *   "none", "auto"         valid specs that the caller resolves (no
+ *                          rendezvous, or mpi under a launcher);
+ *                          shd_rdv_open() refuses them
  *   "mpi"                  MPI_Init; node id = MPI rank, nodes = MPI size;
  *                          exchange() does one MPI_Iallgather of fixed-size
  *                          {hostname, address} records, polled with short
  *                          sleeps (never a spinning wait); close() calls
  *                          MPI_Finalize.  MPI is not used afterwards.
  *   "static:H:P,H:P,..."   no exchange: node id = position in the list, my
- *                          id = the entry equal to self->bind ("H:P"); IPv6
- *                          hosts as "[addr]:port".  The result holds host
- *                          and port strings: insert peers with
- *                          shd_fabric_insert_svc().
- *   "dir:PATH:N"           each node writes PATH/<name>.addr (temp file +
+ *                          id = the entry equal to self->bind ("H:P").
+ *                          Entries follow proto/addr.h with a port
+ *                          required: HOST:PORT or [IPV6]:PORT (IPv6 always
+ *                          in brackets), no duplicates.  The result holds
+ *                          host (without brackets) and port strings:
+ *                          insert peers with shd_fabric_insert_svc().
+ *   "dir:PATH:N"           (PATH not empty, N decimal in 1..2^20; PATH may
+ *                          contain ':', N follows the last one)
+ *                          each node writes PATH/<name>.addr (temp file +
  *                          rename), then waits (bounded) until N such files
  *                          exist; node ids = positions in the byte-wise
  *                          sorted list of names.  PATH must be fresh for
@@ -62,13 +71,32 @@ struct shd_rdv_result {
 
 struct shd_rdv_self {
 	const char *name; /* my node name: mpi records it as the hostname; dir
-	                     uses it as the file name ([A-Za-z0-9._-], not
-	                     starting with '.', < 64 chars).  NULL: gethostname() */
+	                     uses it as the file name and requires a valid node
+	                     name (shf_node_name_check).  NULL: gethostname() */
 	const char *bind; /* static: my "HOST:PORT" as it appears in the list */
 	int timeout_ms;   /* bound on waiting for the others; 0: 60 s; -1: forever */
 };
 
 struct shd_rdv;
+
+/* Check spec's syntax exactly as shd_rdv_open() parses it (same code):
+ * 0, -EINVAL with the reason in err, or -ENOMEM.  Accepts none and auto. */
+int shd_rdv_spec_check(const char *spec, char *err, size_t errlen);
+
+/*
+ * The bind address "HOST[:PORT]" (proto/addr.h, port optional: HOST,
+ * HOST:PORT, [IPV6], [IPV6]:PORT or a bare IPV6) with every "{node}"
+ * replaced by node + 1.  "" gives host "" and port "" (the provider's
+ * choice).  Writes host (without brackets) to host[hl] and the port ("" if
+ * none) to port[pl]; 0, or -EINVAL for a bad address, a result that does
+ * not fit, or "{node}" with node < 0 (the node id is not known yet).
+ */
+int shd_rdv_bind_split(const char *bind, int node, char *host, size_t hl, char *port, size_t pl);
+/* Load-time check of a bind value (with "{node}" as node 0): 0 or -EINVAL
+ * with the reason in err.  With spec (may be NULL), also refuses "{node}"
+ * when that rendezvous does not know the node id before opening the
+ * fabric (static, dir). */
+int shd_rdv_bind_check(const char *bind, const char *spec, char *err, size_t errlen);
 
 /* Parse spec and start (mpi: MPI_Init).  *rdv_p set only on success.
  * -EINVAL bad spec (err says why), -ENOENT (static: bind not in the list),

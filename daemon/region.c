@@ -15,7 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "daemon/daemon.h"
+#include "daemon/region.h"
 #include "proto/shm.h"
 
 static void close_fd(int *fd)

@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/session.c - the control socket and client sessions.
+ * daemon/session.c - the control socket and the life of its sessions.
  *
  * A session is one SOCK_SEQPACKET connection.  Its state machine is in
  * daemon.h (enum shd_sess_state).  Every message is validated by
  * shf_ipc_recv()/shf_ipc_check() before a field is read; anything out of
  * place cuts that client off with a logged reason and nobody else notices.
+ *
+ * A session ends in one place: shd_session_reap(), the clients step of the
+ * pass (pass.c), frees every session queued by shd_client_cutoff() or
+ * shd_client_reap_later() (client.c) since the last pass, whatever ended
+ * it: a protocol error, a corrupt ring, a world timeout, BYE, a closed
+ * socket, or the end of draining.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,22 +25,20 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "daemon/daemon.h"
+#include "daemon/client.h"
+#include "daemon/ctlcmd.h"
+#include "daemon/epoch.h"
+#include "daemon/job.h"
+#include "daemon/jobtab.h"
 #include "daemon/log.h"
+#include "daemon/region.h"
+#include "daemon/relay.h"
+#include "daemon/sched.h"
+#include "daemon/session.h"
+#include "daemon/stats.h"
 #include "proto/shm.h"
 
 static struct shd_ratelimit rl_fail = SHD_RATELIMIT_INIT(1000, 10);
-
-static const char *const state_names[SHD_SESS_MAX] = {
-	[SHD_SESS_HELLO] = "hello",   [SHD_SESS_OPEN] = "open",
-	[SHD_SESS_WAITWORLD] = "waitworld", [SHD_SESS_ACTIVE] = "active",
-	[SHD_SESS_DRAINING] = "draining",
-};
-
-const char *shd_sess_state_name(enum shd_sess_state s)
-{
-	return (unsigned)s < SHD_SESS_MAX ? state_names[s] : "?";
-}
 
 /* mkdir -p with a mode for the last component */
 static int mkdir_p(const char *path, mode_t mode)
@@ -130,35 +134,6 @@ void shd_ctl_close(struct shd_daemon *d)
 	d->lock_fd = -1;
 }
 
-int shd_client_send(struct shd_client *c, uint16_t type, uint32_t id, const void *body, size_t len)
-{
-	if (c->sock < 0)
-		return -ENOTCONN;
-	return shf_ipc_send(c->sock, type, id, body, len, NULL, 0);
-}
-
-void shd_client_error(struct shd_client *c, uint32_t id, int err, const char *fmt, ...)
-{
-	struct {
-		struct shf_ipc_error e;
-		char text[512];
-	} m = {{err, 0}, {0}};
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(m.text, sizeof(m.text), fmt, ap);
-	va_end(ap);
-	shd_client_send(c, SHF_IPC_ERROR, id, &m, sizeof(m.e) + strlen(m.text) + 1);
-}
-
-static void close_sock(struct shd_client *c)
-{
-	shd_ev_free(c->sock_ev);
-	c->sock_ev = NULL;
-	if (c->sock >= 0)
-		close(c->sock);
-	c->sock = -1;
-}
-
 static void client_free(struct shd_client *c)
 {
 	struct shd_daemon *d = c->d;
@@ -167,20 +142,21 @@ static void client_free(struct shd_client *c)
 	shd_relay_detach(c);
 	shd_ev_free(c->world_timer);
 	shd_region_free(c);
-	close_sock(c);
-	shd_client_stats_add(&d->totals, &c->st);
+	shd_client_close_sock(c);
+	shd_stats_client_add(&d->totals, &c->st);
 	shd_list_del(&c->all_link);
 	d->n_clients--;
 	free(c->sent_to);
 	free(c);
 }
 
-/* The relay calls this when a draining client's ring is empty. */
-void shd_client_drained(struct shd_client *c)
+void shd_session_reap(struct shd_daemon *d)
 {
-	shd_info("client %llu (job %s rank %d pid %d) detached: drained after disconnect",
-		 (unsigned long long)c->id, c->job ? c->job->name : "-", c->rank, (int)c->pid);
-	client_free(c);
+	while (!shd_list_empty(&d->doomed)) {
+		struct shd_client *c = shd_container_of(d->doomed.next, struct shd_client, doom_link);
+		shd_list_del(&c->doom_link);
+		client_free(c);
+	}
 }
 
 /* Socket closed without BYE (or BYE): keep relaying what it published. */
@@ -193,35 +169,21 @@ static void client_gone(struct shd_client *c, bool bye)
 		if (c->job || c->state != SHD_SESS_OPEN || !bye)
 			shd_debug("session %llu closed (%s)", (unsigned long long)c->id,
 				  shd_sess_state_name(c->state));
-		client_free(c);
+		shd_client_close_sock(c);
+		shd_client_reap_later(c);
 		return;
 	}
 	shd_info("client %llu (job %s rank %d pid %d) %s; draining its send ring",
 		 (unsigned long long)c->id, c->job->name, c->rank, (int)c->pid,
 		 bye ? "said bye" : "disconnected");
-	close_sock(c);
+	shd_client_close_sock(c);
 	shd_ev_free(c->world_timer);
 	c->world_timer = NULL;
 	/* the rank is gone from now on: records to it are dropped; its own
 	 * published records still go out */
 	shd_job_leave(c, true, true);
 	c->state = SHD_SESS_DRAINING; /* a pending mark completes unanswered */
-	shd_relay_kick(c);
-}
-
-void shd_client_fail(struct shd_client *c, int err, const char *fmt, ...)
-{
-	char why[400];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
-	shd_log_rl(&rl_fail, SHD_LOG_WARN, "client %llu (job %s rank %d pid %d uid %d) cut off: %s",
-		   (unsigned long long)c->id, c->job ? c->job->name : "-", c->job ? c->rank : -1,
-		   (int)c->pid, (int)c->uid, why);
-	if (c->sock >= 0)
-		shd_client_error(c, 0, err, "disconnected by shuffled: %s", why);
-	client_free(c);
+	shd_sched_kick(c);
 }
 
 /*
@@ -237,21 +199,22 @@ static void world_timeout(int fd, void *arg)
 	struct shd_daemon *d = c->d;
 	char missing[400];
 	(void)fd;
-	shd_job_missing(j, missing, sizeof(missing));
+	shd_jobtab_missing(j, missing, sizeof(missing));
 	shd_warn("job %s: world of %d incomplete after rank %d's timeout; missing ranks %s",
 		 j->name, j->world, c->rank, missing);
 	int32_t registered = j->registered;
-	/* the last leave frees j: never look at j->waiting after it */
-	for (bool last = false; !last;) {
+	/* each leave takes its client off j->waiting; j itself is freed no
+	 * earlier than the reap step */
+	while (!shd_list_empty(&j->waiting)) {
 		struct shd_client *w = shd_container_of(j->waiting.next, struct shd_client, job_link);
-		last = w->job_link.next == &j->waiting;
 		d->st.disc_timeout++;
 		shd_client_error(w, 0, -ETIMEDOUT,
 				 "job %s: %d of %d ranks registered; missing ranks %s", j->name,
 				 registered, j->world, missing);
-		/* unregistered, so the rank can try again; the last one frees j */
+		/* unregistered, so the rank can try again */
 		shd_job_leave(w, false, false);
-		client_free(w);
+		shd_client_close_sock(w);
+		shd_client_reap_later(w);
 	}
 }
 
@@ -314,12 +277,12 @@ static void on_register(struct shd_client *c, uint32_t id, const struct shf_ipc_
 	r = shf_ipc_send(c->sock, SHF_IPC_REGISTER_OK, id, &ok, sizeof(ok), fds, SHF_IPC_REG_FDS);
 	close(memfd);
 	if (r) {
-		shd_client_fail(c, r, "cannot send registration: %s", strerror(-r));
+		shd_client_cutoff(c, r, "cannot send registration: %s", strerror(-r));
 		return;
 	}
 	c->bell_ev = shd_loop_fd(d->loop, c->bell_daemon, shd_relay_bell, c);
 	if (!c->bell_ev) {
-		shd_client_fail(c, -ENOMEM, "out of memory");
+		shd_client_cutoff(c, -ENOMEM, "out of memory");
 		return;
 	}
 	c->state = SHD_SESS_WAITWORLD;
@@ -331,7 +294,7 @@ static void on_register(struct shd_client *c, uint32_t id, const struct shf_ipc_
 	if (tmo >= 0) {
 		c->world_timer = shd_loop_timer(d->loop, world_timeout, c);
 		if (!c->world_timer) {
-			shd_client_fail(c, -ENOMEM, "out of memory");
+			shd_client_cutoff(c, -ENOMEM, "out of memory");
 			return;
 		}
 		shd_ev_arm(c->world_timer, (uint64_t)tmo * 1000u);
@@ -358,7 +321,8 @@ static bool dispatch(struct shd_client *c, const void *buf, size_t n)
 			shd_client_error(c, h.id, -EPROTO,
 					 "protocol version %u not supported; shuffled speaks %u",
 					 hello.version, SHF_IPC_VERSION);
-			client_free(c);
+			shd_client_close_sock(c);
+			shd_client_reap_later(c);
 			return false;
 		}
 		struct shf_ipc_hello_ok ok = {SHF_IPC_VERSION, c->d->cfg.max_msg, c->d->cfg.ring_bytes,
@@ -379,7 +343,8 @@ static bool dispatch(struct shd_client *c, const void *buf, size_t n)
 			m.cmd[sizeof(m.cmd) - 1] = '\0';
 			c->d->st.ctl_requests++;
 			if (shd_ctlcmd(c->d, c, h.id, m.cmd) < 0) {
-				client_free(c);
+				shd_client_close_sock(c);
+				shd_client_reap_later(c);
 				return false;
 			}
 			return true;
@@ -400,7 +365,7 @@ static bool dispatch(struct shd_client *c, const void *buf, size_t n)
 			memcpy(&m, body, sizeof(m));
 			if (m.phase != 2 || c->epoch != SHD_EPOCH_DELIVER)
 				break;
-			shd_job_epoch_phase2(c, h.id, m.id);
+			shd_epoch_phase2(c, h.id, m.id);
 			return true;
 		}
 		break;
@@ -408,8 +373,8 @@ static bool dispatch(struct shd_client *c, const void *buf, size_t n)
 		break;
 	}
 	c->d->st.disc_proto++;
-	shd_client_fail(c, -EPROTO, "unexpected %s message (type %u) in state %s",
-			"control", h.type, shd_sess_state_name(c->state));
+	shd_client_cutoff(c, -EPROTO, "unexpected control message (type %u) in state %s",
+			  h.type, shd_sess_state_name(c->state));
 	(void)n;
 	return false;
 }
@@ -429,7 +394,7 @@ static void on_sock(int fd, void *arg)
 		}
 		if (n < 0) {
 			c->d->st.disc_proto++;
-			shd_client_fail(c, -EPROTO, "malformed control message: %s", strerror((int)-n));
+			shd_client_cutoff(c, -EPROTO, "malformed control message: %s", strerror((int)-n));
 			return;
 		}
 		if (!dispatch(c, buf, (size_t)n))
@@ -481,7 +446,7 @@ static void on_accept(int lfd, void *arg)
 		c->since_ns = shd_now_ns();
 		c->bell_daemon = c->bell_deliver = c->bell_space = -1;
 		shd_list_init(&c->job_link);
-		shd_relay_client_init(c);
+		shd_sched_client_init(c);
 		c->sock_ev = shd_loop_fd(d->loop, fd, on_sock, c);
 		if (!c->sock_ev) {
 			close(fd);

@@ -55,6 +55,7 @@
 	X(credit_stalls, COUNTER, "times a full batch waited for credit")                     \
 	X(wire_bad, COUNTER, "wire messages rejected (bad magic, version, lengths, source)") \
 	X(msgs_unroutable, COUNTER, "received messages for a rank not on this node, dropped") \
+	X(rx_drops_down, COUNTER, "received messages still parked when their sender went down, dropped") \
 	X(epochs, COUNTER, "job epochs completed on this node")                               \
 	X(epoch_ns_total, COUNTER, "total time of completed epochs (ns)")                     \
 	X(epoch_ns_max, GAUGE, "longest epoch (ns)")

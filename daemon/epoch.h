@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * daemon/epoch.h - the epoch barrier of a job (see epoch.c for the
+ * protocol).  Phases are enum shf_wire_epoch_phase: PLACED (1), DRAINED (2).
+ */
+#ifndef SHD_EPOCH_H
+#define SHD_EPOCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "daemon/daemon.h"
+
+/* c's EPOCH mark was relayed (everything it sent before is placed). */
+void shd_epoch_mark(struct shd_client *c);
+/* c asked for phase 2 (request id ipc_id, its epoch id). */
+void shd_epoch_phase2(struct shd_client *c, uint32_t ipc_id, uint64_t id);
+/* node counted `count` ranks of j in `phase`. */
+void shd_epoch_remote(struct shd_daemon *d, struct shd_job *j, uint32_t node, uint32_t phase,
+		      int32_t count);
+/* Every local client of j in an epoch gets err now; the counts restart. */
+void shd_epoch_fail_all(struct shd_job *j, int err);
+/* A rank of node left the complete job j: can the pending epoch still end? */
+bool shd_epoch_leave_is_benign(const struct shd_job *j, uint32_t node);
+/* What an epoch answers once ranks are gone: -EHOSTDOWN if any was lost
+ * with its node, else -ESRCH. */
+int shd_epoch_gone_err(const struct shd_job *j);
+const char *shd_epoch_state_name(enum shd_epoch_state s);
+
+#endif

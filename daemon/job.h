@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * daemon/job.h - what happens to a job as ranks come and go, here and on
+ * other nodes: registration, leaving, world readiness, and the end of a
+ * job.  A job is freed only at the reap step of the pass (shd_job_reap):
+ * callers may keep using a job pointer for the rest of their update.
+ */
+#ifndef SHD_JOB_H
+#define SHD_JOB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "daemon/daemon.h"
+
+/* Register c as rank of job name (created if new).  0, or -EACCES (other
+ * owner), -EINVAL (world differs), -EEXIST (rank taken/left/lost), -ENOMEM;
+ * why gets a one-line reason. */
+int shd_job_register(struct shd_daemon *d, struct shd_client *c, const char *name,
+		     int32_t rank, int32_t world, char *why, size_t whylen);
+/* Take c's rank out of the job (gone: it had been part of a complete
+ * world).  keep_route: c keeps its job pointer to relay what it published. */
+void shd_job_leave(struct shd_client *c, bool gone, bool keep_route);
+/* The world is complete: READY to every waiting client. */
+void shd_job_check_ready(struct shd_job *j);
+/* Find or create a job announced by another node (NULL: world conflict). */
+struct shd_job *shd_job_remote(struct shd_daemon *d, const char *name, int32_t world,
+			       uint32_t uid);
+/* A rank joined or left on another node; err is why it left (-ESRCH: it
+ * closed, -EHOSTDOWN: lost with its node). */
+void shd_job_remote_rank(struct shd_daemon *d, struct shd_job *j, int32_t rank, uint32_t node,
+			 bool joined, int err);
+/* The reap step: free the jobs nothing refers to any more. */
+void shd_job_reap(struct shd_daemon *d);
+
+#endif

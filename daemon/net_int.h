@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * daemon/net_int.h - what net.c, net_tx.c and net_rx.c share, and nobody
+ * else sees.  Calls among them go one way: net.c -> net_rx.c -> net_tx.c.
+ */
+#ifndef SHD_NET_INT_H
+#define SHD_NET_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "daemon/daemon.h"
+#include "daemon/fabric.h"
+#include "daemon/log.h"
+#include "daemon/net.h"
+#include "daemon/rdv.h"
+#include "proto/wire.h"
+
+/* What a struct net_msg is, and so who owns its buffer. */
+enum net_msg_kind {
+	NET_MSG_BATCH,  /* a batch in a pool buffer; counts against credit */
+	NET_MSG_POOLED, /* a control message too large for the fabric's inline
+			   copy (JOB_JOIN), in a pool buffer */
+	NET_MSG_SMALL,  /* a small control message waiting for a send slot: a
+			   heap copy, freed once the fabric has copied it */
+	NET_MSG_INLINE, /* the per-peer context of small sends in flight: no
+			   buffer; only says which peer a completion is for */
+};
+
+/* One outgoing wire message. */
+struct net_msg {
+	struct shd_list link;  /* peer->sendq (closed batch) or net->retry */
+	struct shd_peer *peer;
+	uint64_t seq;          /* batches: sequence number */
+	uint32_t len;          /* bytes to send */
+	enum net_msg_kind kind;
+	uint8_t *buf;          /* message bytes (NET_MSG_INLINE: none) */
+};
+
+/* A received batch that could not be placed at once (a copy). */
+struct net_rx {
+	struct shd_list link;  /* peer->rxq, in seq order */
+	void *buf;             /* a copy of the message, right after this struct */
+	struct shf_wire_hdr h;
+	struct shf_wire_iter it;
+	struct shf_wire_rec cur;
+	bool have_cur;         /* cur waits for room */
+};
+
+/* A client's mark waiting for this peer to acknowledge batch `seq`. */
+struct net_mark {
+	struct shd_list link;  /* peer->marks, in seq order */
+	struct shd_client *c;  /* NULL once the client went away */
+	uint64_t seq;
+};
+
+enum peer_state {
+	PEER_UP,     /* exchanging messages */
+	PEER_FAILED, /* a send failed or it fell silent: nothing more is queued
+			for it; carried out at the pass's peers step */
+	PEER_DOWN,   /* carried out: its queues are empty, its ranks lost */
+};
+
+struct shd_peer {
+	struct shd_net *net;
+	uint32_t node;
+	enum peer_state state;
+	char host[SHD_RDV_HOST_MAX];
+	char addr[SHD_RDV_HOST_MAX + SHD_RDV_PORT_MAX + 8];
+	uint64_t last_heard_ns;
+	bool heard;                 /* anything received from it yet */
+	uint64_t incarnation;
+	char down_why[96];          /* PEER_FAILED: why */
+	struct shd_list down_link;  /* in net->downq while PEER_FAILED */
+	struct net_msg inline_ctx;  /* fabric context of its small sends */
+	/* sending (net_tx.c) */
+	struct net_msg *open;       /* batch being filled */
+	struct shf_wire_batch_enc enc;
+	uint64_t open_since_ns;
+	struct shd_list linger_link;/* in net->linger while open has records */
+	struct shd_list sendq;      /* closed batches waiting for credit */
+	uint64_t seq_closed;        /* last sequence number given to a batch */
+	uint64_t seq_sent;          /* last one posted */
+	uint64_t seq_acked;         /* last one acknowledged */
+	struct shd_list waiters;    /* shd_waiters: clients waiting for this peer */
+	struct shd_list marks;      /* struct net_mark */
+	struct shd_list credit_link;/* in net->credit_wait: sendq blocked by max_inflight */
+	/* receiving (net_rx.c) */
+	uint64_t seq_recv;          /* last batch fully placed */
+	uint64_t ack_sent;          /* last seq acknowledged to it */
+	uint32_t ack_dropped;       /* records dropped since the last ACK */
+	struct shd_list rxq;        /* parked batches */
+	struct shd_waiter rx_wait;  /* parked on a full delivery ring */
+	bool rx_waiting;
+	struct shd_list ack_link;   /* in net->ackq */
+	struct shd_list drain_link; /* in net->drainq: rxq may be placeable */
+	struct shf_peer_stats st;
+};
+
+struct shd_net {
+	struct shd_daemon *d;
+	const struct shd_net_events *ev;
+	struct shd_fabric *fab;
+	struct shd_fabric_cb cb;
+	struct shd_peer *peers;     /* [n_nodes]; peers[my node] unused */
+	uint32_t n_nodes;
+	uint64_t incarnation;
+	struct shd_ev *fab_ev;      /* CQ wait fd */
+	struct shd_ev *progress_ev; /* deferred progress */
+	struct shd_ev *retry_ev;    /* queued sends need a retry */
+	struct shd_ev *linger_ev;
+	struct shd_ev *hb_ev;
+	uint32_t batch_cap;         /* bytes of a batch buffer */
+	uint32_t inflight;          /* batches posted, not acknowledged */
+	struct shd_list linger;     /* peers with open batches, oldest first */
+	struct shd_list retry;      /* messages the fabric had no slot for */
+	struct shd_list ackq;       /* peers owed an ACK */
+	struct shd_list drainq;     /* peers whose parked batches may go on */
+	struct shd_list credit_wait;/* peers whose sendq waits for max_inflight */
+	struct shd_list downq;      /* PEER_FAILED peers, for the peers step */
+	struct shd_list pool_waiters; /* clients waiting for a batch buffer */
+	/* the buffer pool: one slab of pool_max buffers of batch_cap bytes,
+	 * registered with the fabric once; pages are touched on first use */
+	uint8_t *slab;
+	size_t slab_bytes;
+	struct net_msg *msgs;       /* [pool_max]: the header of each buffer */
+	struct net_msg **pool;      /* free buffers (a stack) */
+	uint32_t pool_free, pool_used_max, pool_max;
+	/* pending JOB_JOIN announcements */
+	struct { uint64_t hash; int32_t rank; } *joins;
+	uint32_t n_joins, cap_joins;
+};
+
+extern struct shd_ratelimit shd_net_rl_wire;
+
+/* net_tx.c */
+void shd_net_kick(struct shd_net *n);
+void shd_net_peer_fail(struct shd_peer *p, const char *why);
+int shd_net_pool_init(struct shd_net *n);
+void shd_net_pool_fini(struct shd_net *n);
+struct net_msg *shd_net_pool_get(struct shd_net *n);
+void shd_net_pool_put(struct shd_net *n, struct net_msg *m);
+/* Send a small encoded control message (len from an shf_wire_enc_*:
+ * <= 0 is an encoding failure, logged) to p if it is up. */
+void shd_net_ctl_send(struct shd_peer *p, const void *buf, long len);
+void shd_net_retry_posts(struct shd_net *n);
+void shd_net_send_done(struct shd_net *n, struct net_msg *m, int status);
+void shd_net_tx_ack(struct shd_peer *p, const struct shf_wire_ack *a);
+void shd_net_send_joins(struct shd_net *n);
+void shd_net_on_linger(int fd, void *arg);
+/* The peer is carried out: drop, count and report what was queued for
+ * it, fail its marks, return its credit. */
+void shd_net_tx_down(struct shd_peer *p);
+void shd_net_tx_close(struct shd_net *n);
+
+/* net_rx.c */
+int shd_net_rx_batch(struct shd_peer *p, void *buf, const struct shf_wire_hdr *h);
+void shd_net_rx_drain(struct shd_peer *p);
+void shd_net_rx_acks(struct shd_net *n);
+/* Drop (and count) the batches parked from p. */
+void shd_net_rx_down(struct shd_peer *p);
+void shd_net_rx_peer_init(struct shd_peer *p);
+
+#endif

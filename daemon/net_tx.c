@@ -1,0 +1,628 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * daemon/net_tx.c - the sending half of the peer protocol.
+ *
+ * Batches: one open batch per destination node, filled by the relay
+ * (shd_net_append) and closed when it reaches batch_bytes, when its oldest
+ * record is linger_us old, when its job changes, or for a flush.  A closed
+ * batch gets the next per-peer sequence number and is posted when the peer
+ * has credit (at most peer_credits unacknowledged batches per peer,
+ * max_inflight in total).  When a peer has no credit and its batch is full
+ * the client whose record is next waits (head of line), so backpressure
+ * reaches shf_send().
+ *
+ * Buffers: batches come from one slab of batch_budget bytes cut into
+ * batch-sized buffers, registered with the fabric once (providers with
+ * FI_MR_LOCAL need it); its pages are touched only when a buffer is first
+ * used, and the lowest free buffer is reused first.  Control messages
+ * (ACK, HEARTBEAT, JOB_JOIN, JOB_LEAVE, EPOCH, DROP) are at most
+ * SHD_FABRIC_SMALL bytes and go through the fabric's small-message path,
+ * which copies them into its own registered slot: no allocation, unless
+ * every slot is busy (then a copy waits in the retry queue, in order).
+ *
+ * Failure: a send the fabric refuses, or that completes with an error,
+ * marks the peer PEER_FAILED (shd_net_peer_fail): from then on nothing is
+ * queued for it and appends answer -EHOSTDOWN.  The records of a batch
+ * that failed are reported to their senders (ev->drops, -EHOSTDOWN).
+ * The rest (queued batches, marks, credit) is carried out at the pass's
+ * peers step (shd_net_tx_down), never inside the caller's update.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "daemon/jobtab.h"
+#include "daemon/net_int.h"
+#include "daemon/sched.h"
+
+void shd_net_kick(struct shd_net *n)
+{
+	shd_ev_activate(n->progress_ev);
+}
+
+void shd_net_peer_fail(struct shd_peer *p, const char *why)
+{
+	struct shd_net *n = p->net;
+	if (p->state != PEER_UP)
+		return;
+	p->state = PEER_FAILED;
+	snprintf(p->down_why, sizeof(p->down_why), "%s", why);
+	shd_list_add_tail(&n->downq, &p->down_link);
+	shd_sched_pass(n->d);
+}
+
+/* ------------------------------------------------------------- buffers */
+
+int shd_net_pool_init(struct shd_net *n)
+{
+	const struct shd_config *cfg = &n->d->cfg;
+	n->pool_max = (uint32_t)(cfg->batch_budget / n->batch_cap);
+	if (n->pool_max < 1)
+		n->pool_max = 1;
+	n->slab_bytes = (size_t)n->pool_max * n->batch_cap;
+	/* anonymous memory: a page is committed when a batch first uses it */
+	void *slab = mmap(NULL, n->slab_bytes, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (slab == MAP_FAILED)
+		return -errno;
+	n->slab = slab;
+	n->msgs = calloc(n->pool_max, sizeof(*n->msgs));
+	n->pool = calloc(n->pool_max, sizeof(*n->pool));
+	if (!n->msgs || !n->pool)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n->pool_max; i++) {
+		struct net_msg *m = &n->msgs[i];
+		shd_list_init(&m->link);
+		m->kind = NET_MSG_BATCH;
+		m->buf = n->slab + (size_t)i * n->batch_cap;
+		n->pool[n->pool_max - 1 - i] = m; /* lowest address on top */
+	}
+	n->pool_free = n->pool_max;
+	return shd_fabric_mr_reg(n->fab, n->slab, n->slab_bytes);
+}
+
+void shd_net_pool_fini(struct shd_net *n)
+{
+	if (n->slab)
+		munmap(n->slab, n->slab_bytes);
+	free(n->msgs);
+	free(n->pool);
+}
+
+struct net_msg *shd_net_pool_get(struct shd_net *n)
+{
+	if (!n->pool_free)
+		return NULL;
+	struct net_msg *m = n->pool[--n->pool_free];
+	if (n->pool_max - n->pool_free > n->pool_used_max)
+		n->pool_used_max = n->pool_max - n->pool_free;
+	return m;
+}
+
+void shd_net_pool_put(struct shd_net *n, struct net_msg *m)
+{
+	n->pool[n->pool_free++] = m;
+	shd_sched_wake(&n->pool_waiters);
+}
+
+/* ------------------------------------------------------------- posting */
+
+static int fab_send(struct shd_net *n, struct net_msg *m)
+{
+	if (m->kind == NET_MSG_SMALL)
+		return shd_fabric_send_small(n->fab, m->peer->node, m->buf, m->len,
+					     &m->peer->inline_ctx);
+	return shd_fabric_send(n->fab, m->peer->node, m->buf, m->len, m);
+}
+
+/* The fabric took m (0: posted, 1: queued inside the fabric). */
+static void handed_over(struct shd_net *n, struct net_msg *m)
+{
+	if (m->kind == NET_MSG_SMALL)
+		free(m); /* the fabric copied it */
+	shd_net_kick(n);
+}
+
+/* Hand a message to the fabric, keeping per-peer order behind any queued. */
+static void post(struct shd_net *n, struct net_msg *m)
+{
+	if (!shd_list_empty(&n->retry)) {
+		shd_list_add_tail(&n->retry, &m->link);
+		return;
+	}
+	int r = fab_send(n, m);
+	if (r == 0 || r == 1) {
+		handed_over(n, m);
+		return;
+	}
+	if (r == -EAGAIN) {
+		shd_list_add_tail(&n->retry, &m->link);
+		return;
+	}
+	/* refused outright: the peer is unusable (send_done marks it) */
+	shd_net_send_done(n, m, r);
+}
+
+void shd_net_retry_posts(struct shd_net *n)
+{
+	while (!shd_list_empty(&n->retry)) {
+		struct net_msg *m = shd_container_of(n->retry.next, struct net_msg, link);
+		int r = fab_send(n, m);
+		if (r == -EAGAIN)
+			return;
+		shd_list_del(&m->link);
+		if (r == 0 || r == 1)
+			handed_over(n, m);
+		else
+			shd_net_send_done(n, m, r);
+	}
+}
+
+void shd_net_ctl_send(struct shd_peer *p, const void *buf, long len)
+{
+	struct shd_net *n = p->net;
+	if (len <= 0 || len > (long)SHD_FABRIC_SMALL) {
+		shd_warn("cannot encode a wire message for node %u (%ld)", p->node, len);
+		return;
+	}
+	if (p->state != PEER_UP)
+		return;
+	if (shd_list_empty(&n->retry)) {
+		int r = shd_fabric_send_small(n->fab, p->node, buf, (size_t)len, &p->inline_ctx);
+		if (r == 0 || r == 1) {
+			shd_net_kick(n);
+			return;
+		}
+		if (r != -EAGAIN) {
+			char why[96];
+			snprintf(why, sizeof(why), "send failed: %s", strerror(-r));
+			shd_net_peer_fail(p, why);
+			return;
+		}
+	}
+	/* every send slot is busy (or others wait): a copy waits its turn */
+	struct net_msg *m = malloc(sizeof(*m) + (size_t)len);
+	if (!m) {
+		shd_err("node %u: out of memory queueing a control message", p->node);
+		return;
+	}
+	shd_list_init(&m->link);
+	m->peer = p;
+	m->kind = NET_MSG_SMALL;
+	m->len = (uint32_t)len;
+	m->buf = (uint8_t *)(m + 1);
+	memcpy(m->buf, buf, (size_t)len);
+	shd_list_add_tail(&n->retry, &m->link);
+}
+
+/* Report the records of an encoded batch to p as dropped (node down). */
+static void charge_batch(struct shd_peer *p, const struct net_msg *m)
+{
+	struct shd_net *n = p->net;
+	struct shf_wire_hdr h;
+	if (shf_wire_check(m->buf, m->len, n->n_nodes, p->node, &h) != 0)
+		return; /* cannot happen: we encoded it */
+	struct shf_wire_iter it;
+	struct shf_wire_rec rec;
+	int32_t src = -1;
+	uint32_t count = 0;
+	shf_wire_iter_init(&it, m->buf, &h, UINT32_MAX);
+	while (shf_wire_iter_next(&it, &rec) > 0) {
+		p->st.drops_down++;
+		if (count && rec.src_rank != src) {
+			n->ev->drops(n->d, h.u.batch.job_hash, src, count, -EHOSTDOWN);
+			count = 0;
+		}
+		src = rec.src_rank;
+		count++;
+	}
+	if (count)
+		n->ev->drops(n->d, h.u.batch.job_hash, src, count, -EHOSTDOWN);
+}
+
+void shd_net_send_done(struct shd_net *n, struct net_msg *m, int status)
+{
+	struct shd_peer *p = m->peer; /* m may be gone below */
+	switch (m->kind) {
+	case NET_MSG_BATCH:
+		if (status < 0)
+			charge_batch(p, m); /* never arrived: its senders hear of it */
+		/* fallthrough */
+	case NET_MSG_POOLED:
+		shd_net_pool_put(n, m);
+		break;
+	case NET_MSG_SMALL:
+		free(m);
+		break;
+	case NET_MSG_INLINE:
+		break;
+	}
+	if (status < 0 && status != -EHOSTDOWN && p->state == PEER_UP) {
+		char why[96];
+		snprintf(why, sizeof(why), "send failed: %s", strerror(-status));
+		shd_net_peer_fail(p, why);
+	}
+}
+
+/* ------------------------------------------------------------- batches */
+
+static bool has_credit(const struct shd_peer *p)
+{
+	const struct shd_net *n = p->net;
+	return p->seq_sent - p->seq_acked < n->d->cfg.peer_credits &&
+	       n->inflight < n->d->cfg.max_inflight;
+}
+
+static void try_send(struct shd_peer *p)
+{
+	struct shd_net *n = p->net;
+	while (!shd_list_empty(&p->sendq) && p->state == PEER_UP) {
+		if (!has_credit(p)) {
+			if (n->inflight >= n->d->cfg.max_inflight && !shd_list_linked(&p->credit_link))
+				shd_list_add_tail(&n->credit_wait, &p->credit_link);
+			return;
+		}
+		struct net_msg *m = shd_container_of(p->sendq.next, struct net_msg, link);
+		shd_list_del(&m->link);
+		p->seq_sent = m->seq;
+		n->inflight++;
+		post(n, m);
+	}
+	/* room for a new open batch again */
+	if (shd_list_empty(&p->sendq))
+		shd_sched_wake(&p->waiters);
+}
+
+enum close_why { CLOSE_SIZE, CLOSE_LINGER, CLOSE_FLUSH, CLOSE_JOB };
+
+/* Close p's open batch: give it a sequence number and send it if credit
+ * allows.  The send may fail synchronously: callers re-check p->state. */
+static void close_open(struct shd_peer *p, enum close_why why)
+{
+	struct shd_net *n = p->net;
+	struct shd_daemon *d = n->d;
+	struct net_msg *m = p->open;
+	if (!m)
+		return;
+	uint32_t count = p->enc.count;
+	m->seq = ++p->seq_closed;
+	m->len = (uint32_t)shf_wire_batch_end(&p->enc, m->seq);
+	m->peer = p;
+	p->open = NULL;
+	shd_list_del(&p->linger_link);
+	d->st.batches_out++;
+	d->st.batch_bytes_out += m->len;
+	d->st.batch_msgs_out += count;
+	p->st.batches_out++;
+	p->st.bytes_out += m->len;
+	p->st.msgs_out += count;
+	switch (why) {
+	case CLOSE_SIZE:
+	case CLOSE_JOB: d->st.batches_by_size++; break;
+	case CLOSE_LINGER: d->st.batches_by_linger++; break;
+	case CLOSE_FLUSH: d->st.batches_by_flush++; break;
+	}
+	shd_list_add_tail(&p->sendq, &m->link);
+	try_send(p);
+}
+
+int shd_net_append(struct shd_daemon *d, struct shd_client *src, uint32_t node,
+		   const struct shd_job *j, int32_t dst, uint32_t type, const void *data,
+		   uint32_t len)
+{
+	struct shd_net *n = d->net;
+	if (node >= n->n_nodes || node == d->node_id)
+		return -EHOSTDOWN;
+	struct shd_peer *p = &n->peers[node];
+	if (p->state != PEER_UP)
+		return -EHOSTDOWN;
+	if (p->open && (p->enc.job_hash != j->hash || !shf_wire_batch_fits(&p->enc, len))) {
+		close_open(p, p->enc.job_hash != j->hash ? CLOSE_JOB : CLOSE_SIZE);
+		if (p->state != PEER_UP)
+			return -EHOSTDOWN; /* that send failed: the record is dropped, counted */
+	}
+	if (!p->open) {
+		struct net_msg *m = NULL;
+		/* one closed batch may wait for credit; beyond that, wait */
+		if (shd_list_empty(&p->sendq))
+			m = shd_net_pool_get(n);
+		if (!m) {
+			struct shd_list *q = shd_list_empty(&p->sendq) ? &n->pool_waiters : &p->waiters;
+			shd_list_add_tail(q, &src->wait.link);
+			src->blocked = true;
+			p->st.credit_stalls++;
+			d->st.credit_stalls++;
+			return -EAGAIN;
+		}
+		m->peer = p;
+		shf_wire_batch_begin(&p->enc, m->buf, n->batch_cap, d->node_id, node, j->hash);
+		p->open = m;
+		p->open_since_ns = shd_now_ns();
+		shd_list_add_tail(&n->linger, &p->linger_link);
+		if (!shd_ev_armed(n->linger_ev))
+			shd_ev_arm(n->linger_ev, d->cfg.linger_us);
+	}
+	if (!src->sent_to) {
+		src->sent_to = calloc((n->n_nodes + 63) / 64, sizeof(uint64_t));
+		if (!src->sent_to)
+			return -EHOSTDOWN; /* cannot track it for flushes: drop, counted */
+	}
+	src->sent_to[node / 64] |= UINT64_C(1) << (node % 64);
+	void *to = shf_wire_batch_add(&p->enc, dst, src->rank, type, len);
+	if (!to)
+		return -EHOSTDOWN; /* cannot happen: fits() was checked, ranks are bounded */
+	memcpy(to, data, len);
+	/* if this send fails, the record is reported through ev->drops */
+	if (p->enc.off - SHF_WIRE_BATCH_HDR >= d->cfg.batch_bytes)
+		close_open(p, CLOSE_SIZE);
+	return 0;
+}
+
+void shd_net_on_linger(int fd, void *arg)
+{
+	struct shd_net *n = arg;
+	uint64_t now = shd_now_ns(), lg = (uint64_t)n->d->cfg.linger_us * 1000u;
+	while (!shd_list_empty(&n->linger)) {
+		struct shd_peer *p = shd_container_of(n->linger.next, struct shd_peer, linger_link);
+		if (p->open_since_ns + lg > now) {
+			shd_ev_arm(n->linger_ev, (p->open_since_ns + lg - now) / 1000u + 1);
+			break;
+		}
+		close_open(p, CLOSE_LINGER);
+	}
+	shd_net_kick(n);
+}
+
+/* ------------------------------------------------------------- acks, marks */
+
+static void mark_release(struct shd_net *n, struct net_mark *mk, bool lost)
+{
+	struct shd_client *c = mk->c;
+	shd_list_del(&mk->link);
+	free(mk);
+	if (c)
+		n->ev->mark_acked(c, lost);
+}
+
+void shd_net_tx_ack(struct shd_peer *p, const struct shf_wire_ack *a)
+{
+	struct shd_net *n = p->net;
+	if (a->acked_seq <= p->seq_acked)
+		return;
+	if (a->acked_seq > p->seq_sent) {
+		n->d->st.wire_bad++;
+		shd_log_rl(&shd_net_rl_wire, SHD_LOG_WARN, "node %u acked batch %llu, beyond %llu sent",
+			   p->node, (unsigned long long)a->acked_seq,
+			   (unsigned long long)p->seq_sent);
+		return;
+	}
+	n->inflight -= (uint32_t)(a->acked_seq - p->seq_acked);
+	p->seq_acked = a->acked_seq;
+	while (!shd_list_empty(&p->marks)) {
+		struct net_mark *mk = shd_container_of(p->marks.next, struct net_mark, link);
+		if (mk->seq > p->seq_acked)
+			break;
+		mark_release(n, mk, false);
+	}
+	try_send(p);
+	/* global credit freed: peers held back by max_inflight go again */
+	struct shd_list *q, *t;
+	shd_list_for_each_safe(q, t, &n->credit_wait) {
+		struct shd_peer *o = shd_container_of(q, struct shd_peer, credit_link);
+		shd_list_del(&o->credit_link);
+		try_send(o);
+	}
+}
+
+uint64_t shd_net_mark(struct shd_daemon *d, struct shd_client *src)
+{
+	struct shd_net *n = d->net;
+	uint64_t need = 0;
+	if (!src->sent_to)
+		return 0; /* never sent off this node */
+	/* only the peers this client sent to since its last mark: a flush costs
+	 * what the client touched, and a lost node is reported to its senders only */
+	for (uint32_t w = 0; w < (n->n_nodes + 63) / 64; w++) {
+		uint64_t bits = src->sent_to[w];
+		src->sent_to[w] = 0;
+		while (bits) {
+			uint32_t i = w * 64 + (uint32_t)__builtin_ctzll(bits);
+			bits &= bits - 1;
+			struct shd_peer *p = &n->peers[i];
+			if (p->state != PEER_UP)
+				continue; /* its records are reported as it goes down */
+			if (p->open)
+				close_open(p, CLOSE_FLUSH);
+			if (p->state != PEER_UP || p->seq_closed <= p->seq_acked)
+				continue;
+			struct net_mark *mk = malloc(sizeof(*mk));
+			if (!mk) {
+				src->report_down++; /* cannot track: report possible loss */
+				continue;
+			}
+			mk->c = src;
+			mk->seq = p->seq_closed;
+			shd_list_add_tail(&p->marks, &mk->link);
+			need++;
+		}
+	}
+	shd_net_kick(n);
+	return need;
+}
+
+void shd_net_forget(struct shd_daemon *d, struct shd_client *src)
+{
+	struct shd_net *n = d->net;
+	if (!src->mark_need)
+		return;
+	for (uint32_t i = 0; i < n->n_nodes; i++) {
+		struct shd_list *q;
+		for (q = n->peers[i].marks.next; q != &n->peers[i].marks; q = q->next) {
+			struct net_mark *mk = shd_container_of(q, struct net_mark, link);
+			if (mk->c == src)
+				mk->c = NULL;
+		}
+	}
+}
+
+/* ------------------------------------------------------------- control plane */
+
+void shd_net_announce(struct shd_daemon *d, struct shd_job *j, int32_t rank, bool joined)
+{
+	struct shd_net *n = d->net;
+	if (joined) {
+		if (n->n_joins == n->cap_joins) {
+			uint32_t cap = n->cap_joins ? 2 * n->cap_joins : 64;
+			void *q = realloc(n->joins, sizeof(*n->joins) * cap);
+			if (!q) {
+				shd_err("out of memory announcing job %s rank %d", j->name, rank);
+				return;
+			}
+			n->joins = q;
+			n->cap_joins = cap;
+		}
+		n->joins[n->n_joins].hash = j->hash;
+		n->joins[n->n_joins].rank = rank;
+		n->n_joins++;
+		shd_sched_pass(d); /* announced at the network step */
+		return;
+	}
+	for (uint32_t i = 0; i < n->n_nodes; i++) {
+		struct shd_peer *p = &n->peers[i];
+		if (i == d->node_id || p->state != PEER_UP)
+			continue;
+		uint8_t buf[SHF_WIRE_LEAVE_BYTES];
+		struct shf_wire_leave l = {j->hash, rank, 0};
+		shd_net_ctl_send(p, buf, shf_wire_enc_leave(buf, sizeof(buf), d->node_id, i, &l));
+	}
+}
+
+static int cmp_join(const void *a, const void *b)
+{
+	const struct { uint64_t hash; int32_t rank; } *x = a, *y = b;
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* Ranges per JOB_JOIN so that it fits the fabric's small-message path. */
+#define JOIN_RANGES ((uint32_t)((SHD_FABRIC_SMALL - SHF_WIRE_JOIN_FIXED) / SHF_WIRE_RANGE_BYTES))
+
+/* One JOB_JOIN (or several of JOIN_RANGES ranges) to every peer that is up. */
+static void join_send(struct shd_net *n, const struct shd_job *j, const struct shf_wire_range *rg,
+		      uint32_t nr)
+{
+	struct shd_daemon *d = n->d;
+	struct shf_wire_join jn = {0};
+	jn.world = j->world;
+	jn.uid = (uint32_t)j->uid;
+	snprintf(jn.name, sizeof(jn.name), "%s", j->name);
+	for (uint32_t off = 0; off < nr; off += JOIN_RANGES) {
+		uint32_t k = nr - off < JOIN_RANGES ? nr - off : JOIN_RANGES;
+		uint8_t buf[SHD_FABRIC_SMALL];
+		for (uint32_t p = 0; p < n->n_nodes; p++) {
+			if (p == d->node_id || n->peers[p].state != PEER_UP)
+				continue;
+			shd_net_ctl_send(&n->peers[p], buf,
+					 shf_wire_enc_join(buf, sizeof(buf), d->node_id, p, &jn,
+							   rg + off, k));
+		}
+	}
+}
+
+void shd_net_send_joins(struct shd_net *n)
+{
+	struct shd_daemon *d = n->d;
+	if (!n->n_joins)
+		return;
+	qsort(n->joins, n->n_joins, sizeof(*n->joins), cmp_join);
+	uint32_t i = 0;
+	while (i < n->n_joins) {
+		uint32_t k = i;
+		while (k < n->n_joins && n->joins[k].hash == n->joins[i].hash)
+			k++;
+		struct shd_job *j = shd_jobtab_find_hash(d, n->joins[i].hash);
+		struct shf_wire_range *rg = j ? malloc(sizeof(*rg) * (k - i)) : NULL;
+		uint32_t nr = 0;
+		for (uint32_t x = i; rg && x < k; x++) {
+			int32_t r = n->joins[x].rank;
+			if (j->rank_node[r] != d->node_id)
+				continue; /* left again meanwhile */
+			if (nr && rg[nr - 1].first + rg[nr - 1].count == r)
+				rg[nr - 1].count++;
+			else if (!nr || rg[nr - 1].first + rg[nr - 1].count < r)
+				rg[nr++] = (struct shf_wire_range){r, 1};
+		}
+		if (j && !rg)
+			shd_err("out of memory announcing job %s", j->name);
+		if (nr)
+			join_send(n, j, rg, nr);
+		free(rg);
+		i = k;
+	}
+	n->n_joins = 0;
+}
+
+void shd_net_epoch(struct shd_daemon *d, struct shd_job *j, uint32_t phase, int32_t count)
+{
+	struct shd_net *n = d->net;
+	for (uint32_t i = 0; i < n->n_nodes; i++) {
+		struct shd_peer *p = &n->peers[i];
+		if (i == d->node_id || p->state != PEER_UP)
+			continue;
+		uint8_t buf[SHF_WIRE_EPOCH_BYTES];
+		struct shf_wire_epoch ep = {j->hash, j->epoch_seq + 1, phase, (uint32_t)count};
+		shd_net_ctl_send(p, buf, shf_wire_enc_epoch(buf, sizeof(buf), d->node_id, i, &ep));
+	}
+}
+
+/* ------------------------------------------------------------- teardown */
+
+void shd_net_tx_down(struct shd_peer *p)
+{
+	struct shd_net *n = p->net;
+	/* records not yet sent are lost: tell their senders */
+	if (p->open) {
+		struct net_msg *m = p->open;
+		m->len = (uint32_t)shf_wire_batch_end(&p->enc, ++p->seq_closed);
+		p->open = NULL;
+		shd_list_del(&p->linger_link);
+		charge_batch(p, m);
+		shd_net_pool_put(n, m);
+	}
+	while (!shd_list_empty(&p->sendq)) {
+		struct net_msg *m = shd_container_of(p->sendq.next, struct net_msg, link);
+		shd_list_del(&m->link);
+		charge_batch(p, m);
+		shd_net_pool_put(n, m);
+	}
+	/* marks waiting for its acks: complete them, reporting possible loss */
+	while (!shd_list_empty(&p->marks))
+		mark_release(n, shd_container_of(p->marks.next, struct net_mark, link), true);
+	n->inflight -= (uint32_t)(p->seq_sent - p->seq_acked);
+	p->seq_acked = p->seq_sent;
+	shd_list_del(&p->credit_link);
+	/* whoever waits for this peer retries and finds it down */
+	shd_sched_wake(&p->waiters);
+}
+
+void shd_net_tx_close(struct shd_net *n)
+{
+	for (uint32_t i = 0; i < n->n_nodes; i++) {
+		struct shd_peer *p = &n->peers[i];
+		while (!shd_list_empty(&p->marks)) {
+			struct net_mark *mk = shd_container_of(p->marks.next, struct net_mark, link);
+			shd_list_del(&mk->link);
+			free(mk);
+		}
+	}
+	/* queued small copies are ours; pooled buffers go with the slab */
+	while (!shd_list_empty(&n->retry)) {
+		struct net_msg *m = shd_container_of(n->retry.next, struct net_msg, link);
+		shd_list_del(&m->link);
+		if (m->kind == NET_MSG_SMALL)
+			free(m);
+	}
+}
