@@ -1,9 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * client/client.h - libshuffle-client internals shared across its files.
- * Never installed.  Everything here is hidden (-fvisibility=hidden); only
- * functions marked SHF_EXPORT leave the library, and the version script
+ * client/client.h - libshuffle-client internals shared across its files:
+ * the context (struct shf_ctx), error.c and env.c.  Never installed.
+ * Everything here is hidden (-fvisibility=hidden); only functions marked
+ * SHF_EXPORT leave the library, and the version script
  * (libshuffle-client.map) lists exactly those.
+ *
+ * Files, each calling only the ones below it (one private header each):
+ *
+ *   open.c   shf_open()/shf_close(): connect, handshake, map, start, stop
+ *   data.c   data.h: send, delivery, the wait step that delivers, flush, epoch
+ *   wait.c   wait.h: deadlines, death, reply waiters, leader/gen, socket reader
+ *   error.c, env.c   (this header): error details, debug output, environment
  *
  * Threads and locks of a context (struct shf_ctx):
  *
@@ -97,7 +105,7 @@ void shc_env_job(const char *opt, char job[SHF_JOB_MAX]);
  * with the detail set. */
 int shc_env_socket_path(const char *opt, unsigned long uid, char *out, size_t cap);
 
-/* -------------------------------------------------------------------- ctx.c */
+/* ------------------------------------------------------------------ context */
 
 /* A thread waiting for a control reply.  Lives on the waiter's stack (or in
  * the context for the epoch), linked in ctx->waiters under mu. */
@@ -162,7 +170,13 @@ struct shf_ctx {
 	/* --- producer side, under send_lock */
 	pthread_mutex_t send_lock;
 	struct shf_ring send;      /* our producer view of SHF_SHM_SEND */
-	_Atomic uint64_t mark_seq; /* last mark / epoch id handed out (read by the leader) */
+	/* Last mark / epoch id handed out; the leader reads it to refuse a
+	 * reply for a mark never sent.  Relaxed on both sides: it orders
+	 * nothing.  A reply to mark N exists only after N's MARK record was
+	 * published ([P1], after this store in program order), taken by the
+	 * daemon ([C1]) and answered on the socket, and the leader loads
+	 * mark_seq after it received that reply: it sees N or later. */
+	_Atomic uint64_t mark_seq;
 	bool check_sock;           /* poll mode: look for a hang-up at the next send */
 	unsigned send_count;       /* poll mode: sends since the last hang-up check */
 
@@ -201,59 +215,10 @@ struct shf_ctx {
 	} rx;
 };
 
-/* Set when the current thread runs a callback of this context. */
-extern _Thread_local struct shf_ctx *shc_in_cb;
-
-uint64_t shc_now_ns(void);
-/* Absolute CLOCK_MONOTONIC deadline in ns, or -1 for "forever". */
-int64_t shc_deadline(int timeout_ms);
-/* Resolve an API timeout (0: the context's, -1: forever) to a deadline.
- * 0 or -EINVAL. */
-int shc_call_deadline(const struct shf_ctx *c, int timeout_ms, int64_t *deadline_p);
-
-/* Mark the context dead (first reason wins) and wake every waiter. */
-void shc_mark_dead(struct shf_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The same, for a daemon that broke the protocol: also shuts the socket
- * down so the daemon lets go of us. */
-void shc_protocol_error(struct shf_ctx *c, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-/* -ENOTCONN with the death reason as the calling thread's detail. */
-int shc_dead_err(struct shf_ctx *c);
-static inline bool shc_is_dead(struct shf_ctx *c)
+/* A daemon's errno field: 0 is not an error, and errno values end at 4095. */
+static inline bool shc_errno_ok(int32_t e)
 {
-	return atomic_load_explicit(&c->dead, memory_order_acquire) != 0;
+	return e < 0 && e >= -4095;
 }
-
-uint64_t shc_wait_gen(struct shf_ctx *c);
-/* Sleep until the leader saw something (gen moved past `gen`), the
- * deadline, or death.  0 (re-check), -ETIMEDOUT, -ENOTCONN (detail set). */
-int shc_wait(struct shf_ctx *c, uint64_t gen, int64_t deadline);
-/* One step of a blocking wait: in poll mode first deliver what is waiting
- * (the daemon may be stuck on my full delivery ring) and arm the consumer;
- * then shc_wait().  Same returns. */
-int shc_wait_step(struct shf_ctx *c, uint64_t gen, int64_t deadline);
-/* Non-blocking hang-up check of the socket (poll mode sends). */
-void shc_sock_check(struct shf_ctx *c);
-/* The socket hung up: read the daemon's last words and mark c dead (or let
- * the current leader do it and wait for the end of its round). */
-void shc_sock_hangup(struct shf_ctx *c);
-
-void shc_waiter_add(struct shf_ctx *c, struct shc_waiter *w, uint16_t type, uint64_t id);
-void shc_waiter_del(struct shf_ctx *c, struct shc_waiter *w);
-/* Wait until w->done.  0, -ETIMEDOUT or -ENOTCONN (detail set). */
-int shc_waiter_wait(struct shf_ctx *c, struct shc_waiter *w, int64_t deadline);
-
-/* ------------------------------------------------------------------- data.c */
-
-/* Deliver up to `max` records; deliver_lock held.  Count, or -ENOTCONN. */
-int shc_deliver_batch(struct shf_ctx *c, unsigned max);
-/* Poll mode, not in a callback: deliver a batch if the consumer is free, else
- * arm it.  Count delivered (0: armed or busy), or -ENOTCONN. */
-int shc_poll_progress(struct shf_ctx *c);
-/* Poll mode: after an internal wait may have consumed the DELIVER bell,
- * leave either an armed consumer or a readable event fd behind. */
-void shc_poll_restore(struct shf_ctx *c);
-int shc_flush_origin(struct shf_ctx *c, int64_t deadline);
-void *shc_delivery_main(void *arg);
 
 #endif /* SHC_CLIENT_H */

@@ -2,7 +2,12 @@
 /*
  * client/data.c - the data path of a context: shf_send() into the send
  * ring, delivery from the delivery ring (library thread or shf_poll()),
- * flushes and epochs.
+ * the wait step that delivers while it waits, flushes and epochs.
+ *
+ * The middle of the client's call graph: it calls the wait engine
+ * (wait.c) and is called by open.c; wait.c never calls back here.  Every
+ * access to the shared ring indices goes through proto/ring.h's labelled
+ * helpers (docs/ring.md lists them).
  *
  * Record format in both rings: kind SHF_REC_MSG, payload struct shf_msg_hdr
  * {rank, type} then the data.  `rank` is the destination in the send ring
@@ -24,9 +29,9 @@
 #include <unistd.h>
 
 #include "client/client.h"
+#include "client/data.h"
+#include "client/wait.h"
 #include "proto/shm.h"
-
-_Thread_local struct shf_ctx *shc_in_cb;
 
 static inline void stat_add(_Atomic uint64_t *s, uint64_t v)
 {
@@ -106,7 +111,7 @@ int shc_deliver_batch(struct shf_ctx *c, unsigned max)
 		return shc_dead_err(c);
 	/* one release for the batch; the daemon may sleep waiting for room */
 	if (shf_ring_release(&c->deliver))
-		shf_ring_ring_bell(c->daemon_bell);
+		shf_bell_ring(c->daemon_bell);
 	if (c->thread_mode) {
 		pthread_mutex_lock(&c->mu);
 		c->released = c->deliver.done;
@@ -141,7 +146,7 @@ void shc_poll_restore(struct shf_ctx *c)
 	if (pthread_mutex_trylock(&c->deliver_lock))
 		return; /* its holder delivers and leaves the ring in order */
 	if (!shf_ring_cons_arm(&c->deliver))
-		shf_ring_ring_bell(c->deliver_bell); /* records wait: make the fd readable */
+		shf_bell_ring(c->deliver_bell); /* records wait: make the fd readable */
 	pthread_mutex_unlock(&c->deliver_lock);
 }
 
@@ -216,6 +221,41 @@ SHF_EXPORT int shf_poll(struct shf_ctx *c, int timeout_ms)
 	}
 }
 
+/* ------------------------------------------------- waits that deliver */
+
+int shc_wait_step(struct shf_ctx *c, uint64_t gen, int64_t deadline)
+{
+	if (shc_is_dead(c))
+		return shc_dead_err(c);
+	if (!c->thread_mode && shc_in_cb != c) {
+		int n = shc_poll_progress(c);
+		if (n < 0)
+			return n;
+		if (n > 0) {
+			/* progress: let the caller re-check, within its deadline */
+			if (deadline >= 0 && shc_now_ns() >= (uint64_t)deadline)
+				return -ETIMEDOUT;
+			return 0;
+		}
+	}
+	return shc_wait(c, gen, deadline);
+}
+
+int shc_waiter_wait(struct shf_ctx *c, struct shc_waiter *w, int64_t deadline)
+{
+	for (;;) {
+		pthread_mutex_lock(&c->mu);
+		bool done = w->done;
+		uint64_t gen = c->gen;
+		pthread_mutex_unlock(&c->mu);
+		if (done)
+			return 0;
+		int r = shc_wait_step(c, gen, deadline);
+		if (r < 0)
+			return r;
+	}
+}
+
 /* ----------------------------------------------------------------- send */
 
 /*
@@ -240,12 +280,10 @@ static int send_reserve(struct shf_ctx *c, uint32_t kind, uint32_t plen, bool no
 			if (!t0)
 				t0 = shc_now_ns();
 			uint64_t gen = shc_wait_gen(c);
-			/* Arm, then retry: pairs [D1] with the daemon's release [D2].
-			 * The flag is never cleared here: other threads may sleep on
-			 * it too (shf_flush ORIGIN), and a stale flag costs at most
-			 * one spurious bell. */
-			atomic_store_explicit(&c->send.ctl->prod_wait, 1, memory_order_relaxed);
-			atomic_thread_fence(memory_order_seq_cst);
+			/* Arm, then retry ([D1] with the daemon's release [D2]).
+			 * The flag stays set: other threads may sleep on it too
+			 * (shf_flush ORIGIN). */
+			shf_ring_prod_want_space(&c->send);
 			p = shf_ring_reserve(&c->send, plen, kind);
 			if (!p && !c->send.err) {
 				waited = true;
@@ -317,7 +355,7 @@ SHF_EXPORT int shf_send(struct shf_ctx *c, int dst, uint32_t type, const void *d
 		memcpy((char *)p + SHF_MSG_HDR_BYTES, data, len);
 	bool bell = shf_ring_publish(&c->send);
 	if (bell)
-		shf_ring_ring_bell(c->daemon_bell);
+		shf_bell_ring(c->daemon_bell);
 	/* An idle daemon (bell) or every 256th send: check for a hang-up at
 	 * the next send.  Costs one poll() now and then, none on a busy path. */
 	if (!c->thread_mode && (bell || ++c->send_count >= 256)) {
@@ -332,12 +370,6 @@ SHF_EXPORT int shf_send(struct shf_ctx *c, int dst, uint32_t type, const void *d
 
 /* ---------------------------------------------------------------- flush */
 
-static bool tail_reached(struct shf_ctx *c, uint64_t target)
-{
-	uint64_t t = atomic_load_explicit(&c->send.ctl->tail, memory_order_acquire); /* [P2] */
-	return (int64_t)(t - target) >= 0;
-}
-
 int shc_flush_origin(struct shf_ctx *c, int64_t deadline)
 {
 	pthread_mutex_lock(&c->send_lock);
@@ -351,12 +383,11 @@ int shc_flush_origin(struct shf_ctx *c, int64_t deadline)
 			r = shc_dead_err(c);
 			break;
 		}
-		if (tail_reached(c, target))
+		if (shf_ring_tail_reached(&c->send, target))
 			break;
-		/* arm for the SPACE bell, re-check ([D1]); never cleared here */
-		atomic_store_explicit(&c->send.ctl->prod_wait, 1, memory_order_relaxed);
-		atomic_thread_fence(memory_order_seq_cst);
-		if (tail_reached(c, target))
+		/* arm for the SPACE bell, re-check ([D1]); the flag stays set */
+		shf_ring_prod_want_space(&c->send);
+		if (shf_ring_tail_reached(&c->send, target))
 			break;
 		waited = true;
 		r = shc_wait_step(c, gen, deadline);
@@ -383,7 +414,8 @@ static int mark_publish(struct shf_ctx *c, uint32_t what, struct shc_waiter *w,
 	uint64_t id = atomic_load_explicit(&c->mark_seq, memory_order_relaxed) + 1;
 	if ((uint32_t)id == 0)
 		id++;
-	atomic_store_explicit(&c->mark_seq, id, memory_order_release);
+	/* relaxed: see mark_seq in client.h */
+	atomic_store_explicit(&c->mark_seq, id, memory_order_relaxed);
 	shc_waiter_add(c, w, SHF_IPC_FLUSH_DONE, id);
 	void *p;
 	int r = send_reserve(c, SHF_REC_MARK, sizeof(struct shf_mark), false, deadline, &p);
@@ -395,7 +427,7 @@ static int mark_publish(struct shf_ctx *c, uint32_t what, struct shc_waiter *w,
 	struct shf_mark m = {id, what, 0};
 	memcpy(p, &m, sizeof(m));
 	if (shf_ring_publish(&c->send))
-		shf_ring_ring_bell(c->daemon_bell);
+		shf_bell_ring(c->daemon_bell);
 	pthread_mutex_unlock(&c->send_lock);
 	*id_p = id;
 	return 0;
@@ -437,24 +469,17 @@ static int flush_remote(struct shf_ctx *c, int64_t deadline)
 	return drop_result(w.dropped_dead, w.dropped_down);
 }
 
-/* A published head that no honest producer could have written, given a
- * tail we released (read after the head, so it may already be past it). */
-static bool head_bad(const struct shf_ctx *c, uint64_t head, uint64_t released)
-{
-	return (int64_t)(head - released) > (int64_t)c->deliver.size || head % SHF_RING_ALIGN;
-}
-
 static int flush_delivery(struct shf_ctx *c, int64_t deadline)
 {
 	/* everything the daemon published by now */
-	uint64_t target = atomic_load_explicit(&c->deliver.ctl->head, memory_order_acquire);
+	uint64_t target = shf_ring_head_snapshot(&c->deliver);
 	if (c->thread_mode) {
 		pthread_mutex_lock(&c->mu);
 		int r = 0;
 		/* c->released lags the shared tail a little; the tail, read after
 		 * the head, bounds any honest head */
-		if (head_bad(c, target, atomic_load_explicit(&c->deliver.ctl->tail,
-							     memory_order_relaxed))) {
+		if (!shf_ring_head_plausible(&c->deliver, target,
+					     shf_ring_tail_snapshot(&c->deliver))) {
 			pthread_mutex_unlock(&c->mu);
 			shc_protocol_error(c, "delivery ring head index is corrupt");
 			return shc_dead_err(c);
@@ -482,7 +507,7 @@ static int flush_delivery(struct shf_ctx *c, int64_t deadline)
 	if (lock_until(&c->deliver_lock, deadline))
 		return shc_fail(-ETIMEDOUT, "another thread kept delivering past the timeout");
 	int r = 0;
-	if (head_bad(c, target, c->deliver.done)) {
+	if (!shf_ring_head_plausible(&c->deliver, target, c->deliver.done)) {
 		shc_protocol_error(c, "delivery ring head index is corrupt");
 		r = shc_dead_err(c);
 	}

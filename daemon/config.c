@@ -118,6 +118,11 @@ static const struct opt opts[SHD_OPT_MAX] = {
 	[SHD_OPT_IFACE] = {
 		"iface", "SHF_IFACE", T_STR, 0, FIELD(iface), 0, 0, "", "IFNAME",
 		"Network interface for the fabric endpoint (sets FI_TCP_IFACE).", check_iface },
+	[SHD_OPT_MR_LOCAL] = {
+		"mr_local", "SHF_MR_LOCAL", T_UINT, 0, FIELD(mr_local), 0, 1, "0", "0|1",
+		"1: register batch buffers and control-message slots with the fabric even when "
+		"the provider does not ask for FI_MR_LOCAL (tcp does not; verbs, efa and cxi "
+		"may). For testing that path; costs nothing measurable.", NULL },
 	[SHD_OPT_RENDEZVOUS] = {
 		"rendezvous", "SHF_RENDEZVOUS", T_STR, 0, FIELD(rendezvous), 0, 0, "auto", "HOW",
 		"How daemons find each other: auto (mpi when started by mpirun or srun, else "

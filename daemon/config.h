@@ -39,6 +39,7 @@ enum shd_config_opt {
 	SHD_OPT_PROVIDER,
 	SHD_OPT_BIND,
 	SHD_OPT_IFACE,
+	SHD_OPT_MR_LOCAL,
 	SHD_OPT_RENDEZVOUS,
 	SHD_OPT_PEER_TIMEOUT_MS,
 	SHD_OPT_HEARTBEAT_MS,
@@ -88,8 +89,11 @@ struct shd_config {
 	char provider[64];     /* libfabric provider name, e.g. "tcp" */
 	char bind[256];        /* fabric endpoint address[:port]; "" provider's choice */
 	char iface[16];        /* network interface (FI_TCP_IFACE); "" none */
+	uint32_t mr_local;     /* 1: register buffers even if the provider does not
+	                        * ask for FI_MR_LOCAL (tests the verbs/efa/cxi path) */
 	/* "auto" (mpi under mpirun/srun, else none), "none", "mpi",
-	 * "static:HOST:PORT,HOST:PORT,...", "dir:PATH"; syntax checked at load */
+	 * "static:HOST:PORT,HOST:PORT,...", "dir:PATH:N"; syntax checked at
+	 * load by shd_rdv_spec_check(), the parse the rendezvous itself runs */
 	char rendezvous[SHD_CONFIG_PATH_MAX];
 	uint32_t peer_timeout_ms;  /* silent peer declared down after this */
 	uint32_t heartbeat_ms;     /* keepalive period toward peers */

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "daemon/net.h"
 #include "daemon/net_int.h"
 #include "daemon/stats.h"
 
@@ -275,10 +276,14 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 		.max_nodes = nn,
 		.recv_buffers = cfg->recv_buffers,
 		.buf_bytes = n->batch_cap,
+		/* a slot per batch in flight to the 64 busiest peers, plus room
+		 * for control messages: beyond 64 peers max_inflight (256 by
+		 * default) bounds batches in flight, not the peer count */
 		.send_slots = cfg->peer_credits * (nn < 64 ? nn : 64) + 256,
 		/* a peer has at most peer_credits batches in flight plus a few
 		 * control messages: deeper rxm queues only cost memory */
 		.conn_queue = 2 * cfg->peer_credits < 16 ? 16 : 2 * cfg->peer_credits,
+		.mr_always = cfg->mr_local != 0,
 	};
 	if ((r = shd_fabric_open(&fo, &n->fab, err, sizeof(err))) < 0) {
 		shd_err("fabric endpoint (provider %s, bind '%s'): %s", cfg->provider, cfg->bind,

@@ -12,7 +12,7 @@
 #include "daemon/daemon.h"
 #include "daemon/fabric.h"
 #include "daemon/log.h"
-#include "daemon/net.h"
+#include "daemon/net_events.h"
 #include "daemon/rdv.h"
 #include "proto/wire.h"
 

@@ -35,6 +35,7 @@
 
 #include "daemon/jobtab.h"
 #include "daemon/net_int.h"
+#include "daemon/net_tx.h"
 #include "daemon/sched.h"
 
 void shd_net_kick(struct shd_net *n)

@@ -27,7 +27,7 @@
 #include "daemon/deliver.h"
 #include "daemon/epoch.h"
 #include "daemon/log.h"
-#include "daemon/net.h"
+#include "daemon/net_tx.h"
 #include "daemon/relay.h"
 #include "daemon/sched.h"
 #include "proto/shm.h"

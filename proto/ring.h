@@ -16,11 +16,18 @@
  *   [C1] consumer: load-acquire head       pairs with [P1]
  *   [C2] consumer: store-release tail      pairs with [P2]
  *   [P2] producer: load-acquire tail       pairs with [C2]
+ *   [C3] consumer: relaxed load of its own tail by another thread, after
+ *        a [C1]: that [C1] already carries the happens-before edge
  *   [D1] waiter:   store wait flag; fence(seq_cst); re-load index
  *   [D2] waker:    store index;     fence(seq_cst); load wait flag
  *        D1/D2 are a Dekker pair: at least one side sees the other's store,
  *        so either the waiter sees the new index or the waker sees the flag
  *        and rings the eventfd.  No wake-up is lost.
+ *   [R]  relaxed, pairs with nothing: initialisation before the region is
+ *        shared, a side's own index, statistics, clearing a flag
+ *
+ * These helpers are the only code that touches the shared indices and
+ * flags: callers (client/, daemon/) never say memory_order about them.
  *
  * Trust: either side may be another process that scribbles on the shared
  * control block or the data.  Each side keeps the geometry (size, mask,
@@ -142,10 +149,12 @@ static inline int shf_ring_init(struct shf_ring *r, struct shf_ring_ctl *ctl,
 	r->mask = size - 1;
 	r->max_rec = max_rec;
 	if (zero) {
-		atomic_store_explicit(&ctl->head, 0, memory_order_relaxed);
-		atomic_store_explicit(&ctl->tail, 0, memory_order_relaxed);
-		atomic_store_explicit(&ctl->prod_wait, 0, memory_order_relaxed);
-		atomic_store_explicit(&ctl->cons_wait, 0, memory_order_relaxed);
+		/* [R]: the region reaches the other side only after its ready
+		 * flag (release, proto/shm.c) and its fd crossed a socket */
+		atomic_store_explicit(&ctl->head, 0, memory_order_relaxed);      /* [R] */
+		atomic_store_explicit(&ctl->tail, 0, memory_order_relaxed);      /* [R] */
+		atomic_store_explicit(&ctl->prod_wait, 0, memory_order_relaxed); /* [R] */
+		atomic_store_explicit(&ctl->cons_wait, 0, memory_order_relaxed); /* [R] */
 		return 0;
 	}
 	uint64_t h = atomic_load_explicit(&ctl->head, memory_order_acquire); /* [C1] */
@@ -162,7 +171,7 @@ static inline int shf_ring_init(struct shf_ring *r, struct shf_ring_ctl *ctl,
  */
 static inline void shf_ring_init_producer(struct shf_ring *r)
 {
-	uint64_t h = atomic_load_explicit(&r->ctl->head, memory_order_relaxed);
+	uint64_t h = atomic_load_explicit(&r->ctl->head, memory_order_relaxed); /* [R] own */
 	uint64_t t = atomic_load_explicit(&r->ctl->tail, memory_order_acquire); /* [P2] */
 	r->pos = r->done = h;
 	r->peer = t;
@@ -175,7 +184,7 @@ static inline void shf_ring_init_producer(struct shf_ring *r)
  * so it breaks the view (r->err) instead. */
 static inline void shf_ring_init_consumer(struct shf_ring *r)
 {
-	uint64_t t = atomic_load_explicit(&r->ctl->tail, memory_order_relaxed);
+	uint64_t t = atomic_load_explicit(&r->ctl->tail, memory_order_relaxed); /* [R] own */
 	r->pos = r->done = r->peer = t;
 	if (t % SHF_RING_ALIGN)
 		r->err = -EPROTO;
@@ -244,7 +253,7 @@ static inline bool shf_ring_pending(const struct shf_ring *r)
 /*
  * Publish every record reserved since the last publish with one release
  * store.  Returns true when the consumer sleeps and must be woken (the
- * caller then rings the consumer's eventfd, see shf_ring_ring_bell()).
+ * caller then rings the consumer's eventfd, see shf_bell_ring()).
  */
 static inline bool shf_ring_publish(struct shf_ring *r)
 {
@@ -254,7 +263,7 @@ static inline bool shf_ring_publish(struct shf_ring *r)
 	atomic_store_explicit(&r->ctl->head, r->pos, memory_order_release); /* [P1] */
 	atomic_thread_fence(memory_order_seq_cst);                          /* [D2] */
 	if (atomic_load_explicit(&r->ctl->cons_wait, memory_order_relaxed) &&   /* [D2] */
-	    atomic_exchange_explicit(&r->ctl->cons_wait, 0, memory_order_relaxed))
+	    atomic_exchange_explicit(&r->ctl->cons_wait, 0, memory_order_relaxed)) /* [D2] */
 		return true;
 	return false;
 }
@@ -274,10 +283,44 @@ static inline bool shf_ring_prod_arm(struct shf_ring *r, uint32_t len)
 	atomic_store_explicit(&r->ctl->prod_wait, 1, memory_order_relaxed); /* [D1] */
 	atomic_thread_fence(memory_order_seq_cst);                          /* [D1] */
 	if (shf_ring_prod_free(r) >= need || r->err) {
-		atomic_store_explicit(&r->ctl->prod_wait, 0, memory_order_relaxed);
+		atomic_store_explicit(&r->ctl->prod_wait, 0, memory_order_relaxed); /* [R] */
 		return false;
 	}
 	return true;
+}
+
+/*
+ * Sticky arm for a producer-side thread about to sleep until the consumer's
+ * tail moves (a full ring, or a flush waiting for its records to be taken):
+ * the sleeper's half of [D1] without the re-load.  The caller re-checks
+ * after it, with shf_ring_reserve() (which re-loads the tail, [P2], when
+ * its cached copy shows too little room) or shf_ring_tail_reached(), and
+ * sleeps on the space bell only if that still fails.
+ *
+ * Unlike shf_ring_prod_arm() the flag is never cleared by the producer, so
+ * several threads of the producer's side may wait on one arm (the client's
+ * senders and its origin flush); a stale flag costs at most one needless
+ * bell.  Touches only the shared flag, not the private view: any thread of
+ * the producer's side may call it without the view's lock.
+ */
+static inline void shf_ring_prod_want_space(const struct shf_ring *r)
+{
+	atomic_store_explicit(&r->ctl->prod_wait, 1, memory_order_relaxed); /* [D1] */
+	atomic_thread_fence(memory_order_seq_cst);                          /* [D1] */
+}
+
+/*
+ * True once the consumer has released everything up to `target`, a head
+ * this producer published (its r->done at some point).  Loads the shared
+ * tail, not the cached copy, and changes nothing in the view: any thread
+ * of the producer's side may call it without the view's lock.  No bounds
+ * check: the caller only waits on the answer, and a corrupt tail can only
+ * end that wait early or let it time out.
+ */
+static inline bool shf_ring_tail_reached(const struct shf_ring *r, uint64_t target)
+{
+	uint64_t t = atomic_load_explicit(&r->ctl->tail, memory_order_acquire); /* [P2] */
+	return (int64_t)(t - target) >= 0;
 }
 
 /* ---------------------------------------------------------------- consumer */
@@ -364,7 +407,7 @@ static inline bool shf_ring_release(struct shf_ring *r)
 	atomic_store_explicit(&r->ctl->tail, r->pos, memory_order_release); /* [C2] */
 	atomic_thread_fence(memory_order_seq_cst);                          /* [D2] */
 	if (atomic_load_explicit(&r->ctl->prod_wait, memory_order_relaxed) &&   /* [D2] */
-	    atomic_exchange_explicit(&r->ctl->prod_wait, 0, memory_order_relaxed))
+	    atomic_exchange_explicit(&r->ctl->prod_wait, 0, memory_order_relaxed)) /* [D2] */
 		return true;
 	return false;
 }
@@ -380,29 +423,73 @@ static inline bool shf_ring_cons_arm(struct shf_ring *r)
 	atomic_store_explicit(&r->ctl->cons_wait, 1, memory_order_relaxed); /* [D1] */
 	atomic_thread_fence(memory_order_seq_cst);                          /* [D1] */
 	if (shf_ring_cons_avail(r) || r->err) {
-		atomic_store_explicit(&r->ctl->cons_wait, 0, memory_order_relaxed);
+		atomic_store_explicit(&r->ctl->cons_wait, 0, memory_order_relaxed); /* [R] */
 		return false;
 	}
 	return true;
 }
 
+/*
+ * Everything the producer has published so far, for a consumer-side
+ * thread that waits until the consumer got that far (the client's
+ * SHF_FLUSH_DELIVERY).  Loads the shared head, not the cached copy, and
+ * changes nothing in the view: any thread of the consumer's side may call
+ * it without the view's lock.  Not validated: check it with
+ * shf_ring_head_plausible() before waiting on it.
+ */
+static inline uint64_t shf_ring_head_snapshot(const struct shf_ring *r)
+{
+	return atomic_load_explicit(&r->ctl->head, memory_order_acquire); /* [C1] */
+}
+
+/*
+ * The consumer's own shared tail, read by a thread of the consumer's side
+ * other than the one that releases (which stores it, [C2]).  Call it after
+ * shf_ring_head_snapshot(): relaxed is enough [C3], because the tail the
+ * producer had seen when it published that head was stored by us ([C2]),
+ * loaded by the producer ([P2]) before its [P1], which our [C1] read.  That
+ * chain makes the store happen before this load, so the load returns that
+ * tail or a later one, and an honest head is at most `size` ahead of it.
+ */
+static inline uint64_t shf_ring_tail_snapshot(const struct shf_ring *r)
+{
+	return atomic_load_explicit(&r->ctl->tail, memory_order_relaxed); /* [C3] */
+}
+
+/*
+ * Could an honest producer have published `head`, given a `tail` this
+ * consumer released (read after the head, so it may already be past it)?
+ * False for a head misaligned or more than `size` ahead of the tail.
+ */
+static inline bool shf_ring_head_plausible(const struct shf_ring *r, uint64_t head, uint64_t tail)
+{
+	return (int64_t)(head - tail) <= (int64_t)r->size && head % SHF_RING_ALIGN == 0;
+}
+
 /* Bytes in use as the consumer sees them (for occupancy statistics). */
 static inline uint64_t shf_ring_used(const struct shf_ring *r)
 {
-	uint64_t h = atomic_load_explicit(&r->ctl->head, memory_order_relaxed);
-	uint64_t t = atomic_load_explicit(&r->ctl->tail, memory_order_relaxed);
+	uint64_t h = atomic_load_explicit(&r->ctl->head, memory_order_relaxed); /* [R] */
+	uint64_t t = atomic_load_explicit(&r->ctl->tail, memory_order_relaxed); /* [R] */
 	uint64_t u = h - t;
 	return u > r->size ? r->size : u;
 }
 
-/* Ring a doorbell eventfd.  Errors are ignored on purpose: EAGAIN means the
- * counter is saturated (the sleeper will wake anyway), EBADF means the peer
- * is being torn down. */
-static inline void shf_ring_ring_bell(int efd)
+/* ---------------------------------------------------------------- doorbell */
+
+/* Ring a doorbell eventfd (the sleeper's side of a ring, see docs/ring.md
+ * §4; no ring state is touched).  Errors are ignored on purpose: EAGAIN
+ * means the counter is saturated (the sleeper will wake anyway), EBADF
+ * means the peer is being torn down. */
+static inline void shf_bell_ring(int efd)
 {
 	uint64_t one = 1;
 	ssize_t n = write(efd, &one, sizeof(one));
 	(void)n;
 }
+
+/* The old name, until every caller is renamed (tests/node, tests/unit,
+ * tests/bench still use it). */
+#define shf_ring_ring_bell shf_bell_ring
 
 #endif /* SHF_PROTO_RING_H */

@@ -179,7 +179,7 @@ static int prod_phase1(struct shf_ring *p, uint64_t *rng)
 		}
 		memcpy(d, &i, 8);
 		if (shf_ring_publish(p))
-			shf_ring_ring_bell(cons_bell);
+			shf_bell_ring(cons_bell);
 		atomic_store_explicit(&ph->done, i, memory_order_release);
 	}
 }
@@ -242,7 +242,7 @@ static int cons_phase2(struct shf_ring *c, uint64_t *rng, double deadline, uint6
 		}
 		CHECKF(rc == 0 && n > 0, "iteration %" PRIu64 ": peek %d after %" PRIu64, i, rc, n);
 		if (shf_ring_release(c))
-			shf_ring_ring_bell(prod_bell);
+			shf_bell_ring(prod_bell);
 		bool last = i >= max || t_now() > deadline;
 		if (last) /* before done: the producer reads stop after done */
 			atomic_store(&ph->stop, i + 1);

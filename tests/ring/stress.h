@@ -66,12 +66,12 @@ static inline uint32_t stress_kind(uint64_t seq)
 static inline void stress_fail(struct stress_side *s)
 {
 	atomic_store(&s->sh->abort, 1);
-	shf_ring_ring_bell(s->peer_bell);
+	shf_bell_ring(s->peer_bell);
 }
 
 static inline void stress_ring(struct stress_side *s)
 {
-	shf_ring_ring_bell(s->peer_bell);
+	shf_bell_ring(s->peer_bell);
 	s->bells++;
 }
 

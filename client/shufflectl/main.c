@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * client/shufflectl/main.c - shufflectl, the operator's view of the local
+ * shuffled: the command line and the dispatch of its commands.
+ *
+ *   shufflectl [-s SOCKET] [--json] [--prometheus] [--timeout MS] COMMAND
+ *
+ * It asks the daemon (conn.c) for one JSON document (schema "shuffle/1",
+ * docs/shufflectl.md) and renders it as aligned tables (default,
+ * render.c), prints it pretty (--json), or as Prometheus text exposition
+ * format (stats --prometheus, prom.c).
+ *
+ * Exit status, as systemctl(1) does it: 0 the daemon answered; 3 it is not
+ * running (no socket, or the socket refuses connections); 2 bad usage;
+ * 1 anything else (timeout, protocol error, permission, write error).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <locale.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "client/client.h"
+#include "client/shufflectl/shufflectl.h"
+
+/*
+ * The control socket, found as the client library (client/env.c) and the
+ * daemon (daemon/config.c) place it: opt, else $SHF_SOCKET, else
+ * $SHF_RUNTIME_DIR/shuffled.sock, else <base>/<node>/shuffled.sock with
+ * <base> /run/shuffle for uid 0, $XDG_RUNTIME_DIR/shuffle (if absolute) or
+ * /tmp/shuffle-<uid>, and <node> $SHF_NODE or the host name.
+ * 0, or -EINVAL with a message printed.
+ */
+static int socket_path(const char *opt, char *out, size_t cap)
+{
+	/* the library's own rule, so the two can never disagree */
+	if (shc_env_socket_path(opt, (unsigned long)geteuid(), out, cap) < 0) {
+		errmsg("%s; use -s or set SHF_SOCKET", shf_error_detail());
+		return -EINVAL;
+	}
+	return 0;
+}
+
+enum output { OUT_TABLE, OUT_JSON, OUT_PROMETHEUS };
+
+static const char *const commands[] = {"status", "clients", "jobs", "peers",
+				       "stats",  "config",  "dump", "ping", NULL};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: shufflectl [-s SOCKET] [--json | --prometheus] [--timeout MS] COMMAND\n"
+		"\n"
+		"Ask the node's shuffled daemon about its state.\n"
+		"\n"
+		"Commands:\n"
+		"  status   the daemon: version, pid, node, uptime, connections\n"
+		"  clients  registered client processes: job, rank, rings, counters\n"
+		"  jobs     jobs: world, registered and missing ranks, epochs\n"
+		"  peers    the daemons on other nodes: state, credit, traffic\n"
+		"  stats    daemon and fabric counters, and the sum of all clients' counters\n"
+		"  config   every setting, its value and where it came from\n"
+		"  dump     all of the above, and the relay's queues\n"
+		"  ping     check that the daemon answers\n"
+		"\n"
+		"Options:\n"
+		"  -s, --socket PATH  the daemon's control socket (default: $SHF_SOCKET, else\n"
+		"                     $SHF_RUNTIME_DIR/shuffled.sock, else /run/shuffle/NODE/...\n"
+		"                     for root, $XDG_RUNTIME_DIR/shuffle/NODE/... or\n"
+		"                     /tmp/shuffle-UID/NODE/shuffled.sock; NODE: $SHF_NODE or\n"
+		"                     the host name)\n"
+		"  -j, --json         print the daemon's JSON answer (schema shuffle/1)\n"
+		"  -p, --prometheus   with stats: Prometheus text format (textfile collector)\n"
+		"  -t, --timeout MS   give up after MS milliseconds (default %d; 0: wait)\n"
+		"  -h, --help         print this help\n"
+		"  -V, --version      print the version\n"
+		"\n"
+		"Exit status: 0 the daemon answered, 1 error, 2 bad usage, 3 the daemon is not\n"
+		"running.  See shufflectl(1) and docs/shufflectl.md.\n",
+		DEFAULT_TIMEOUT_MS);
+}
+
+static int print_json(const json_t *doc)
+{
+	if (json_dumpf(doc, stdout, JSON_INDENT(2)) < 0)
+		return -EIO;
+	fputc('\n', stdout);
+	return 0;
+}
+
+/* Run one command on an open connection; returns an exit code. */
+static int run(struct conn *c, const char *cmd, enum output out)
+{
+	const char *ask = out == OUT_PROMETHEUS ? "dump" : cmd;
+	json_t *doc = NULL;
+	int rc = EXIT_FAIL;
+	if (conn_request(c, ask, &doc) < 0)
+		return EXIT_FAIL;
+	if (out == OUT_JSON) {
+		rc = print_json(doc) < 0 ? EXIT_FAIL : EXIT_OK;
+		goto out;
+	}
+	const char *schema = jstr(doc, "schema", "(none)");
+	if (strcmp(schema, SCHEMA) != 0) {
+		errmsg("shuffled answers in schema '%s'; this shufflectl reads '%s' (use --json)",
+		       schema, SCHEMA);
+		goto out;
+	}
+	if (out == OUT_PROMETHEUS) {
+		show_prometheus(doc, stdout);
+	} else if (!strcmp(cmd, "ping")) {
+		if (!json_is_true(jget(doc, "pong"))) {
+			errmsg("shuffled at %s answered ping without pong", c->path);
+			goto out;
+		}
+		/* pid and node name come from status (ping itself is minimal) */
+		json_t *st = NULL;
+		if (jget(doc, "pid") && jget(doc, "node_name")) {
+			st = json_incref(doc);
+		} else if (conn_request(c, "status", &st) < 0) {
+			goto out;
+		}
+		printf("pong (pid %lld, node %s)\n", jint(st, "pid", -1),
+		       jstr(st, "node_name", "?"));
+		json_decref(st);
+	} else if (!strcmp(cmd, "status")) {
+		show_status(doc, stdout);
+	} else if (!strcmp(cmd, "clients")) {
+		show_clients(jget(doc, "clients"), stdout);
+	} else if (!strcmp(cmd, "jobs")) {
+		show_jobs(jget(doc, "jobs"), stdout);
+	} else if (!strcmp(cmd, "peers")) {
+		show_peers(jget(doc, "peers"), stdout);
+	} else if (!strcmp(cmd, "stats")) {
+		show_stats(doc, stdout);
+	} else if (!strcmp(cmd, "config")) {
+		show_config(jget(doc, "config"), stdout);
+	} else if (!strcmp(cmd, "dump")) {
+		show_dump(doc, stdout);
+	}
+	rc = EXIT_OK;
+out:
+	json_decref(doc);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{"socket", required_argument, NULL, 's'},
+		{"json", no_argument, NULL, 'j'},
+		{"prometheus", no_argument, NULL, 'p'},
+		{"timeout", required_argument, NULL, 't'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *sock_opt = NULL;
+	enum output out = OUT_TABLE;
+	bool json = false, prom = false;
+	int timeout_ms = DEFAULT_TIMEOUT_MS;
+	int o;
+
+	/* the tables measure and show cells in the user's character set */
+	setlocale(LC_CTYPE, "");
+	opterr = 0; /* our own messages */
+	while ((o = getopt_long(argc, argv, ":s:jpt:hV", lopts, NULL)) != -1) {
+		switch (o) {
+		case 's':
+			sock_opt = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'p':
+			prom = true;
+			break;
+		case 't': {
+			char *end;
+			errno = 0;
+			long v = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || v < 0 || v > INT_MAX) {
+				errmsg("--timeout '%s': not a number of milliseconds (0..%d)", optarg,
+				       INT_MAX);
+				return EXIT_USAGE;
+			}
+			timeout_ms = (int)v;
+			break;
+		}
+		case 'h':
+			usage(stdout);
+			return fflush(stdout) ? EXIT_FAIL : EXIT_OK;
+		case 'V':
+			printf("shufflectl %s\n", SHF_VERSION);
+			return fflush(stdout) ? EXIT_FAIL : EXIT_OK;
+		case ':':
+			errmsg("option %s needs a value (see --help)", argv[optind - 1]);
+			return EXIT_USAGE;
+		default:
+			if (optopt)
+				errmsg("unknown option '-%c' (see --help)", optopt);
+			else
+				errmsg("unknown option '%s' (see --help)", argv[optind - 1]);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		errmsg("no command given (status, clients, jobs, peers, stats, config, dump, "
+		       "ping; see --help)");
+		return EXIT_USAGE;
+	}
+	if (optind + 1 < argc) {
+		errmsg("one command at a time: unexpected '%s'", argv[optind + 1]);
+		return EXIT_USAGE;
+	}
+	const char *cmd = argv[optind];
+	bool known = false;
+	for (const char *const *p = commands; *p; p++)
+		known |= !strcmp(*p, cmd);
+	if (!known) {
+		errmsg("unknown command '%s' (status, clients, jobs, peers, stats, config, dump, "
+		       "ping)", cmd);
+		return EXIT_USAGE;
+	}
+	if (json && prom) {
+		errmsg("--json and --prometheus exclude each other");
+		return EXIT_USAGE;
+	}
+	if (prom && strcmp(cmd, "stats") != 0) {
+		errmsg("--prometheus goes with 'stats' only");
+		return EXIT_USAGE;
+	}
+	out = json ? OUT_JSON : prom ? OUT_PROMETHEUS : OUT_TABLE;
+
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	if (socket_path(sock_opt, path, sizeof(path)) < 0)
+		return EXIT_USAGE;
+
+	struct conn c = {.fd = -1};
+	int r = conn_connect(&c, path, timeout_ms);
+	if (r == -ENOENT || r == -ECONNREFUSED) {
+		errmsg("shuffled is not running: %s %s", path,
+		       r == -ENOENT ? "does not exist"
+				    : "refuses connections (a stale socket of a daemon that died?)");
+		if (out == OUT_PROMETHEUS) {
+			/* so a textfile collector records the daemon as down */
+			show_prometheus_down(stdout);
+			fflush(stdout);
+		}
+		return EXIT_NOT_RUNNING;
+	}
+	if (r < 0) {
+		if (r == -EAGAIN)
+			errmsg("cannot connect to %s: timed out (the daemon's listen queue is full)",
+			       path);
+		else
+			errmsg("cannot connect to %s: %s", path, strerror(-r));
+		return EXIT_FAIL;
+	}
+	int rc = conn_hello(&c) < 0 ? EXIT_FAIL : run(&c, cmd, out);
+	conn_close(&c);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		errmsg("write error on standard output: %s", strerror(errno));
+		return EXIT_FAIL;
+	}
+	return rc;
+}

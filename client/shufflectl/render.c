@@ -1,0 +1,636 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * client/shufflectl/render.c - shufflectl's default output: the daemon's
+ * JSON document as aligned tables for people (they may change between
+ * versions; scripts use --json).
+ *
+ * Tables are libsmartcols tables (two spaces between columns, numbers
+ * right-aligned, never cut to the terminal's width).  The per-row tables
+ * (clients, jobs, peers) are column specs {header, JSON key, formatter}.
+ * The counter tables list every member of a scope, described from
+ * proto/stats.h; a member this build does not know is shown without a
+ * description.
+ */
+#include <libsmartcols.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/shufflectl/shufflectl.h"
+#include "proto/stats.h"
+
+/* ---------------------------------------------------- the counter lists */
+
+#define KIND_COUNTER true
+#define KIND_GAUGE false
+#define STAT_DESC(name, kind, help) {#name, KIND_##kind, help},
+const struct stat_desc daemon_stats[] = {SHF_DAEMON_STATS(STAT_DESC)};
+const struct stat_desc client_stats[] = {SHF_CLIENT_STATS(STAT_DESC)};
+const struct stat_desc peer_stats[] = {SHF_PEER_STATS(STAT_DESC)};
+const struct stat_desc fabric_stats[] = {SHF_FABRIC_STATS(STAT_DESC)};
+#undef STAT_DESC
+const size_t n_daemon_stats = NELEM(daemon_stats);
+const size_t n_client_stats = NELEM(client_stats);
+const size_t n_peer_stats = NELEM(peer_stats);
+const size_t n_fabric_stats = NELEM(fabric_stats);
+
+/* The peer gauges: members of peers[] beside the SHF_PEER_STATS counters,
+ * the state of the link (credit, queues) rather than counters. */
+const struct stat_desc peer_gauges[] = {
+	{"inflight", false, "batches sent to this peer and not yet acknowledged"},
+	{"queued", false, "closed batches to this peer waiting for credit"},
+	{"open_bytes", false, "bytes in the batch being filled for this peer"},
+	{"waiters", false, "clients waiting for room toward this peer"},
+	{"parked", false, "1 while batches from this peer are parked on a full delivery ring"},
+};
+const size_t n_peer_gauges = NELEM(peer_gauges);
+
+const struct stat_desc *stat_find(const struct stat_desc *t, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(t[i].name, name))
+			return &t[i];
+	return NULL;
+}
+
+/* ------------------------------------------------------------ formatting */
+
+/* "12,345,678" */
+static void fmt_count(unsigned long long v, char *buf, size_t n)
+{
+	char tmp[32];
+	int len = snprintf(tmp, sizeof(tmp), "%llu", v);
+	size_t o = 0;
+	for (int i = 0; i < len && o + 1 < n; i++) {
+		if (i > 0 && (len - i) % 3 == 0 && o + 2 < n)
+			buf[o++] = ',';
+		buf[o++] = tmp[i];
+	}
+	buf[o] = '\0';
+}
+
+/* "512 B", "1.5 KiB", "12.3 MiB" */
+static void fmt_iec(unsigned long long v, char *buf, size_t n)
+{
+	static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	double x = (double)v;
+	unsigned u = 0;
+	while (x >= 1024.0 && u + 1 < NELEM(unit)) {
+		x /= 1024.0;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, n, "%llu B", v);
+	else if (v % (1ull << (10 * u)) == 0) /* exact: "1 MiB", not "1.0 MiB" */
+		snprintf(buf, n, "%llu %s", v >> (10 * u), unit[u]);
+	else
+		snprintf(buf, n, "%.1f %s", x, unit[u]);
+}
+
+/* "850 us", "12 ms", "4.2 s", "3m 05s", "2h 03m 04s", "5d 02h 03m" */
+static void fmt_secs(double s, char *buf, size_t n)
+{
+	if (s < 0)
+		s = 0;
+	if (s < 0.001) {
+		snprintf(buf, n, "%.0f us", s * 1e6);
+	} else if (s < 1.0) {
+		snprintf(buf, n, "%.0f ms", s * 1e3);
+	} else if (s < 60.0) {
+		snprintf(buf, n, "%.1f s", s);
+	} else {
+		unsigned long long t = (unsigned long long)s;
+		if (t < 3600)
+			snprintf(buf, n, "%llum %02llus", t / 60, t % 60);
+		else if (t < 86400)
+			snprintf(buf, n, "%lluh %02llum %02llus", t / 3600, t / 60 % 60, t % 60);
+		else
+			snprintf(buf, n, "%llud %02lluh %02llum", t / 86400, t / 3600 % 24,
+				 t / 60 % 60);
+	}
+}
+
+/* A counter for people: grouped digits, and bytes or nanoseconds in units
+ * when the name says so ("bytes", "_hwm": bytes; "_ns": nanoseconds). */
+static void fmt_stat(const char *name, const json_t *v, char *buf, size_t n)
+{
+	if (!json_is_integer(v)) {
+		char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+		snprintf(buf, n, "%s", s ? s : "?");
+		free(s);
+		return;
+	}
+	long long x = json_integer_value(v);
+	if (x < 0) {
+		snprintf(buf, n, "%lld", x);
+		return;
+	}
+	char num[40], unit[40] = "";
+	fmt_count((unsigned long long)x, num, sizeof(num));
+	if ((strstr(name, "bytes") || strstr(name, "_hwm")) && x >= 1024)
+		fmt_iec((unsigned long long)x, unit, sizeof(unit));
+	else if (strstr(name, "_ns") && x > 0)
+		fmt_secs((double)x / 1e9, unit, sizeof(unit));
+	if (unit[0])
+		snprintf(buf, n, "%s (%s)", num, unit);
+	else
+		snprintf(buf, n, "%s", num);
+}
+
+/* ------------------------------------------------------------ the tables */
+
+static void oom(void)
+{
+	errmsg("out of memory");
+	exit(EXIT_FAIL);
+}
+
+/* An aligned text table: columns, then cells appended row by row. */
+struct table {
+	struct libscols_table *tb;
+	struct libscols_line *line; /* the row being filled */
+	unsigned ncols, col;        /* columns; next cell's column */
+	char head[32][64];          /* the headers, for a table without rows */
+};
+
+static void table_init(struct table *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->tb = scols_new_table();
+	if (!t->tb)
+		oom();
+	/* as on a pipe on a terminal too: every cell whole, whatever the width */
+	scols_table_set_termforce(t->tb, SCOLS_TERMFORCE_NEVER);
+	scols_table_set_column_separator(t->tb, "  ");
+}
+
+/* head: "NAME" or "COUNT>" - a trailing '>' right-aligns the column. */
+static void table_col(struct table *t, const char *head)
+{
+	size_t l = strlen(head);
+	bool right = l > 0 && head[l - 1] == '>';
+	if (t->ncols == NELEM(t->head))
+		abort(); /* a programming error: the tables here are narrower */
+	char *name = t->head[t->ncols++];
+	snprintf(name, sizeof(t->head[0]), "%.*s", (int)(right ? l - 1 : l), head);
+	if (!scols_table_new_column(t->tb, name, 0, right ? SCOLS_FL_RIGHT : 0))
+		oom();
+}
+
+static void table_cell(struct table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void table_cell(struct table *t, const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	va_start(ap, fmt);
+	int n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		oom();
+	if (t->col == 0 && !(t->line = scols_table_new_line(t->tb, NULL)))
+		oom();
+	/* one cell is one line: a newline from a peer-supplied name would
+	 * break the alignment */
+	for (char *p = s; *p; p++)
+		if ((unsigned char)*p < 0x20)
+			*p = ' ';
+	if (scols_line_refer_data(t->line, t->col, s) < 0) /* the line owns s */
+		oom();
+	t->col = (t->col + 1) % t->ncols;
+}
+
+static void table_print(struct table *t, FILE *f, int indent)
+{
+	if (scols_table_get_nlines(t->tb) == 0) {
+		/* libsmartcols prints nothing at all for no rows: the header */
+		fprintf(f, "%*s", indent, "");
+		for (unsigned i = 0; i < t->ncols; i++)
+			fprintf(f, "%s%s", i ? "  " : "", t->head[i]);
+		fputc('\n', f);
+	} else {
+		char *s = NULL;
+		if (scols_print_table_to_string(t->tb, &s) < 0 || !s)
+			oom();
+		for (const char *line = s; *line;) { /* the last line has no '\n' */
+			size_t len = strcspn(line, "\n");
+			fprintf(f, "%*s%.*s\n", indent, "", (int)len, line);
+			line += len + (line[len] == '\n');
+		}
+		free(s);
+	}
+	scols_unref_table(t->tb);
+	memset(t, 0, sizeof(*t));
+}
+
+/* ------------------------------------------------- tables of JSON rows */
+
+/*
+ * One column of a table whose rows are the objects of a JSON array.  The
+ * formatter returns the cell's text: buf, or a string of the document.
+ */
+struct col;
+typedef const char *cell_fn(const json_t *row, const struct col *c, char *buf, size_t n);
+struct col {
+	const char *head; /* header; a trailing '>' right-aligns (numbers) */
+	const char *key;  /* member of the row; "a.b": member b of the row's object a */
+	cell_fn *fmt;
+	const char *def;  /* text when the member is absent or of the wrong type (NULL:
+			   * as 0 for numbers, "?" for strings) */
+};
+
+/* The object holding the column's member, and the member's name. */
+static const json_t *col_obj(const json_t *row, const struct col *c, const char **k)
+{
+	const char *key = c->key, *dot;
+	char part[64];
+	while ((dot = strchr(key, '.')) != NULL) {
+		snprintf(part, sizeof(part), "%.*s", (int)(dot - key), key);
+		row = jget(row, part);
+		key = dot + 1;
+	}
+	*k = key;
+	return row;
+}
+
+static bool col_present(const json_t *row, const struct col *c)
+{
+	const char *k;
+	const json_t *o = col_obj(row, c, &k);
+	json_t *v = jget(o, k);
+	return json_is_number(v) || json_is_boolean(v);
+}
+
+static long long col_int(const json_t *row, const struct col *c)
+{
+	const char *k;
+	const json_t *o = col_obj(row, c, &k);
+	return jint(o, k, 0);
+}
+
+static double col_real(const json_t *row, const struct col *c)
+{
+	const char *k;
+	const json_t *o = col_obj(row, c, &k);
+	return jreal(o, k, 0);
+}
+
+/* 42 */
+static const char *cell_int(const json_t *row, const struct col *c, char *buf, size_t n)
+{
+	if (c->def && !col_present(row, c))
+		return c->def;
+	snprintf(buf, n, "%lld", col_int(row, c));
+	return buf;
+}
+
+/* 12,345 */
+static const char *cell_count(const json_t *row, const struct col *c, char *buf, size_t n)
+{
+	fmt_count((unsigned long long)col_int(row, c), buf, n);
+	return buf;
+}
+
+/* 1.5 KiB */
+static const char *cell_iec(const json_t *row, const struct col *c, char *buf, size_t n)
+{
+	fmt_iec((unsigned long long)col_int(row, c), buf, n);
+	return buf;
+}
+
+/* 1.5 KiB, or def when not positive */
+static const char *cell_size(const json_t *row, const struct col *c, char *buf, size_t n)
+{
+	return col_int(row, c) > 0 ? cell_iec(row, c, buf, n) : c->def;
+}
+
+/* yes / no */
+static const char *cell_yesno(const json_t *row, const struct col *c, char *buf, size_t n)
+{
+	return col_int(row, c) ? "yes" : "no";
+}
+
+/* the string; def ("?" if none) when absent or not a string */
+static const char *cell_str(const json_t *row, const struct col *c, char *buf, size_t n)
+{
+	const char *k;
+	const json_t *o = col_obj(row, c, &k);
+	return jstr(o, k, c->def ? c->def : "?");
+}
+
+/* the string; def when absent or empty */
+static const char *cell_nonempty(const json_t *row, const struct col *c, char *buf, size_t n)
+{
+	const char *k;
+	const json_t *o = col_obj(row, c, &k);
+	const char *s = jstr(o, k, "");
+	return s[0] ? s : c->def;
+}
+
+/* seconds, as an age: "4.2 s" */
+static const char *cell_secs(const json_t *row, const struct col *c, char *buf, size_t n)
+{
+	fmt_secs(col_real(row, c), buf, n);
+	return buf;
+}
+
+/* milliseconds ago: "12 ms ago" */
+static const char *cell_ago_ms(const json_t *row, const struct col *c, char *buf, size_t n)
+{
+	char s[40];
+	fmt_secs(col_real(row, c) / 1e3, s, sizeof(s));
+	snprintf(buf, n, "%s ago", s);
+	return buf;
+}
+
+/* a ring's fill: the member (bytes used) over the row's ring_bytes, "37%";
+ * def without a ring */
+static const char *cell_fill(const json_t *row, const struct col *c, char *buf, size_t n)
+{
+	const char *k;
+	const json_t *o = col_obj(row, c, &k);
+	long long ring = jint(row, "ring_bytes", 0), used = jint(o, k, -1);
+	if (ring <= 0 || used < 0)
+		return c->def;
+	snprintf(buf, n, "%lld%%", used * 100 / ring);
+	return buf;
+}
+
+/* the member is a client stats object: its drops, whatever the cause */
+static const char *cell_drops(const json_t *row, const struct col *c, char *buf, size_t n)
+{
+	const json_t *st = jget(row, c->key);
+	fmt_count((unsigned long long)(jint(st, "drops_dead", 0) + jint(st, "drops_down", 0)), buf,
+		  n);
+	return buf;
+}
+
+static void show_rows(const json_t *rows, const struct col *cols, size_t ncols, FILE *f)
+{
+	struct table t;
+	table_init(&t);
+	for (size_t k = 0; k < ncols; k++)
+		table_col(&t, cols[k].head);
+	size_t i;
+	json_t *row;
+	json_array_foreach(rows, i, row)
+	{
+		for (size_t k = 0; k < ncols; k++) {
+			char buf[128];
+			table_cell(&t, "%s", cols[k].fmt(row, &cols[k], buf, sizeof(buf)));
+		}
+	}
+	table_print(&t, f, 0);
+}
+
+static const struct col job_cols[] = {
+	{"JOB", "name", cell_str, NULL},
+	{"UID>", "uid", cell_int, "-1"},
+	{"WORLD>", "world", cell_int, NULL},
+	{"REGISTERED>", "registered", cell_int, NULL},
+	{"LOCAL>", "local", cell_int, NULL},
+	{"GONE>", "gone", cell_int, NULL},
+	{"READY", "ready", cell_yesno, NULL},
+	{"EPOCHS>", "epochs", cell_count, NULL},
+	{"PHASE1>", "epoch_phase1", cell_int, NULL},
+	{"PHASE2>", "epoch_phase2", cell_int, NULL},
+	{"MISSING", "missing", cell_nonempty, "-"},
+};
+
+static const struct col client_cols[] = {
+	{"ID>", "id", cell_int, "-1"},
+	{"PID>", "pid", cell_int, "-1"},
+	{"UID>", "uid", cell_int, "-1"},
+	{"JOB", "job", cell_str, "-"},
+	{"RANK>", "rank", cell_int, "-1"},
+	{"STATE", "state", cell_str, NULL},
+	{"EPOCH", "epoch", cell_str, NULL},
+	{"BLOCKED", "blocked", cell_yesno, NULL},
+	{"RING>", "ring_bytes", cell_size, "-"},
+	{"SEND>", "send_used", cell_fill, "-"},
+	{"DELIV>", "deliver_used", cell_fill, "-"},
+	{"MSGS_IN>", "stats.msgs_in", cell_count, NULL},
+	{"MSGS_OUT>", "stats.msgs_out", cell_count, NULL},
+	{"BYTES_IN>", "stats.bytes_in", cell_iec, NULL},
+	{"BYTES_OUT>", "stats.bytes_out", cell_iec, NULL},
+	{"DROPS>", "stats", cell_drops, NULL},
+	{"AGE>", "connected_s", cell_secs, NULL},
+};
+
+static const struct col peer_cols[] = {
+	{"NODE>", "node", cell_int, "-1"},
+	{"HOST", "host", cell_str, NULL},
+	{"ADDR", "addr", cell_str, NULL},
+	{"STATE", "state", cell_str, NULL},
+	{"HEARD>", "last_heard_ms", cell_ago_ms, NULL},
+	{"INFLIGHT>", "inflight", cell_int, NULL},
+	{"QUEUED>", "queued", cell_int, NULL},
+	{"OPEN>", "open_bytes", cell_iec, NULL},
+	{"PARKED", "parked", cell_yesno, NULL},
+	{"MSGS_OUT>", "msgs_out", cell_count, NULL},
+	{"MSGS_IN>", "msgs_in", cell_count, NULL},
+	{"BYTES_OUT>", "bytes_out", cell_iec, NULL},
+	{"BYTES_IN>", "bytes_in", cell_iec, NULL},
+	{"STALLS>", "credit_stalls", cell_count, NULL},
+	{"DROPS>", "drops_down", cell_count, NULL},
+};
+
+void show_jobs(const json_t *a, FILE *f)
+{
+	if (!json_array_size(a))
+		fprintf(f, "no jobs\n");
+	else
+		show_rows(a, job_cols, NELEM(job_cols), f);
+}
+
+void show_clients(const json_t *a, FILE *f)
+{
+	if (!json_array_size(a))
+		fprintf(f, "no clients\n");
+	else
+		show_rows(a, client_cols, NELEM(client_cols), f);
+}
+
+void show_peers(const json_t *a, FILE *f)
+{
+	if (!json_array_size(a))
+		fprintf(f, "no peers (this daemon is alone)\n");
+	else
+		show_rows(a, peer_cols, NELEM(peer_cols), f);
+}
+
+/* ------------------------------------------------------ other renderers */
+
+/* A key/value list: keys padded to a common width. */
+struct kv {
+	unsigned n;
+	char *k[32], *v[32];
+};
+
+static void kv_add(struct kv *l, const char *k, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void kv_add(struct kv *l, const char *k, const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	if (l->n == NELEM(l->k))
+		return;
+	va_start(ap, fmt);
+	int n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		oom();
+	l->k[l->n] = strdup(k);
+	l->v[l->n++] = s;
+}
+
+static void kv_print(struct kv *l, FILE *f)
+{
+	int w = 0;
+	for (unsigned i = 0; i < l->n; i++)
+		if (l->k[i] && (int)strlen(l->k[i]) > w)
+			w = (int)strlen(l->k[i]);
+	for (unsigned i = 0; i < l->n; i++) {
+		fprintf(f, "%-*s  %s\n", w, l->k[i] ? l->k[i] : "?", l->v[i]);
+		free(l->k[i]);
+		free(l->v[i]);
+	}
+	l->n = 0;
+}
+
+void show_status(const json_t *s, FILE *f)
+{
+	char up[64];
+	struct kv l = {0};
+	fmt_secs(jreal(s, "uptime_s", 0), up, sizeof(up));
+	kv_add(&l, "daemon", "shuffled %s, pid %lld", jstr(s, "version", "?"), jint(s, "pid", -1));
+	kv_add(&l, "node", "%s (node %lld of %lld)", jstr(s, "node_name", "?"),
+	       jint(s, "node_id", -1), jint(s, "nodes", -1));
+	kv_add(&l, "socket", "%s", jstr(s, "socket", "?"));
+	kv_add(&l, "uptime", "%s", up);
+	kv_add(&l, "sessions", "%lld connected, %lld registered clients", jint(s, "sessions", 0),
+	       jint(s, "clients", 0));
+	kv_add(&l, "jobs", "%lld", jint(s, "jobs", 0));
+	/* scalars a newer daemon adds */
+	static const char *const known[] = {"version", "pid", "node_name", "node_id", "nodes",
+					    "socket", "uptime_s", "sessions", "clients", "jobs",
+					    "schema", "command", NULL};
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)s, k, v)
+	{
+		bool seen = false;
+		for (const char *const *q = known; *q; q++)
+			seen |= !strcmp(*q, k);
+		if (seen || json_is_object(v) || json_is_array(v))
+			continue;
+		char *txt = json_dumps(v, JSON_ENCODE_ANY);
+		kv_add(&l, k, "%s", txt ? txt : "?");
+		free(txt);
+	}
+	kv_print(&l, f);
+}
+
+/* One scope of counters: NAME, VALUE, DESCRIPTION. */
+static void show_counters(const json_t *o, const struct stat_desc *d, size_t nd, FILE *f,
+			  int indent)
+{
+	struct table t;
+	table_init(&t);
+	table_col(&t, "COUNTER");
+	table_col(&t, "VALUE>");
+	table_col(&t, "DESCRIPTION");
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)o, k, v)
+	{
+		char val[96];
+		const struct stat_desc *sd = stat_find(d, nd, k);
+		fmt_stat(k, v, val, sizeof(val));
+		table_cell(&t, "%s", k);
+		table_cell(&t, "%s", val);
+		table_cell(&t, "%s%s", sd ? sd->help : "", sd && !sd->counter ? " [gauge]" : "");
+	}
+	table_print(&t, f, indent);
+}
+
+void show_stats(const json_t *s, FILE *f)
+{
+	fprintf(f, "Daemon:\n");
+	show_counters(jget(s, "daemon"), daemon_stats, n_daemon_stats, f, 2);
+	fprintf(f, "\nAll clients (connected and departed):\n");
+	show_counters(jget(s, "clients_total"), client_stats, n_client_stats, f, 2);
+	/* a daemon without a fabric endpoint (or an older one) sends none */
+	const json_t *fab = jget(s, "fabric");
+	if (json_is_object(fab)) {
+		fprintf(f, "\nFabric (libfabric endpoint):\n");
+		show_counters(fab, fabric_stats, n_fabric_stats, f, 2);
+	}
+}
+
+void show_config(const json_t *cfg, FILE *f)
+{
+	struct table t;
+	table_init(&t);
+	table_col(&t, "OPTION");
+	table_col(&t, "VALUE");
+	table_col(&t, "SOURCE");
+	const char *k;
+	json_t *e;
+	json_object_foreach((json_t *)cfg, k, e)
+	{
+		json_t *v = jget(e, "value");
+		const char *type = jstr(e, "type", "");
+		char val[4200];
+		if (json_is_string(v)) {
+			const char *s = json_string_value(v);
+			snprintf(val, sizeof(val), "%s", s[0] ? s : "\"\"");
+		} else if (json_is_integer(v) && !strcmp(type, "size")) {
+			long long x = json_integer_value(v);
+			char iec[32];
+			fmt_iec((unsigned long long)x, iec, sizeof(iec));
+			if (x >= 1024)
+				snprintf(val, sizeof(val), "%s (%lld)", iec, x);
+			else
+				snprintf(val, sizeof(val), "%lld", x);
+		} else {
+			char *s = json_dumps(v, JSON_ENCODE_ANY);
+			snprintf(val, sizeof(val), "%s", s ? s : "?");
+			free(s);
+		}
+		table_cell(&t, "%s", k);
+		table_cell(&t, "%s", val);
+		table_cell(&t, "%s", jstr(e, "source", "?"));
+	}
+	table_print(&t, f, 0);
+}
+
+static void show_ids(const char *what, const json_t *a, FILE *f)
+{
+	fprintf(f, "%-6s", what);
+	if (!json_array_size(a))
+		fprintf(f, " (empty)");
+	size_t i;
+	json_t *v;
+	json_array_foreach(a, i, v)
+		fprintf(f, " %lld", (long long)json_integer_value(v));
+	fputc('\n', f);
+}
+
+void show_dump(const json_t *d, FILE *f)
+{
+	fprintf(f, "== status ==\n");
+	show_status(jget(d, "status"), f);
+	fprintf(f, "\n== stats ==\n");
+	show_stats(jget(d, "stats"), f);
+	fprintf(f, "\n== jobs ==\n");
+	show_jobs(jget(d, "jobs"), f);
+	fprintf(f, "\n== clients ==\n");
+	show_clients(jget(d, "clients"), f);
+	fprintf(f, "\n== peers ==\n");
+	show_peers(jget(d, "peers"), f);
+	fprintf(f, "\n== relay (client ids) ==\n");
+	const json_t *r = jget(d, "relay");
+	show_ids("runq", jget(r, "runq"), f);
+	show_ids("dirty", jget(r, "dirty"), f);
+	show_ids("marks", jget(r, "marks"), f);
+}

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * client/shufflectl/shufflectl.h - private to shufflectl, the operator's
+ * view of the local shuffled (docs/shufflectl.md):
+ *
+ *   main.c    the command line, getopt, command dispatch, exit status
+ *   conn.c    the control-socket client: connect, HELLO, CTL request,
+ *             CTL_REPLY chunk reassembly, timeouts
+ *   render.c  the human tables (default output) and the counter lists
+ *   prom.c    Prometheus text exposition format (stats --prometheus)
+ *
+ * Counter names, kinds and descriptions come from proto/stats.h, the list
+ * the daemon itself renders, so the tables and the Prometheus HELP lines
+ * cannot drift from what the daemon counts.  Keys the daemon sends that
+ * this build does not know (a newer daemon) are still shown, without a
+ * description (Prometheus type "untyped").
+ */
+#ifndef SHUFFLECTL_H
+#define SHUFFLECTL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define SCHEMA "shuffle/1"
+
+/* Exit status, as systemctl(1) does it. */
+enum exit_code {
+	EXIT_OK = 0,          /* the daemon answered */
+	EXIT_FAIL = 1,        /* any other error */
+	EXIT_USAGE = 2,       /* bad command line */
+	EXIT_NOT_RUNNING = 3, /* no socket, or nobody listening on it */
+};
+
+#define DEFAULT_TIMEOUT_MS 5000
+#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---------------------------------------------------------- main.c */
+
+/* "shufflectl: <message>\n" on stderr. */
+void errmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* realloc, or "out of memory" and exit(EXIT_FAIL). */
+void *xrealloc(void *p, size_t n);
+
+/* ---------------------------------------------------------- conn.c */
+
+struct conn {
+	int fd;
+	const char *path;
+	int64_t deadline; /* monotonic ms bound on every wait; INT64_MAX: none */
+	uint32_t next_id; /* request ids, echoed by the daemon */
+	uint32_t node;    /* from HELLO_OK */
+};
+
+/* Connect within timeout_ms (0: no bound, which also bounds every later
+ * answer).  0, or the connect(2) errno (negative), not printed: the caller
+ * decides between "not running" and a failure. */
+int conn_connect(struct conn *c, const char *path, int timeout_ms);
+/* HELLO -> HELLO_OK.  0 or negative errno (printed). */
+int conn_hello(struct conn *c);
+/* CTL(cmd) -> the JSON document, an object whose "command" is cmd (the
+ * schema is the caller's to check).  0 with *doc_p set, or negative errno
+ * (printed). */
+int conn_request(struct conn *c, const char *cmd, json_t **doc_p);
+/* BYE (a courtesy) and close. */
+void conn_close(struct conn *c);
+
+/* ------------------------------------------------------ JSON helpers */
+
+static inline json_t *jget(const json_t *o, const char *k)
+{
+	return json_is_object(o) ? json_object_get(o, k) : NULL;
+}
+
+/* Integer member (reals truncated, booleans 0/1), or def when absent or
+ * not a number. */
+static inline long long jint(const json_t *o, const char *k, long long def)
+{
+	json_t *v = jget(o, k);
+	if (json_is_integer(v))
+		return json_integer_value(v);
+	if (json_is_real(v))
+		return (long long)json_real_value(v);
+	if (json_is_boolean(v))
+		return json_is_true(v);
+	return def;
+}
+
+static inline double jreal(const json_t *o, const char *k, double def)
+{
+	json_t *v = jget(o, k);
+	return json_is_number(v) ? json_number_value(v) : def;
+}
+
+static inline const char *jstr(const json_t *o, const char *k, const char *def)
+{
+	const char *s = json_string_value(jget(o, k));
+	return s ? s : def;
+}
+
+/* ------------------------------------------- counter lists (render.c) */
+
+struct stat_desc {
+	const char *name;
+	bool counter; /* monotonic; else a gauge */
+	const char *help;
+};
+
+/* proto/stats.h, one array per scope */
+extern const struct stat_desc daemon_stats[], client_stats[], peer_stats[], fabric_stats[];
+extern const size_t n_daemon_stats, n_client_stats, n_peer_stats, n_fabric_stats;
+/* Peer gauges: state of the link to a peer (credit, queues), not counters
+ * of the peer scope, so not in proto/stats.h; peers[] carries them. */
+extern const struct stat_desc peer_gauges[];
+extern const size_t n_peer_gauges;
+
+const struct stat_desc *stat_find(const struct stat_desc *t, size_t n, const char *name);
+
+/* ------------------------------------------------ render.c (tables) */
+
+void show_status(const json_t *status, FILE *f);
+void show_stats(const json_t *stats, FILE *f);
+void show_jobs(const json_t *jobs, FILE *f);
+void show_clients(const json_t *clients, FILE *f);
+void show_peers(const json_t *peers, FILE *f);
+void show_config(const json_t *config, FILE *f);
+void show_dump(const json_t *dump, FILE *f);
+
+/* ---------------------------------------------- prom.c (Prometheus) */
+
+/* The whole exposition from one "dump" document. */
+void show_prometheus(const json_t *dump, FILE *f);
+/* Only "shuffle_up 0": the daemon is not running. */
+void show_prometheus_down(FILE *f);
+
+#endif

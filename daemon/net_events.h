@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * daemon/net_events.h - what the network tells the modules above it: the
+ * table given to shd_net_open() (net.h), implemented by daemon/events.c.
+ */
+#ifndef SHD_NET_EVENTS_H
+#define SHD_NET_EVENTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct shd_daemon;
+struct shd_client;
+struct shf_wire_join;
+
+/* What net tells the modules above it (daemon/events.c).  Every pointer is
+ * set.  None may free a session or a job (they queue for the reap). */
+struct shd_net_events {
+	/* First message from a peer (incarnation known from then on). */
+	void (*peer_up)(struct shd_daemon *d, uint32_t node, const char *host);
+	/* At the peers step: node is down; what was queued for it is already
+	 * dropped and reported; its ranks must be lost now. */
+	void (*peer_lost)(struct shd_daemon *d, uint32_t node);
+	/* node announced ranks of a job (JOB_JOIN). */
+	void (*joined)(struct shd_daemon *d, uint32_t node, const struct shf_wire_join *jn);
+	/* A rank of job_hash left node (rank -1: all of node's ranks). */
+	void (*left)(struct shd_daemon *d, uint32_t node, uint64_t job_hash, int32_t rank);
+	/* node counted `count` ranks of job_hash in epoch phase `phase`. */
+	void (*epoch)(struct shd_daemon *d, uint32_t node, uint64_t job_hash, uint32_t phase,
+		      int32_t count);
+	/* count records sent by local rank src of job_hash were dropped: why
+	 * -ESRCH (destination rank gone) or -EHOSTDOWN (destination node down). */
+	void (*drops)(struct shd_daemon *d, uint64_t job_hash, int32_t src, uint32_t count,
+		      int why);
+	/* One peer acknowledged what c's pending mark covered there (lost: the
+	 * peer went down first). */
+	void (*mark_acked)(struct shd_client *c, bool lost);
+};
+
+#endif

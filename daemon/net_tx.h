@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * daemon/net_tx.h - the network's sending API, used by the relay (records
+ * and marks), jobs (announcements) and epochs (counts).  See net.h for the
+ * module and net_tx.c for batches, credits and buffers.
+ */
+#ifndef SHD_NET_TX_H
+#define SHD_NET_TX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "daemon/daemon.h"
+
+/* Append one message for rank dst (on node) to that node's batch.
+ * 0; -EAGAIN when there is no room and no credit (src->wait is linked and
+ * src is kicked later); -EHOSTDOWN when the node is down or failing (the
+ * caller drops and counts it). */
+int shd_net_append(struct shd_daemon *d, struct shd_client *src, uint32_t node,
+		   const struct shd_job *j, int32_t dst, uint32_t type, const void *data,
+		   uint32_t len);
+
+/* src took a MARK: flush the batches holding its earlier records; returns
+ * how many peers must acknowledge before the mark is done (0: done now);
+ * each reports through ev->mark_acked(src). */
+uint64_t shd_net_mark(struct shd_daemon *d, struct shd_client *src);
+/* src is going away: forget it in pending mark bookkeeping. */
+void shd_net_forget(struct shd_daemon *d, struct shd_client *src);
+
+/* Announce that a local rank of j joined (batched to the network step) or
+ * left (sent now) to every peer that is up. */
+void shd_net_announce(struct shd_daemon *d, struct shd_job *j, int32_t rank, bool joined);
+/* Our count of j's ranks in epoch phase `phase` to every peer that is up. */
+void shd_net_epoch(struct shd_daemon *d, struct shd_job *j, uint32_t phase, int32_t count);
+
+#endif
