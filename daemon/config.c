@@ -784,6 +784,9 @@ static int cross_check(struct shd_config *c, char *err, size_t errlen)
 
 /* ---- load ---- */
 
+/* Usage line then, per option: name, env variable, help, default, limits. */
+static void config_help(FILE *f);
+
 int shd_config_load(struct shd_config *c, int argc, char **argv, char *err, size_t errlen)
 {
 	char local[512];
@@ -809,7 +812,7 @@ int shd_config_load(struct shd_config *c, int argc, char **argv, char *err, size
 		if (r == ARG_END)
 			break;
 		if (r == ARG_HELP) {
-			shd_config_help(stdout);
+			config_help(stdout);
 			return 1;
 		}
 		if (r == ARG_VERSION) {
@@ -909,7 +912,7 @@ static void fmt_default(const struct opt *o, char *buf, size_t n)
 		fmt_num(o, get_num(&d, o), buf, n);
 }
 
-void shd_config_help(FILE *f)
+static void config_help(FILE *f)
 {
 	char def[128], lim[96], line[256];
 

@@ -121,11 +121,10 @@ void shd_config_defaults(struct shd_config *c);
  */
 int shd_config_load(struct shd_config *c, int argc, char **argv, char *err, size_t errlen);
 
-/* Usage line then, per option: name, env variable, help, default, limits. */
-void shd_config_help(FILE *f);
-
 /* One line per option: name, value (sizes as "1 MiB (1048576)"), source
- * ("default", "computed", "env SHF_X", "file PATH", "command line"). */
+ * ("default", "computed", "env SHF_X", "file PATH", "command line").
+ * Internal: only the config tests use it (the daemon shows its config as
+ * JSON, shd_config_json()). */
 void shd_config_print(FILE *f, const struct shd_config *c);
 
 /*

@@ -470,11 +470,6 @@ const char *shd_fabric_provider(const struct shd_fabric *f)
 	return f->prov;
 }
 
-size_t shd_fabric_buf_bytes(const struct shd_fabric *f)
-{
-	return f->buf_bytes;
-}
-
 /* ---- addresses ----------------------------------------------------------- */
 
 int shd_fabric_addr(struct shd_fabric *f, void *buf, size_t *len)
@@ -645,11 +640,25 @@ int shd_fabric_remove(struct shd_fabric *f, uint32_t node)
 	return ferr(r);
 }
 
+#ifdef SHD_FAULT_INJECTION
+/* Test builds only (tests/multi's shuffled-fault, never the installed
+ * shuffled): tests/multi/fault-inject.c reads SHD_FAULT_SEND and returns a
+ * negative errno for the sends it must fail synchronously, as a hard
+ * fi_send() error would, or 0.  The node stays in the AV: net.c takes the
+ * peer down and removes it, as after a real error. */
+int shd_fault_send(uint32_t node, const void *buf, size_t len);
+#endif
+
 static int send_common(struct shd_fabric *f, uint32_t node, const void *buf, size_t len,
 		       void *ctx, bool copy)
 {
 	if (node >= f->max_nodes || !f->peers[node].present)
 		return -EHOSTUNREACH;
+#ifdef SHD_FAULT_INJECTION
+	int fault = shd_fault_send(node, buf, len);
+	if (fault)
+		return fault;
+#endif
 	if (len > f->buf_bytes || (copy && len > SMALL_BYTES))
 		return -EMSGSIZE;
 	bool ok;
@@ -671,10 +680,10 @@ static int send_common(struct shd_fabric *f, uint32_t node, const void *buf, siz
 	s->desc = desc;
 	s->uctx = ctx;
 	s->node = node;
-	f->st.fab_sends++;
+	f->st.sends++;
 	if (f->peers[node].queued) {
 		queue_push(f, i);
-		f->st.fab_sends_queued++;
+		f->st.sends_queued++;
 		return 1;
 	}
 	ssize_t r = fi_send(f->ep, s->buf, len, desc, f->peers[node].addr, &s->ctx);
@@ -684,10 +693,10 @@ static int send_common(struct shd_fabric *f, uint32_t node, const void *buf, siz
 	}
 	if (r == -FI_EAGAIN) {
 		queue_push(f, i);
-		f->st.fab_sends_queued++;
+		f->st.sends_queued++;
 		return 1;
 	}
-	f->st.fab_sends--;
+	f->st.sends--;
 	slot_free(f, i);
 	return ferr(r);
 }
@@ -722,7 +731,7 @@ static void retry_queued(struct shd_fabric *f)
 		ssize_t r = fi_send(f->ep, s->buf, s->len, s->desc, p->addr, &s->ctx);
 		if (r == -FI_EAGAIN) {
 			p->blocked = pass;
-			f->st.fab_send_retries++;
+			f->st.send_retries++;
 			prev = i;
 			i = next;
 			continue;
@@ -766,7 +775,7 @@ static void report_failed(struct shd_fabric *f, const struct shd_fabric_cb *cb, 
 			f->fail_tail = NIL;
 		int status = s->status;
 		void *uctx = s->uctx;
-		f->st.fab_send_errors++;
+		f->st.send_errors++;
 		slot_free(f, i);
 		if (cb->on_send_done)
 			cb->on_send_done(arg, uctx, status);
@@ -810,11 +819,11 @@ static void on_recv_done(struct shd_fabric *f, struct rbuf *rb, size_t len, fi_a
 			 const struct shd_fabric_cb *cb, void *arg)
 {
 	rb->state = RB_KEPT;
-	f->st.fab_recvs++;
-	f->st.fab_recv_bytes += len;
+	f->st.recvs++;
+	f->st.recv_bytes += len;
 	int keep = cb->on_recv ? cb->on_recv(arg, node_of(f, src), rb->buf, len) : 0;
 	if (keep == SHD_FABRIC_KEEP) {
-		f->st.fab_recvs_kept++;
+		f->st.recvs_kept++;
 		return;
 	}
 	if (rb->state == RB_KEPT) /* not already reposted from the callback */
@@ -825,7 +834,7 @@ static void on_send_complete(struct shd_fabric *f, struct slot *s, const struct 
 			     void *arg)
 {
 	void *uctx = s->uctx;
-	f->st.fab_sends_done++;
+	f->st.sends_done++;
 	slot_free(f, (uint32_t)(s - f->slots));
 	if (cb->on_send_done)
 		cb->on_send_done(arg, uctx, 0);
@@ -851,14 +860,14 @@ static int handle_error(struct shd_fabric *f, const struct shd_fabric_cb *cb, vo
 		rb->state = RB_KEPT;
 		if (e.err == FI_ECANCELED)
 			return 1; /* only while closing */
-		f->st.fab_recv_errors++;
+		f->st.recv_errors++;
 		if (cb->on_error)
 			cb->on_error(arg, SHD_FABRIC_NODE_UNKNOWN, err, msg ? msg : fi_strerror(e.err));
 		repost_after(f, rb, cb, arg);
 	} else if (s) {
 		uint32_t node = s->node;
 		void *uctx = s->uctx;
-		f->st.fab_send_errors++;
+		f->st.send_errors++;
 		slot_free(f, (uint32_t)(s - f->slots));
 		if (cb->on_error)
 			cb->on_error(arg, node, err, msg ? msg : fi_strerror(e.err));

@@ -72,7 +72,9 @@ struct shd_fabric_cb {
 	 * SHD_FABRIC_NODE_UNKNOWN: the relay takes the node from the wire
 	 * header and, when node is known, checks that they agree.  Return 0 to
 	 * give the buffer back (it is reposted), SHD_FABRIC_KEEP to keep it
-	 * until shd_fabric_repost() (a batch that cannot be placed yet). */
+	 * until shd_fabric_repost().  The daemon never keeps one (net_rx.c
+	 * copies a batch that must wait, so receive buffers never run out);
+	 * tests/net exercises KEEP. */
 	int (*on_recv)(void *arg, uint32_t node, void *buf, size_t len);
 	/* A send finished: status 0, or a negative errno (after on_error()
 	 * reported the provider's reason).  The buffer is the caller's again. */
@@ -92,7 +94,6 @@ void shd_fabric_close(struct shd_fabric *f);
 
 /* Resolved provider name (e.g. "tcp;ofi_rxm"). */
 const char *shd_fabric_provider(const struct shd_fabric *f);
-size_t shd_fabric_buf_bytes(const struct shd_fabric *f);
 
 /* My raw endpoint address for the rendezvous.  *len: in buffer size, out
  * address size.  -ENOBUFS (with *len set) when too small. */
@@ -111,6 +112,7 @@ int shd_fabric_insert_svc(struct shd_fabric *f, const char *host, const char *po
 /* Forget node: its queued (not yet posted) sends complete with -EHOSTDOWN
  * at the next progress call; posted sends complete as the provider decides. */
 int shd_fabric_remove(struct shd_fabric *f, uint32_t node);
+/* Internal: tests only. */
 bool shd_fabric_has_node(const struct shd_fabric *f, uint32_t node);
 
 /* Send len bytes of buf to node.  buf must stay untouched until
@@ -122,8 +124,9 @@ bool shd_fabric_has_node(const struct shd_fabric *f, uint32_t node);
  * provider's error. */
 int shd_fabric_send(struct shd_fabric *f, uint32_t node, const void *buf, size_t len, void *ctx);
 
-/* Like shd_fabric_send() for len <= SHD_FABRIC_SMALL (acks, heartbeats,
- * joins): the bytes are copied into the send slot, so buf is free again
+/* Like shd_fabric_send() for len <= SHD_FABRIC_SMALL (every control
+ * message of net_tx.c: acks, heartbeats, joins, leaves, epochs, drops;
+ * the slots' copy buffers are one registered region): the bytes are copied into the send slot, so buf is free again
  * when the call returns.  -EMSGSIZE above SHD_FABRIC_SMALL. */
 int shd_fabric_send_small(struct shd_fabric *f, uint32_t node, const void *buf, size_t len,
 			  void *ctx);
@@ -139,7 +142,7 @@ int shd_fabric_progress(struct shd_fabric *f, const struct shd_fabric_cb *cb, vo
 
 /* Give back a buffer kept by on_recv.  0, or -EINVAL if buf is not a kept
  * receive buffer.  A repost the provider refuses (-FI_EAGAIN) is retried by
- * progress. */
+ * progress.  Internal: only tests keep buffers. */
 int shd_fabric_repost(struct shd_fabric *f, void *buf);
 
 /* fd that becomes readable when the CQ may have completions. */
@@ -148,7 +151,7 @@ int shd_fabric_wait_fd(const struct shd_fabric *f);
 bool shd_fabric_trywait(struct shd_fabric *f);
 /* Queued sends or reposts wait for a retry: keep a timer armed. */
 bool shd_fabric_has_pending(const struct shd_fabric *f);
-/* Sends posted or queued and not completed yet. */
+/* Sends posted or queued and not completed yet.  Internal: tests only. */
 uint32_t shd_fabric_sends_outstanding(const struct shd_fabric *f);
 
 void shd_fabric_stats_get(const struct shd_fabric *f, struct shf_fabric_stats *s);

@@ -150,6 +150,12 @@ void shd_net_retry_posts(struct shd_net *n)
 {
 	while (!shd_list_empty(&n->retry)) {
 		struct net_msg *m = shd_container_of(n->retry.next, struct net_msg, link);
+		if (m->peer->state != PEER_UP) {
+			/* failing: never posted, reported now (before peer_lost) */
+			shd_list_del(&m->link);
+			shd_net_send_done(n, m, -EHOSTDOWN);
+			continue;
+		}
 		int r = fab_send(n, m);
 		if (r == -EAGAIN)
 			return;
@@ -408,10 +414,14 @@ void shd_net_tx_ack(struct shd_peer *p, const struct shf_wire_ack *a)
 		mark_release(n, mk, false);
 	}
 	try_send(p);
-	/* global credit freed: peers held back by max_inflight go again */
-	struct shd_list *q, *t;
-	shd_list_for_each_safe(q, t, &n->credit_wait) {
-		struct shd_peer *o = shd_container_of(q, struct shd_peer, credit_link);
+	/* global credit freed: peers held back by max_inflight go again, once
+	 * each (one still without credit links itself again, to the list that
+	 * is no longer being walked) */
+	struct shd_list waiting;
+	shd_list_init(&waiting);
+	shd_list_splice_tail(&waiting, &n->credit_wait);
+	while (!shd_list_empty(&waiting)) {
+		struct shd_peer *o = shd_container_of(waiting.next, struct shd_peer, credit_link);
 		shd_list_del(&o->credit_link);
 		try_send(o);
 	}
@@ -598,6 +608,16 @@ void shd_net_tx_down(struct shd_peer *p)
 		shd_list_del(&m->link);
 		charge_batch(p, m);
 		shd_net_pool_put(n, m);
+	}
+	/* posted but refused for lack of a slot, still waiting in the retry
+	 * queue: never sent */
+	struct shd_list *q, *t;
+	shd_list_for_each_safe(q, t, &n->retry) {
+		struct net_msg *m = shd_container_of(q, struct net_msg, link);
+		if (m->peer != p)
+			continue;
+		shd_list_del(&m->link);
+		shd_net_send_done(n, m, -EHOSTDOWN);
 	}
 	/* marks waiting for its acks: complete them, reporting possible loss */
 	while (!shd_list_empty(&p->marks))

@@ -107,6 +107,7 @@ int shd_rdv_open(const char *spec, const struct shd_rdv_self *self, struct shd_r
 int shd_rdv_my_node(const struct shd_rdv *r);
 /* Number of nodes (all kinds know it up front). */
 uint32_t shd_rdv_nodes(const struct shd_rdv *r);
+/* Internal: tests only (the daemon reads the kind from the result). */
 enum shd_rdv_kind shd_rdv_kind(const struct shd_rdv *r);
 
 /* Publish my address (addr_len <= SHD_RDV_ADDR_MAX; ignored by static) and
@@ -122,7 +123,7 @@ int shd_rdv_exchange(struct shd_rdv *r, const void *addr, size_t addr_len,
  * the launcher clean up).  NULL ok. */
 void shd_rdv_close(struct shd_rdv *r);
 
-/* open + exchange + close. */
+/* open + exchange + close.  Internal: tests only. */
 int shd_rdv_run(const char *spec, const void *addr, size_t addr_len,
 		const struct shd_rdv_self *self, struct shd_rdv_result *out, char *err,
 		size_t errlen);

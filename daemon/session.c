@@ -239,7 +239,7 @@ static void on_register(struct shd_client *c, uint32_t id, const struct shf_ipc_
 	char why[300] = "";
 	int r;
 	uint32_t rb = m->ring_bytes ? m->ring_bytes : d->cfg.ring_bytes;
-	if (shf_ipc_job_ok(m->job)) {
+	if (shf_ipc_job_check(m->job) < 0) {
 		r = -EINVAL;
 		snprintf(why, sizeof(why), "bad job name (1-63 chars of [A-Za-z0-9._:@+-])");
 	} else if (m->world < 1 || m->world > SHF_WORLD_MAX) {

@@ -13,7 +13,9 @@ _Static_assert(sizeof(struct shf_ipc_register) == 80, "register body");
 _Static_assert(sizeof(struct shf_ipc_flush_done) == 32, "flush_done body");
 _Static_assert(sizeof(struct shf_mark) == 16, "mark record");
 
-long shf_ipc_body_min(uint16_t type)
+/* Body size a type must have: exact for fixed types, minimum for types
+ * with a trailing variable part.  -1 for unknown types. */
+static long body_min(uint16_t type)
 {
 	switch (type) {
 	case SHF_IPC_HELLO: return sizeof(struct shf_ipc_hello);
@@ -32,7 +34,7 @@ long shf_ipc_body_min(uint16_t type)
 	}
 }
 
-int shf_ipc_body_is_fixed(uint16_t type)
+static int body_is_fixed(uint16_t type)
 {
 	return type != SHF_IPC_ERROR && type != SHF_IPC_CTL_REPLY;
 }
@@ -47,18 +49,18 @@ int shf_ipc_check(const void *msg, size_t n)
 		return -EPROTO;
 	if (h.len != n || h.flags != 0)
 		return -EBADMSG;
-	long min = shf_ipc_body_min(h.type);
+	long min = body_min(h.type);
 	if (min < 0)
 		return -EBADMSG;
 	size_t body = n - sizeof(h);
-	if (body < (size_t)min || (shf_ipc_body_is_fixed(h.type) && body != (size_t)min))
+	if (body < (size_t)min || (body_is_fixed(h.type) && body != (size_t)min))
 		return -EBADMSG;
 	if (h.type == SHF_IPC_ERROR && ((const char *)msg)[n - 1] != '\0')
 		return -EBADMSG; /* text must be terminated inside the datagram */
 	return 0;
 }
 
-int shf_ipc_job_ok(const char job[SHF_JOB_MAX])
+int shf_ipc_job_check(const char job[SHF_JOB_MAX])
 {
 	size_t n = strnlen(job, SHF_JOB_MAX);
 	if (n == 0 || n == SHF_JOB_MAX)

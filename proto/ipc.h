@@ -150,17 +150,13 @@ struct shf_ipc_ctl_reply {
 	/* followed by text bytes (not NUL-terminated) up to the datagram end */
 };
 
-/* Body size a type must have: exact for fixed types, minimum for types
- * with a trailing variable part.  -1 for unknown types. */
-long shf_ipc_body_min(uint16_t type);
-int shf_ipc_body_is_fixed(uint16_t type);
 
 /* Validate a received datagram of n bytes.  0, or -EBADMSG / -EPROTO. */
 int shf_ipc_check(const void *msg, size_t n);
 
 /* Check a job name: 1..63 chars of [A-Za-z0-9._:@+-], NUL-terminated in
  * its buffer.  0 or -EINVAL. */
-int shf_ipc_job_ok(const char job[SHF_JOB_MAX]);
+int shf_ipc_job_check(const char job[SHF_JOB_MAX]);
 
 /* Send one message with optional fds.  0 or negative errno. */
 int shf_ipc_send(int fd, uint16_t type, uint32_t id, const void *body, size_t blen,

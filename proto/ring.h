@@ -238,13 +238,14 @@ static inline void *shf_ring_reserve(struct shf_ring *r, uint32_t len, uint32_t 
 }
 
 /* Give back every reservation made since the last shf_ring_publish()
- * (used when a caller reserved and then failed). */
+ * (used when a caller reserved and then failed).  Internal: tests only. */
 static inline void shf_ring_unreserve_all(struct shf_ring *r)
 {
 	r->pos = r->done;
 }
 
-/* True when reserved records wait for shf_ring_publish(). */
+/* True when reserved records wait for shf_ring_publish().  Internal:
+ * tests only. */
 static inline bool shf_ring_pending(const struct shf_ring *r)
 {
 	return r->pos != r->done;

@@ -73,15 +73,15 @@
 
 /* The libfabric endpoint (daemon/fabric.c), daemon-wide. */
 #define SHF_FABRIC_STATS(X)                                                                  \
-	X(fab_sends, COUNTER, "fabric sends accepted")                                        \
-	X(fab_sends_queued, COUNTER, "fabric sends queued because the provider said EAGAIN")  \
-	X(fab_send_retries, COUNTER, "retries of queued fabric sends that got EAGAIN again")  \
-	X(fab_sends_done, COUNTER, "fabric send completions with success")                    \
-	X(fab_send_errors, COUNTER, "fabric send completions with an error")                  \
-	X(fab_recvs, COUNTER, "fabric messages received")                                     \
-	X(fab_recv_bytes, COUNTER, "bytes of fabric messages received")                       \
-	X(fab_recv_errors, COUNTER, "fabric receive completions with an error")               \
-	X(fab_recvs_kept, COUNTER, "receive buffers kept by the receiver")
+	X(sends, COUNTER, "fabric sends accepted")                                        \
+	X(sends_queued, COUNTER, "fabric sends queued because the provider said EAGAIN")  \
+	X(send_retries, COUNTER, "retries of queued fabric sends that got EAGAIN again")  \
+	X(sends_done, COUNTER, "fabric send completions with success")                    \
+	X(send_errors, COUNTER, "fabric send completions with an error")                  \
+	X(recvs, COUNTER, "fabric messages received")                                     \
+	X(recv_bytes, COUNTER, "bytes of fabric messages received")                       \
+	X(recv_errors, COUNTER, "fabric receive completions with an error")               \
+	X(recvs_kept, COUNTER, "receive buffers kept by the receiver")
 
 #define SHF_STAT_FIELD(name, kind, help) uint64_t name;
 

@@ -148,7 +148,7 @@ static int check_join(const uint8_t *b, size_t n, struct shf_wire_join *o)
 	if (o->world < 1 || o->world > SHF_WORLD_MAX)
 		return -EBADMSG;
 	memcpy(o->name, b + OFF(join, name), SHF_JOB_MAX);
-	if (shf_ipc_job_ok(o->name) != 0)
+	if (shf_ipc_job_check(o->name) != 0)
 		return -EBADMSG;
 	size_t nl = strlen(o->name);
 	if (!all_zero((const uint8_t *)o->name + nl, SHF_JOB_MAX - nl))

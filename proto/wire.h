@@ -38,7 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto/ipc.h" /* SHF_JOB_MAX, SHF_WORLD_MAX, shf_ipc_job_ok() */
+#include "proto/ipc.h" /* SHF_JOB_MAX, SHF_WORLD_MAX, shf_ipc_job_check() */
 
 #define SHF_WIRE_MAGIC 0x57464853u /* "SHFW" as little-endian bytes */
 #define SHF_WIRE_VERSION 1u
@@ -120,7 +120,7 @@ struct shf_wire_raw_join {
 	uint32_t nranges;       /* rank ranges that follow, >= 1 */
 	uint32_t uid;           /* owner of the job on src node */
 	uint32_t flags;         /* zero */
-	char name[SHF_JOB_MAX]; /* shf_ipc_job_ok(), zero-padded after the NUL */
+	char name[SHF_JOB_MAX]; /* shf_ipc_job_check(), zero-padded after the NUL */
 	/* nranges x struct shf_wire_raw_range, sorted, disjoint, inside [0, world) */
 };
 
@@ -369,7 +369,9 @@ bool shf_wire_batch_fits(const struct shf_wire_batch_enc *e, uint32_t len);
  * outside [0, SHF_WORLD_MAX).  Lets the relay copy straight from a ring. */
 void *shf_wire_batch_add(struct shf_wire_batch_enc *e, int32_t dst_rank, int32_t src_rank,
 			 uint32_t type, uint32_t len);
-/* add() + memcpy.  0, -ENOSPC (does not fit) or -EINVAL (bad rank). */
+/* add() + memcpy.  0, -ENOSPC (does not fit) or -EINVAL (bad rank).
+ * Internal: tests, the fuzzer and wire-inject use it; the daemon copies
+ * straight from the ring with add(). */
 int shf_wire_batch_put(struct shf_wire_batch_enc *e, int32_t dst_rank, int32_t src_rank,
 		       uint32_t type, const void *data, uint32_t len);
 /* Finish with batch number seq (>= 1).  Returns the message length, or
@@ -397,7 +399,8 @@ long shf_wire_enc_epoch(void *buf, size_t cap, uint32_t src_node, uint32_t dst_n
 long shf_wire_enc_drop(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
 		       const struct shf_wire_drop *d);
 
-/* Name of a kind for logs ("batch", ...; "?" when unknown). */
+/* Name of a kind for logs ("batch", ...; "?" when unknown).  Internal:
+ * tests and the fuzzer. */
 const char *shf_wire_kind_name(unsigned kind);
 
 #endif /* SHF_PROTO_WIRE_H */

@@ -32,6 +32,18 @@ t_up() {
   local rc=$?
   [ "$rc" = 77 ] && t_skip "network namespaces are not available here"
   [ "$rc" = 0 ] || t_fail "scripts/nodes up $* failed ($rc)"
+  # the multi-mr-* variants force registered memory: make sure every
+  # daemon really runs that way (SHF_MR_LOCAL reached it)
+  if [ "${SHF_MR_LOCAL:-0}" = 1 ]; then
+    local i v
+    for i in $(seq 1 "${SHF_NODES_N:-0}"); do
+      # a node the test starts itself (--external) is not up yet
+      [ "$(nodes_var EXTERNAL "$i")" = 1 ] && continue
+      v=$(nodes_json "$i" config | jq -r '.config.mr_local.value')
+      [ "$v" = 1 ] || t_fail "node $i runs with mr_local=$v, not 1"
+    done
+    t_note "registered memory forced on every daemon (mr_local=1)"
+  fi
 }
 
 t_need() { [ -x "$1" ] || t_skip "$1 is not built"; }
@@ -56,4 +68,90 @@ t_daemons_alive() {
     "$SHF_NODES_SHUFFLECTL" -s "$(nodes_var SOCKET "$i")" status >/dev/null 2>&1 ||
       t_fail "the daemon of node $i does not answer any more"
   done
+}
+
+# ---- the fault-* tests (shuffled-fault: daemon/fabric.c's fault-injection
+# hook, tests/multi/fault-inject.c)
+
+# t_fault_setup SPEC: the nodes started next run shuffled-fault with
+# SHD_FAULT_SEND=SPEC (every daemon gets it; node= names the destination).
+t_fault_setup() {
+  SHUFFLED_FAULT=${SHF_TEST_SHUFFLED_FAULT:-$NODES_BUILD/tests/multi/shuffled-fault}
+  t_need "$SHUFFLED_FAULT"
+  export SHF_SHUFFLED=$SHUFFLED_FAULT SHD_FAULT_SEND=$1
+}
+
+# t_daemon_out I: node I's daemon stderr (sanitizer reports, fault lines).
+t_daemon_out() { echo "$NODES_DIR/logs/$(nodes_var HOST "$1").out"; }
+
+# t_sanitizer_reports: print the sanitizer / allocator reports in any
+# daemon's stderr; 0 when there is one.
+t_sanitizer_reports() {
+  local i f found=1
+  for i in $(seq 1 "$SHF_NODES_N"); do
+    f=$(t_daemon_out "$i")
+    [ -f "$f" ] || continue
+    if grep -E -m 12 -A 8 'ERROR: AddressSanitizer|runtime error:|double free|free\(\): |corrupted|malloc\(\): |terminated with signal' "$f" >&2; then
+      echo "(in $f)" >&2
+      found=0
+    fi
+  done
+  return $found
+}
+
+# t_fault_fail MSG: t_fail, with the ranks' logs and each daemon's view of
+# its peers first (what a sync point that never came needs).
+t_fault_fail() {
+  local f i
+  for f in "$NODES_TMP"/logs/*.log; do echo "--- $f:"; tail -n 20 "$f"; done >&2
+  for i in $(seq 1 "$SHF_NODES_N"); do
+    echo "--- node $i peers: $(nodes_json "$i" peers 2>/dev/null | jq -c '[.peers[] |
+      {node, state, inflight, queued, open_bytes, parked, msgs_out, msgs_in}]')" >&2
+  done
+  t_sanitizer_reports
+  t_fail "$@"
+}
+
+# t_fault_check_clean: every daemon alive and none wrote a sanitizer or
+# allocator report.
+t_fault_check_clean() {
+  if t_sanitizer_reports; then t_fail "a daemon reported memory misuse (above)"; fi
+  t_daemons_alive
+}
+
+# t_fault_fired I: node I's daemon injected a failure (the test really
+# reached the fault, or it proves nothing).
+t_fault_fired() {
+  grep -h '^fault injection: send' "$(t_daemon_out "$1")" ||
+    t_fail "node $1's daemon never injected the fault (is $SHF_SHUFFLED shuffled-fault?)"
+}
+
+# t_until MS WHAT CMD...: poll CMD until it succeeds; fail after MS, or at
+# once when a daemon died or reported memory misuse (its report is shown).
+t_until() {
+  local ms=$1 what=$2 end i
+  shift 2
+  end=$(( $(nodes_now_ms) + ms ))
+  until "$@"; do
+    for i in $(seq 1 "$SHF_NODES_N"); do
+      [ -n "$(nodes_var EXTERNAL "$i")" ] && continue
+      kill -0 "$(nodes_var PID "$i")" 2>/dev/null && continue
+      t_sanitizer_reports
+      t_fail "node $i's daemon died while waiting for: $what"
+    done
+    [ "$(nodes_now_ms)" -lt "$end" ] || t_fault_fail "timed out ($ms ms) waiting for: $what"
+    sleep 0.05
+  done
+}
+
+# t_peer_is NODE PEER_ID STATE; t_peer_field NODE PEER_ID FIELD
+t_peer_is() { [ "$(nodes_peer_state "$1" "$2")" = "$3" ]; }
+t_peer_field() {
+  nodes_json "$1" peers 2>/dev/null | jq -r --argjson p "$2" ".peers[] | select(.node == \$p) | .$3"
+}
+# t_idle NODE: no clients, no jobs on node NODE's daemon.
+t_idle() {
+  local s
+  s=$(nodes_json "$1" status 2>/dev/null) || return 1
+  [ "$(jq -r '"\(.clients) \(.jobs)"' <<< "$s")" = "0 0" ]
 }

@@ -40,6 +40,29 @@
  *              rank 1 prints one-way latency statistics (same host, same
  *              clock) and checks the maximum against `bound_us` if set.
  *
+ * Fault modes (tests/multi/fault-*.sh; world 2, rank 0 on daemon node 0,
+ * rank 1 on node 1, daemons are shuffled-fault).  The driver creates the
+ * fault's trigger file and then posts "armed".  Phase A, every mode: each
+ * rank sends m messages (rank 1: none in appenddown) to the other and
+ * flushes; exact counts are checked.
+ *   parkdrop   rank 1 polls (ring `vring`) and stops consuming after A
+ *              ("stopped.1"); rank 0 sends `count` messages of `size` bytes
+ *              (they park at node 1), posts "sent.0" and flushes: -EHOSTDOWN
+ *              expected once node 0 sees node 1 down, 1 <= dropped_down
+ *              <= count ("flushed.0").  Rank 1, once armed, sends one
+ *              message to rank 0 (its batch fails: node 1 takes node 0
+ *              down), posts "sent.1", and on "exit.1" exits without
+ *              reading or closing (a rank that has left).  Rank 0 closes
+ *              on "end".
+ *   appenddown once armed, rank 0 sends `count` messages of `size` bytes to
+ *              rank 1 (the first batch of them fails) and flushes: exactly
+ *              -EHOSTDOWN with dropped_down == count (every record after
+ *              phase A was lost, so every one must be reported), posts
+ *              "B.0"; rank 1 then checks it got exactly phase A.
+ *   leavefree  phase A ends with an epoch; once armed, rank 0 closes (its
+ *              JOB_LEAVE to node 1 fails) and posts "closed.0"; rank 1
+ *              closes on "exit.1".
+ *
  * Exit 0 when every check held, 1 otherwise (reasons on stderr), 2 for
  * usage errors.
  */
@@ -548,6 +571,158 @@ static int mode_epochleave(void)
 	return 0;
 }
 
+/* ------------------------------------------------------------ fault modes */
+
+static bool skip_self(int r)
+{
+	return r == g_rank;
+}
+
+/* Phase A of the fault modes: send m messages to the other rank (unless
+ * quiet), flush, wait for the other's m (unless none are coming). */
+static void fault_phase_a(struct shf_ctx *c, bool poll, bool send, bool recv)
+{
+	int other = 1 - g_rank, r;
+	for (long i = 0; send && i < cfg.m; i++)
+		if ((r = send_msg(c, poll, 0, other, sizeof(struct mmsg) + (uint32_t)(i % 200), 0)))
+			FAIL("phase A: send to %d: %s", other, shf_strerror(r));
+	if ((r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout)) != 0)
+		FAIL("phase A: flush(REMOTE): %s (%s)", err_name(r), shf_error_detail());
+	if (recv)
+		wait_counts(c, poll, 0, (uint64_t)cfg.m, skip_self);
+	printf("rank %d: phase A ok\n", g_rank);
+	sync_post("A.%d", g_rank);
+}
+
+static void get_stats(struct shf_ctx *c, struct shf_stats *st)
+{
+	int r = shf_stats_get(c, st);
+	if (r)
+		FAIL("shf_stats_get: %s", shf_strerror(r));
+}
+
+static int mode_parkdrop(void)
+{
+	const char *rs = getenv("SHF_RANK");
+	bool receiver = rs && atoi(rs) == 1;
+	struct shf_ctx *c = open_ctx(!receiver, receiver ? cfg.vring : 0);
+	if (g_world != 2 || (g_rank == 1) != receiver)
+		FAIL("parkdrop is for ranks 0 and 1 of world 2 (SHF_RANK %s)", rs ? rs : "unset");
+	if (cfg.size < sizeof(struct mmsg) || cfg.size > sizeof(g_buf))
+		usage("size out of range");
+	fault_phase_a(c, receiver, true, true);
+	int r;
+	if (receiver) {
+		/* from here on nothing here reads: the daemon parks node 0's batches */
+		sync_post("stopped.1");
+		sync_wait("armed");
+		if ((r = send_msg(c, false, 2, 0, sizeof(struct mmsg), SHF_NONBLOCK)) != 0)
+			FAIL("send to rank 0 once armed: %s", shf_strerror(r));
+		sync_post("sent.1");
+		sync_wait("exit.1");
+		printf("rank 1: leaving without reading or closing (%" PRIu64 " phase-1 messages "
+		       "delivered)\n", rx_count(1, 0));
+		fflush(NULL);
+		_exit(0);
+	}
+	sync_wait("stopped.1");
+	struct shf_stats st0, st1;
+	get_stats(c, &st0);
+	for (long i = 0; i < cfg.count; i++)
+		if ((r = send_msg(c, false, 1, 1, cfg.size, 0)) != 0)
+			FAIL("send %ld of %ld to rank 1: %s", i, cfg.count, shf_strerror(r));
+	sync_post("sent.0");
+	int64_t t0 = now_ms();
+	r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout);
+	get_stats(c, &st1);
+	uint64_t down = st1.dropped_down - st0.dropped_down, dead = st1.dropped_dead - st0.dropped_dead;
+	printf("rank 0: flush(REMOTE) of %ld messages parked at node 1: %s after %ld ms (%s); "
+	       "dropped_down %" PRIu64 ", dropped_dead %" PRIu64 "\n", cfg.count, err_name(r),
+	       (long)(now_ms() - t0), shf_error_detail(), down, dead);
+	if (r != -EHOSTDOWN)
+		FAIL("flush once node 1 was lost: %s, expected EHOSTDOWN", err_name(r));
+	if (down < 1 || down > (uint64_t)cfg.count || dead)
+		FAIL("dropped_down %" PRIu64 " (expected 1..%ld: possible loss of the records in "
+		     "flight), dropped_dead %" PRIu64 " (expected 0)", down, cfg.count, dead);
+	sync_post("flushed.0");
+	sync_wait("end");
+	shf_close(c);
+	return 0;
+}
+
+static int mode_appenddown(void)
+{
+	struct shf_ctx *c = open_ctx(true, 0);
+	if (g_world != 2)
+		FAIL("appenddown is for world 2");
+	if (cfg.size < sizeof(struct mmsg) || cfg.size > sizeof(g_buf))
+		usage("size out of range");
+	int r;
+	fault_phase_a(c, false, g_rank == 0, g_rank == 1);
+	if (g_rank == 1) {
+		sync_wait("B.0");
+		uint64_t a = rx_count(0, 0), b = rx_count(1, 0);
+		printf("rank 1: got %" PRIu64 " phase-A and %" PRIu64 " phase-B messages\n", a, b);
+		if (a != (uint64_t)cfg.m || b != 0 || rx_errors())
+			FAIL("expected exactly %ld phase-A and 0 phase-B messages, no errors "
+			     "(%" PRIu64 ")", cfg.m, rx_errors());
+		if ((r = shf_close(c)) != 0)
+			FAIL("shf_close: %s", shf_strerror(r));
+		return 0;
+	}
+	sync_wait("armed");
+	struct shf_stats st0, st1;
+	get_stats(c, &st0);
+	for (long i = 0; i < cfg.count; i++)
+		if ((r = send_msg(c, false, 1, 1, cfg.size, 0)) != 0)
+			FAIL("send %ld of %ld to rank 1: %s", i, cfg.count, shf_strerror(r));
+	r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout);
+	get_stats(c, &st1);
+	uint64_t down = st1.dropped_down - st0.dropped_down, dead = st1.dropped_dead - st0.dropped_dead;
+	printf("rank 0: sent %ld messages after the fault was armed; flush(REMOTE): %s (%s); "
+	       "dropped_down %" PRIu64 ", dropped_dead %" PRIu64 "\n", cfg.count, err_name(r),
+	       shf_error_detail(), down, dead);
+	sync_post("B.0");
+	if (r != -EHOSTDOWN)
+		FAIL("flush after node 1 went down: %s, expected EHOSTDOWN", err_name(r));
+	if (down != (uint64_t)cfg.count || dead)
+		FAIL("sent %ld, delivered 0, reported dropped %" PRIu64 " (down) + %" PRIu64
+		     " (dead): %ld record(s) lost without a report", cfg.count, down, dead,
+		     cfg.count - (long)(down + dead));
+	if ((r = shf_close(c)) != 0)
+		FAIL("shf_close: %s", shf_strerror(r));
+	return 0;
+}
+
+static int mode_leavefree(void)
+{
+	struct shf_ctx *c = open_ctx(true, 0);
+	if (g_world != 2)
+		FAIL("leavefree is for world 2");
+	int r;
+	fault_phase_a(c, false, true, true);
+	if ((r = shf_epoch(c, cfg.timeout)) != 0)
+		FAIL("phase A: epoch: %s (%s)", err_name(r), shf_error_detail());
+	if (rx_errors())
+		FAIL("%" PRIu64 " delivery errors", rx_errors());
+	sync_post("E.%d", g_rank);
+	if (g_rank == 0) {
+		sync_wait("armed");
+		r = shf_close(c);
+		printf("rank 0: closed (its JOB_LEAVE to node 1 fails): %s\n", err_name(r));
+		sync_post("closed.0");
+		if (r != 0)
+			FAIL("shf_close: %s", err_name(r));
+		return 0;
+	}
+	sync_wait("exit.1");
+	r = shf_close(c);
+	printf("rank 1: closed: %s\n", err_name(r));
+	if (r != 0)
+		FAIL("shf_close: %s", err_name(r));
+	return 0;
+}
+
 /* ------------------------------------------------------------ latency */
 
 static int cmp_u64(const void *a, const void *b)
@@ -665,6 +840,12 @@ int main(int argc, char **argv)
 		return mode_epochleave();
 	if (!strcmp(cfg.mode, "latency"))
 		return mode_latency();
+	if (!strcmp(cfg.mode, "parkdrop"))
+		return mode_parkdrop();
+	if (!strcmp(cfg.mode, "appenddown"))
+		return mode_appenddown();
+	if (!strcmp(cfg.mode, "leavefree"))
+		return mode_leavefree();
 	usage("unknown mode");
 	return 2;
 }

@@ -146,12 +146,12 @@ int main(void)
 	}
 	struct shf_fabric_stats st;
 	shd_fabric_stats_get(s.f, &st);
-	T_ASSERT(st.fab_sends == M, "sends %lu", (unsigned long)st.fab_sends);
-	T_ASSERT(st.fab_sends_queued > 0 && shd_fabric_has_pending(s.f),
+	T_ASSERT(st.sends == M, "sends %lu", (unsigned long)st.sends);
+	T_ASSERT(st.sends_queued > 0 && shd_fabric_has_pending(s.f),
 		 "expected queued sends while the peer is down (queued %lu)",
-		 (unsigned long)st.fab_sends_queued);
+		 (unsigned long)st.sends_queued);
 	T_ASSERT(s.sent_done < M && s.got == 0, "nothing can be delivered yet");
-	T_ASSERT(st.fab_send_errors == 0, "no error while the peer is down");
+	T_ASSERT(st.send_errors == 0, "no error while the peer is down");
 	uint32_t early_done = s.sent_done;
 
 	/* node 2: nobody listens there, ever; queue 3 sends, then remove it */
@@ -171,8 +171,8 @@ int main(void)
 	T_ASSERT(shd_fabric_insert_svc(s.f, "127.0.0.4", port2, 2) == 0, "insert again");
 	T_ASSERT(shd_fabric_remove(s.f, 2) == 0, "and remove");
 	fprintf(stderr, "%s: peer down: %lu of %u sends queued, %u completed early, %lu retries\n",
-		t_name, (unsigned long)st.fab_sends_queued, M, early_done,
-		(unsigned long)st.fab_send_retries);
+		t_name, (unsigned long)st.sends_queued, M, early_done,
+		(unsigned long)st.send_retries);
 
 	char c = 'x';
 	t_write(sv[0], &c, 1);
@@ -192,7 +192,7 @@ int main(void)
 	T_ASSERT(s.hostdown == 3, "no other send reported -EHOSTDOWN");
 	shd_fabric_stats_get(s.f, &st);
 	fprintf(stderr, "%s: delivered after the peer came up (%lu retries in all)\n", t_name,
-		(unsigned long)st.fab_send_retries);
+		(unsigned long)st.send_retries);
 	t_read(sv[0], &c, 1);
 	t_write(sv[0], &c, 1);
 	shd_fabric_close(s.f);

@@ -232,13 +232,13 @@ int main(void)
 			 (unsigned long)s.sent_done, (unsigned long)s.next_recv);
 		struct shf_fabric_stats st;
 		shd_fabric_stats_get(s.f, &st);
-		T_ASSERT(st.fab_recvs == N_MSGS && st.fab_sends == N_MSGS && st.fab_sends_done == N_MSGS,
-			 "counters: recvs %lu sends %lu done %lu", (unsigned long)st.fab_recvs,
-			 (unsigned long)st.fab_sends, (unsigned long)st.fab_sends_done);
-		T_ASSERT(st.fab_send_errors == 0 && st.fab_recv_errors == 0 && st.fab_recvs_kept > 0,
+		T_ASSERT(st.recvs == N_MSGS && st.sends == N_MSGS && st.sends_done == N_MSGS,
+			 "counters: recvs %lu sends %lu done %lu", (unsigned long)st.recvs,
+			 (unsigned long)st.sends, (unsigned long)st.sends_done);
+		T_ASSERT(st.send_errors == 0 && st.recv_errors == 0 && st.recvs_kept > 0,
 			 "error/keep counters");
 		fprintf(stderr, "%s: node 1 done (%lu queued sends, sources %s, reordered up to %lu)\n",
-			t_name, (unsigned long)st.fab_sends_queued,
+			t_name, (unsigned long)st.sends_queued,
 			s.source_seen ? "reported" : "not reported", (unsigned long)s.max_ahead);
 		char c = 'x';
 		t_write(sv[1], &c, 1);
@@ -300,13 +300,13 @@ int main(void)
 		 (unsigned long)s.sent_done, (unsigned long)s.next_recv);
 	struct shf_fabric_stats st;
 	shd_fabric_stats_get(s.f, &st);
-	T_ASSERT(st.fab_recvs == N_MSGS && st.fab_sends == N_MSGS && st.fab_sends_done == N_MSGS,
-		 "counters: recvs %lu sends %lu done %lu", (unsigned long)st.fab_recvs,
-		 (unsigned long)st.fab_sends, (unsigned long)st.fab_sends_done);
-	T_ASSERT(st.fab_send_errors == 0 && st.fab_recv_errors == 0 && st.fab_recvs_kept > 0,
+	T_ASSERT(st.recvs == N_MSGS && st.sends == N_MSGS && st.sends_done == N_MSGS,
+		 "counters: recvs %lu sends %lu done %lu", (unsigned long)st.recvs,
+		 (unsigned long)st.sends, (unsigned long)st.sends_done);
+	T_ASSERT(st.send_errors == 0 && st.recv_errors == 0 && st.recvs_kept > 0,
 		 "error/keep counters");
 	fprintf(stderr, "%s: node 0 done (%s, %lu queued sends, sources %s, reordered up to %lu)\n",
-		t_name, shd_fabric_provider(s.f), (unsigned long)st.fab_sends_queued,
+		t_name, shd_fabric_provider(s.f), (unsigned long)st.sends_queued,
 		s.source_seen ? "reported" : "not reported", (unsigned long)s.max_ahead);
 	char c = 'x';
 	t_write(sv[0], &c, 1);

@@ -27,37 +27,14 @@
 #include "daemon/fabric.h"
 #include "daemon/rdv.h"
 #include "proto/wire.h"
+#include "tests/lib/check.h"
 
 static const char *t_name = "test";
 
-#define T_FAIL(...)                                                                  \
-	do {                                                                         \
-		fprintf(stderr, "%s[%d]: FAIL %s:%d: ", t_name, (int)getpid(), __FILE__, \
-			__LINE__);                                                   \
-		fprintf(stderr, __VA_ARGS__);                                        \
-		fprintf(stderr, "\n");                                               \
-		exit(1);                                                             \
-	} while (0)
-
-/* T_ASSERT(cond, fmt, args...): the message says what was being checked. */
-#define T_ASSERT(cond, ...)                                                          \
-	do {                                                                         \
-		if (!(cond)) {                                                       \
-			fprintf(stderr, "%s[%d]: FAIL %s:%d: `%s`: ", t_name,        \
-				(int)getpid(), __FILE__, __LINE__, #cond);           \
-			fprintf(stderr, __VA_ARGS__);                                \
-			fprintf(stderr, "\n");                                       \
-			exit(1);                                                     \
-		}                                                                    \
-	} while (0)
-
-#define T_SKIP(...)                                                                  \
-	do {                                                                         \
-		fprintf(stderr, "%s: SKIP: ", t_name);                               \
-		fprintf(stderr, __VA_ARGS__);                                        \
-		fprintf(stderr, "\n");                                               \
-		exit(77);                                                            \
-	} while (0)
+/* T_ASSERT(cond, fmt, ...), T_FAIL(fmt, ...), T_SKIP(fmt, ...): tests/lib/check.h */
+#define T_ASSERT CHECKF
+#define T_FAIL FAIL
+#define T_SKIP SKIP
 
 static inline int64_t t_now_ms(void)
 {

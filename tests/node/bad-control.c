@@ -21,10 +21,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "tests/lib/daemon.h"
 #include "proto/ipc.h"
 
-static struct nt_env *e;
+static struct td_env *e;
 static _Alignas(8) char buf[SHF_IPC_MAX_MSG];
 
 static int conn(void)
@@ -32,7 +32,8 @@ static int conn(void)
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	CHECK(fd >= 0);
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	CHECK(snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", e->sock) < (int)sizeof(sa.sun_path));
+	CHECK(snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", e->d->sock) <
+	      (int)sizeof(sa.sun_path));
 	CHECKF(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "connect: %s",
 	       strerror(errno));
 	return fd;
@@ -132,15 +133,15 @@ static void ping(int fd)
 
 int main(void)
 {
-	e = nt_init("bad-control", 50);
-	CHECK(nt_daemon_start(e, NULL) == 0);
-	int fd_base = nt_fd_baseline(e);
+	e = td_init("bad-control", 50, TD_SOCKET_ENV);
+	CHECK(td_start(e->d, NULL, NULL) == 0);
+	int fd_base = td_fd_baseline(e->d);
 
 	/* honest traffic all along */
 	const char *args[] = {"traffic", "n=3000", "rounds=3", NULL};
 	pid_t pids[2];
 	for (int r = 0; r < 2; r++)
-		pids[r] = nt_spawn_client(e, "honest", r, 2, args, NULL);
+		pids[r] = td_spawn_client("honest", r, 2, args, NULL);
 
 	int n_proto = 0, fd;
 	uint8_t junk[600];
@@ -265,22 +266,22 @@ int main(void)
 	for (int i = 0; i < 100; i++)
 		close(conn());
 
-	CHECKF(nt_wait_all(pids, 2, 40000, "rank") == 0, "the honest job failed");
+	CHECKF(td_wait_all(pids, 2, 40000, "rank") == 0, "the honest job failed");
 
-	json_t *st = nt_ctl(e, "stats");
+	json_t *st = td_query(e->d, "stats");
 	CHECK(st != NULL);
-	long long dp = nt_json_num(st, "daemon.disc_proto");
+	long long dp = td_num(st, "daemon.disc_proto");
 	CHECKF(dp == n_proto, "disc_proto %lld, expected %d", dp, n_proto);
-	CHECKF(nt_json_num(st, "daemon.refused") == 10, "refused %lld, expected 10",
-	       nt_json_num(st, "daemon.refused"));
-	CHECK(nt_json_num(st, "clients_total.msgs_out") == 2 * 3000 * 3);
+	CHECKF(td_num(st, "daemon.refused") == 10, "refused %lld, expected 10",
+	       td_num(st, "daemon.refused"));
+	CHECK(td_num(st, "clients_total.msgs_out") == 2 * 3000 * 3);
 	json_decref(st);
 
-	int64_t end = nt_now_ms() + 5000;
+	int64_t end = td_now_ms() + 5000;
 	int fds;
-	while ((fds = nt_fd_count(e->daemon)) != fd_base && nt_now_ms() < end)
-		nt_sleep_ms(10);
+	while ((fds = td_fd_count(e->d->pid)) != fd_base && td_now_ms() < end)
+		td_sleep_ms(10);
 	CHECKF(fds == fd_base, "daemon holds %d fds, %d before", fds, fd_base);
-	nt_daemon_stop(e);
+	td_stop(e->d);
 	return 0;
 }

@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness.h"
+#include "tests/lib/daemon.h"
 
 static const char *const ring_modes[] = {
 	"bad-len", "huge-len", "bad-kind", "short-msg", "bad-dst", "neg-dst", "bad-mark-len",
@@ -26,10 +26,10 @@ static const char *const proto_modes[] = {"epoch-bogus", "register-twice", NULL}
 
 int main(void)
 {
-	struct nt_env *e = nt_init("corrupt-ring", 100);
-	const char *raw = nt_prog("SHF_TEST_RAWCLIENT");
-	CHECK(nt_daemon_start(e, NULL) == 0);
-	int fd_base = nt_fd_baseline(e);
+	struct td_env *e = td_init("corrupt-ring", 100, TD_SOCKET_ENV);
+	const char *raw = td_prog("SHF_TEST_RAWCLIENT");
+	CHECK(td_start(e->d, NULL, NULL) == 0);
+	int fd_base = td_fd_baseline(e->d);
 
 	pid_t pids[64];
 	int n = 0;
@@ -38,14 +38,14 @@ int main(void)
 	const char *honest[] = {"traffic", "srcs=0-2", "dsts=0-2", "n=3000", "rounds=2",
 				"epoch=0", "wait=1", "big=30000", NULL};
 	for (int r = 0; r < 3; r++)
-		pids[n++] = nt_spawn_client(e, "mixed", r, 4, honest, NULL);
+		pids[n++] = td_spawn_client("mixed", r, 4, honest, NULL);
 	const char *raw_mixed[] = {raw, "bad-len", "mixed", "3", "4", NULL};
-	pids[n++] = nt_spawn(e, raw_mixed, NULL);
+	pids[n++] = td_spawn(raw_mixed, NULL, NULL, NULL);
 
 	/* a job of its own running epochs while the others misbehave */
 	const char *epochs[] = {"traffic", "n=1500", "rounds=4", NULL};
 	for (int r = 0; r < 3; r++)
-		pids[n++] = nt_spawn_client(e, "bystanders", r, 3, epochs, NULL);
+		pids[n++] = td_spawn_client("bystanders", r, 3, epochs, NULL);
 
 	/* every other kind of corruption, each in a job of one */
 	int n_ring = 1, n_proto = 0;
@@ -58,7 +58,7 @@ int main(void)
 				continue; /* done in the mixed job */
 			snprintf(jobs[nj], sizeof(jobs[nj]), "raw-%s", modes[i]);
 			const char *argv[] = {raw, modes[i], jobs[nj], "0", "1", NULL};
-			pids[n++] = nt_spawn(e, argv, NULL);
+			pids[n++] = td_spawn(argv, NULL, NULL, NULL);
 			nj++;
 			if (pass)
 				n_proto++;
@@ -66,24 +66,24 @@ int main(void)
 				n_ring++;
 		}
 	}
-	CHECKF(nt_wait_all(pids, n, 80000, "client") == 0, "a client failed (see above)");
+	CHECKF(td_wait_all(pids, n, 80000, "client") == 0, "a client failed (see above)");
 
-	json_t *st = nt_ctl(e, "stats");
+	json_t *st = td_query(e->d, "stats");
 	CHECK(st != NULL);
-	long long dr = nt_json_num(st, "daemon.disc_ring");
-	long long dp = nt_json_num(st, "daemon.disc_proto");
+	long long dr = td_num(st, "daemon.disc_ring");
+	long long dp = td_num(st, "daemon.disc_proto");
 	CHECKF(dr == n_ring, "disc_ring %lld, expected %d", dr, n_ring);
 	CHECKF(dp == n_proto, "disc_proto %lld, expected %d", dp, n_proto);
 	json_decref(st);
-	CHECK(nt_log_contains(e, "cut off"));
-	CHECK(nt_log_contains(e, "corrupt send ring"));
+	CHECK(td_log_contains(e->d, "cut off"));
+	CHECK(td_log_contains(e->d, "corrupt send ring"));
 
-	int64_t end = nt_now_ms() + 5000;
+	int64_t end = td_now_ms() + 5000;
 	int fds;
-	while ((fds = nt_fd_count(e->daemon)) != fd_base && nt_now_ms() < end)
-		nt_sleep_ms(10);
+	while ((fds = td_fd_count(e->d->pid)) != fd_base && td_now_ms() < end)
+		td_sleep_ms(10);
 	CHECKF(fds == fd_base, "daemon holds %d fds, %d before", fds, fd_base);
-	nt_daemon_stop(e);
+	td_stop(e->d);
 	fprintf(stderr, "corrupt-ring: %d ring corruptions and %d protocol violations cut off\n",
 		n_ring, n_proto);
 	return 0;

@@ -11,41 +11,41 @@
 #include <signal.h>
 #include <stdio.h>
 
-#include "harness.h"
+#include "tests/lib/daemon.h"
 
 int main(void)
 {
-	struct nt_env *e = nt_init("daemon-kill", 50);
+	struct td_env *e = td_init("daemon-kill", 50, TD_SOCKET_ENV);
 	const char *dargs[] = {"--max-msg=4K", NULL};
-	CHECK(nt_daemon_start(e, dargs) == 0);
+	CHECK(td_start(e->d, dargs, NULL) == 0);
 	const char *args[] = {"blocked", "ring=16384", NULL};
 	pid_t pids[2];
 	for (int r = 0; r < 2; r++)
-		pids[r] = nt_spawn_client(e, "dk", r, 2, args, NULL);
-	CHECK(nt_sync_wait(e->sync, "blocked-sending", 30000));
-	CHECK(nt_sync_wait(e->sync, "blocked-flushing", 30000));
+		pids[r] = td_spawn_client("dk", r, 2, args, NULL);
+	CHECK(td_sync_wait(e->sync, "blocked-sending", 30000));
+	CHECK(td_sync_wait(e->sync, "blocked-flushing", 30000));
 	bool stuck = false;
-	for (int64_t end = nt_now_ms() + 10000; !stuck && nt_now_ms() < end; nt_sleep_ms(10)) {
-		json_t *cl = nt_ctl(e, "clients");
+	for (int64_t end = td_now_ms() + 10000; !stuck && td_now_ms() < end; td_sleep_ms(10)) {
+		json_t *cl = td_query(e->d, "clients");
 		CHECK(cl != NULL);
-		json_t *c0 = nt_client_find(cl, "dk", 0), *c1 = nt_client_find(cl, "dk", 1);
+		json_t *c0 = td_client_find(cl, "dk", 0), *c1 = td_client_find(cl, "dk", 1);
 		CHECK(c0 && c1);
 		/* both relays wait for the other's delivery ring (whose callback
 		 * never returns); rank 0's send ring is more than half full */
 		stuck = json_is_true(json_object_get(c0, "blocked")) &&
-			nt_json_num(c0, "send_used") > 8192 &&
+			td_num(c0, "send_used") > 8192 &&
 			json_is_true(json_object_get(c1, "blocked"));
 		json_decref(cl);
 	}
 	CHECKF(stuck, "the clients never got stuck");
-	nt_sleep_ms(200); /* let them go to sleep in shf_send and shf_flush */
-	CHECKF(nt_poll_exit(pids[0]) == NT_RUNNING && nt_poll_exit(pids[1]) == NT_RUNNING,
+	td_sleep_ms(200); /* let them go to sleep in shf_send and shf_flush */
+	CHECKF(td_poll_exit(pids[0]) == TD_RUNNING && td_poll_exit(pids[1]) == TD_RUNNING,
 	       "a client returned before the daemon died");
-	int64_t t0 = nt_now_ms();
-	nt_daemon_kill(e);
-	CHECKF(nt_wait_all(pids, 2, 5000, "rank") == 0,
+	int64_t t0 = td_now_ms();
+	td_kill(e->d);
+	CHECKF(td_wait_all(pids, 2, 5000, "rank") == 0,
 	       "a client did not get -ENOTCONN everywhere within 5 s");
 	fprintf(stderr, "daemon-kill: both clients returned -ENOTCONN %lld ms after the kill\n",
-		(long long)(nt_now_ms() - t0));
+		(long long)(td_now_ms() - t0));
 	return 0;
 }

@@ -12,41 +12,41 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "tests/lib/daemon.h"
 
-static void run_job(struct nt_env *e, const char *job)
+static void run_job(const char *job)
 {
 	const char *args[] = {"traffic", "n=500", "rounds=2", NULL};
 	pid_t pids[3];
 	for (int r = 0; r < 3; r++)
-		pids[r] = nt_spawn_client(e, job, r, 3, args, NULL);
-	CHECKF(nt_wait_all(pids, 3, 30000, "rank") == 0, "job %s failed", job);
+		pids[r] = td_spawn_client(job, r, 3, args, NULL);
+	CHECKF(td_wait_all(pids, 3, 30000, "rank") == 0, "job %s failed", job);
 }
 
 int main(void)
 {
-	struct nt_env *e = nt_init("daemon-restart", 50);
-	CHECK(nt_daemon_start(e, NULL) == 0);
-	run_job(e, "before");
-	nt_daemon_kill(e);
-	CHECKF(access(e->sock, F_OK) == 0, "no stale socket after SIGKILL (test premise)");
+	struct td_env *e = td_init("daemon-restart", 50, TD_SOCKET_ENV);
+	CHECK(td_start(e->d, NULL, NULL) == 0);
+	run_job("before");
+	td_kill(e->d);
+	CHECKF(access(e->d->sock, F_OK) == 0, "no stale socket after SIGKILL (test premise)");
 
 	/* a client finds nobody behind the stale socket */
 	const char *refused[] = {"open", "expect=ECONNREFUSED", "timeout=2000", NULL};
-	pid_t p = nt_spawn_client(e, "nobody", 0, 1, refused, NULL);
-	CHECKF(nt_wait(p, 10000) == 0, "shf_open on a stale socket: not -ECONNREFUSED");
+	pid_t p = td_spawn_client("nobody", 0, 1, refused, NULL);
+	CHECKF(td_wait(p, 10000) == 0, "shf_open on a stale socket: not -ECONNREFUSED");
 
-	CHECK(nt_daemon_start(e, NULL) == 0);
-	CHECK(nt_log_contains(e, "removed stale socket"));
-	run_job(e, "after");
-	nt_daemon_kill(e);
+	CHECK(td_start(e->d, NULL, NULL) == 0);
+	CHECK(td_log_contains(e->d, "removed stale socket"));
+	run_job("after");
+	td_kill(e->d);
 	/* and once more, in quick succession */
-	CHECK(nt_daemon_start(e, NULL) == 0);
-	run_job(e, "again");
-	nt_daemon_stop(e);
+	CHECK(td_start(e->d, NULL, NULL) == 0);
+	run_job("again");
+	td_stop(e->d);
 
 	/* a clean stop leaves only the lock file */
-	DIR *d = opendir(e->run);
+	DIR *d = opendir(e->d->run);
 	CHECK(d != NULL);
 	struct dirent *de;
 	while ((de = readdir(d))) {

@@ -12,37 +12,37 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness.h"
+#include "tests/lib/daemon.h"
 
 int main(void)
 {
-	struct nt_env *e = nt_init("dead-rank", 50);
-	CHECK(nt_daemon_start(e, NULL) == 0);
+	struct td_env *e = td_init("dead-rank", 50, TD_SOCKET_ENV);
+	CHECK(td_start(e->d, NULL, NULL) == 0);
 	const char *peer[] = {"deadpeer", "timeout=20000", NULL};
 	const char *leaver[] = {"open", NULL};
 	pid_t pids[3];
-	pids[0] = nt_spawn_client(e, "dead", 0, 3, peer, NULL);
-	pids[1] = nt_spawn_client(e, "dead", 1, 3, peer, NULL);
-	pids[2] = nt_spawn_client(e, "dead", 2, 3, leaver, NULL);
-	CHECKF(nt_wait(pids[2], 20000) == 0, "rank 2 failed to open and close");
+	pids[0] = td_spawn_client("dead", 0, 3, peer, NULL);
+	pids[1] = td_spawn_client("dead", 1, 3, peer, NULL);
+	pids[2] = td_spawn_client("dead", 2, 3, leaver, NULL);
+	CHECKF(td_wait(pids[2], 20000) == 0, "rank 2 failed to open and close");
 	bool gone = false;
-	for (int64_t end = nt_now_ms() + 5000; !gone && nt_now_ms() < end; nt_sleep_ms(5)) {
-		json_t *j = nt_ctl(e, "jobs");
+	for (int64_t end = td_now_ms() + 5000; !gone && td_now_ms() < end; td_sleep_ms(5)) {
+		json_t *j = td_query(e->d, "jobs");
 		CHECK(j != NULL);
 		json_t *job = json_array_get(json_object_get(j, "jobs"), 0);
 		gone = job && json_integer_value(json_object_get(job, "gone")) == 1;
 		json_decref(j);
 	}
 	CHECKF(gone, "the daemon never marked rank 2 gone");
-	nt_sync_post(e->sync, "gone");
-	CHECKF(nt_wait_all(pids, 2, 40000, "rank") == 0, "a rank failed (see above)");
-	json_t *st = nt_ctl(e, "stats");
+	td_sync_post(e->sync, "gone");
+	CHECKF(td_wait_all(pids, 2, 40000, "rank") == 0, "a rank failed (see above)");
+	json_t *st = td_query(e->d, "stats");
 	CHECK(st != NULL);
-	CHECKF(nt_json_num(st, "clients_total.drops_dead") == 5, "drops_dead %lld, expected 5",
-	       nt_json_num(st, "clients_total.drops_dead"));
-	CHECKF(nt_json_num(st, "clients_total.msgs_out") == 10, "msgs_out %lld, expected 10",
-	       nt_json_num(st, "clients_total.msgs_out"));
+	CHECKF(td_num(st, "clients_total.drops_dead") == 5, "drops_dead %lld, expected 5",
+	       td_num(st, "clients_total.drops_dead"));
+	CHECKF(td_num(st, "clients_total.msgs_out") == 10, "msgs_out %lld, expected 10",
+	       td_num(st, "clients_total.msgs_out"));
 	json_decref(st);
-	nt_daemon_stop(e);
+	td_stop(e->d);
 	return 0;
 }

@@ -15,13 +15,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness.h"
+#include "tests/lib/daemon.h"
 
 int main(int argc, char **argv)
 {
 	bool poll = argc > 1 && !strcmp(argv[1], "poll");
-	struct nt_env *e = nt_init(poll ? "epoch-inflight-poll" : "epoch-inflight-thread", 100);
-	CHECK(nt_daemon_start(e, NULL) == 0);
+	struct td_env *e = td_init(poll ? "epoch-inflight-poll" : "epoch-inflight-thread",
+				   100, TD_SOCKET_ENV);
+	CHECK(td_start(e->d, NULL, NULL) == 0);
 	enum { WORLD = 6, ROUNDS = 8, MSGS = 1500 };
 	const char *fast[] = {"traffic", "n=1500", "rounds=8", "flush=0", "seed=11",
 			      "big=40000", poll ? "poll=1" : "poll=0", NULL};
@@ -30,14 +31,14 @@ int main(int argc, char **argv)
 			      "slow_every=40", NULL};
 	pid_t pids[WORLD];
 	for (int r = 0; r < WORLD; r++)
-		pids[r] = nt_spawn_client(e, "ep", r, WORLD, r % 3 == 1 ? slow : fast, NULL);
-	CHECKF(nt_wait_all(pids, WORLD, 90000, "rank") == 0, "a rank failed (see above)");
-	json_t *st = nt_ctl(e, "stats");
+		pids[r] = td_spawn_client("ep", r, WORLD, r % 3 == 1 ? slow : fast, NULL);
+	CHECKF(td_wait_all(pids, WORLD, 90000, "rank") == 0, "a rank failed (see above)");
+	json_t *st = td_query(e->d, "stats");
 	CHECK(st != NULL);
-	CHECK(nt_json_num(st, "clients_total.msgs_out") == (long long)WORLD * ROUNDS * MSGS);
-	CHECKF(nt_json_num(st, "daemon.epochs") == ROUNDS, "daemon.epochs %lld",
-	       nt_json_num(st, "daemon.epochs"));
+	CHECK(td_num(st, "clients_total.msgs_out") == (long long)WORLD * ROUNDS * MSGS);
+	CHECKF(td_num(st, "daemon.epochs") == ROUNDS, "daemon.epochs %lld",
+	       td_num(st, "daemon.epochs"));
 	json_decref(st);
-	nt_daemon_stop(e);
+	td_stop(e->d);
 	return 0;
 }

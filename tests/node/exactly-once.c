@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "tests/lib/daemon.h"
 
 int main(int argc, char **argv)
 {
@@ -41,11 +41,11 @@ int main(int argc, char **argv)
 	}
 	char name[64];
 	snprintf(name, sizeof(name), "exactly-once-%d-%s", nproc, how);
-	struct nt_env *e = nt_init(name, 110);
-	const char *tclient = nt_prog("SHF_TEST_TCLIENT");
+	struct td_env *e = td_init(name, 110, TD_SOCKET_ENV);
+	const char *tclient = td_prog("SHF_TEST_TCLIENT");
 
-	CHECK(nt_daemon_start(e, NULL) == 0);
-	int fd_base = nt_fd_baseline(e);
+	CHECK(td_start(e->d, NULL, NULL) == 0);
+	int fd_base = td_fd_baseline(e->d);
 	CHECK(fd_base > 0);
 
 	char a_n[32], a_rounds[32], a_poll[16];
@@ -58,56 +58,56 @@ int main(int argc, char **argv)
 	int npids = 0;
 	if (mpi) {
 		const char *argv_mpi[64];
-		int k = nt_mpirun_argv(e, nproc, argv_mpi);
+		int k = td_mpirun_argv(nproc, argv_mpi);
 		argv_mpi[k++] = tclient;
 		for (int i = 0; args[i]; i++)
 			argv_mpi[k++] = args[i];
 		argv_mpi[k] = NULL;
 		/* rank and world must come from mpirun, not from us */
 		const char *env[] = {"SHF_JOB=mpijob", "SHF_RANK=", "SHF_WORLD=", NULL};
-		pids[npids++] = nt_spawn(e, argv_mpi, env);
+		pids[npids++] = td_spawn(argv_mpi, env, NULL, NULL);
 	} else {
 		for (int r = 0; r < nproc; r++)
-			pids[npids++] = nt_spawn_client(e, "fork", r, nproc, args, NULL);
+			pids[npids++] = td_spawn_client("fork", r, nproc, args, NULL);
 	}
-	CHECKF(nt_wait_all(pids, npids, 100000, mpi ? "mpirun" : "rank") == 0,
+	CHECKF(td_wait_all(pids, npids, 100000, mpi ? "mpirun" : "rank") == 0,
 	       "a rank failed (see above)");
 
-	json_t *st = nt_ctl(e, "stats");
+	json_t *st = td_query(e->d, "stats");
 	CHECK(st != NULL);
 	long long total = (long long)nproc * msgs * rounds;
-	long long in = nt_json_num(st, "clients_total.msgs_in");
-	long long out = nt_json_num(st, "clients_total.msgs_out");
+	long long in = td_num(st, "clients_total.msgs_in");
+	long long out = td_num(st, "clients_total.msgs_out");
 	CHECKF(in == total, "daemon took %lld messages from send rings, %lld were sent", in, total);
 	CHECKF(out == total, "daemon placed %lld messages in delivery rings, %lld were sent", out,
 	       total);
-	CHECK(nt_json_num(st, "clients_total.drops_dead") == 0);
-	CHECK(nt_json_num(st, "clients_total.drops_down") == 0);
-	CHECK(nt_json_num(st, "daemon.disc_proto") == 0);
-	CHECK(nt_json_num(st, "daemon.disc_ring") == 0);
-	CHECKF(nt_json_num(st, "daemon.clients_attached") == nproc, "clients_attached %lld",
-	       nt_json_num(st, "daemon.clients_attached"));
-	CHECKF(nt_json_num(st, "daemon.epochs") == rounds, "daemon.epochs %lld, expected %d",
-	       nt_json_num(st, "daemon.epochs"), rounds);
+	CHECK(td_num(st, "clients_total.drops_dead") == 0);
+	CHECK(td_num(st, "clients_total.drops_down") == 0);
+	CHECK(td_num(st, "daemon.disc_proto") == 0);
+	CHECK(td_num(st, "daemon.disc_ring") == 0);
+	CHECKF(td_num(st, "daemon.clients_attached") == nproc, "clients_attached %lld",
+	       td_num(st, "daemon.clients_attached"));
+	CHECKF(td_num(st, "daemon.epochs") == rounds, "daemon.epochs %lld, expected %d",
+	       td_num(st, "daemon.epochs"), rounds);
 	json_decref(st);
 
 	/* everything is gone: sessions, jobs, fds */
-	int64_t end = nt_now_ms() + 5000;
+	int64_t end = td_now_ms() + 5000;
 	int fds;
-	while ((fds = nt_fd_count(e->daemon)) != fd_base && nt_now_ms() < end)
-		nt_sleep_ms(10);
+	while ((fds = td_fd_count(e->d->pid)) != fd_base && td_now_ms() < end)
+		td_sleep_ms(10);
 	CHECKF(fds == fd_base, "daemon holds %d fds after every client left, %d before", fds,
 	       fd_base);
-	json_t *jobs = nt_ctl(e, "jobs");
+	json_t *jobs = td_query(e->d, "jobs");
 	CHECK(jobs != NULL);
 	CHECKF(json_array_size(json_object_get(jobs, "jobs")) == 0, "jobs left behind");
 	json_decref(jobs);
-	json_t *cl = nt_ctl(e, "clients");
+	json_t *cl = td_query(e->d, "clients");
 	CHECK(cl != NULL);
 	CHECKF(json_array_size(json_object_get(cl, "clients")) == 0, "client sessions left");
 	json_decref(cl);
 
-	nt_daemon_stop(e);
+	td_stop(e->d);
 	fprintf(stderr, "%s: %lld messages, exactly once, in order\n", name, total);
 	return 0;
 }

@@ -13,20 +13,21 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "harness.h"
+#include "tests/lib/daemon.h"
 
 int main(int argc, char **argv)
 {
 	bool poll = argc > 1 && !strcmp(argv[1], "poll");
-	struct nt_env *e = nt_init(poll ? "flush-targets-poll" : "flush-targets-thread", 100);
-	CHECK(nt_daemon_start(e, NULL) == 0);
+	struct td_env *e = td_init(poll ? "flush-targets-poll" : "flush-targets-thread",
+				   100, TD_SOCKET_ENV);
+	CHECK(td_start(e->d, NULL, NULL) == 0);
 	const char *args[] = {"flushes", "steps=40", "n=500", "ring=131072", "maxlen=2000",
 			      "timeout=30000", poll ? "poll=1" : "poll=0", NULL};
 	pid_t pids[3];
 	for (int r = 0; r < 3; r++)
-		pids[r] = nt_spawn_client(e, "fl", r, 3, args, NULL);
-	CHECKF(nt_wait_all(pids, 3, 60000, "rank") == 0, "a rank failed (see above)");
-	CHECK(nt_stat(e, "clients_total.drops_dead") == 0);
-	nt_daemon_stop(e);
+		pids[r] = td_spawn_client("fl", r, 3, args, NULL);
+	CHECKF(td_wait_all(pids, 3, 60000, "rank") == 0, "a rank failed (see above)");
+	CHECK(td_stat(e->d, "clients_total.drops_dead") == 0);
+	td_stop(e->d);
 	return 0;
 }

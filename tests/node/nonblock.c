@@ -9,19 +9,19 @@
  */
 #include <stdio.h>
 
-#include "harness.h"
+#include "tests/lib/daemon.h"
 
 int main(void)
 {
-	struct nt_env *e = nt_init("nonblock", 50);
-	CHECK(nt_daemon_start(e, NULL) == 0);
+	struct td_env *e = td_init("nonblock", 50, TD_SOCKET_ENV);
+	CHECK(td_start(e->d, NULL, NULL) == 0);
 	const char *args[] = {"nonblock", "n=1000", "ring=131072", "timeout=20000", NULL};
 	pid_t pids[2];
 	for (int r = 0; r < 2; r++)
-		pids[r] = nt_spawn_client(e, "nb", r, 2, args, NULL);
-	CHECKF(nt_wait_all(pids, 2, 50000, "rank") == 0, "a rank failed (see above)");
-	long long out = nt_stat(e, "clients_total.msgs_out");
+		pids[r] = td_spawn_client("nb", r, 2, args, NULL);
+	CHECKF(td_wait_all(pids, 2, 50000, "rank") == 0, "a rank failed (see above)");
+	long long out = td_stat(e->d, "clients_total.msgs_out");
 	CHECKF(out == 1000, "daemon placed %lld messages, 1000 sent", out);
-	nt_daemon_stop(e);
+	td_stop(e->d);
 	return 0;
 }

@@ -11,12 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "tests/lib/daemon.h"
 
 #define SETPRIV "/usr/bin/setpriv"
 
-static pid_t spawn_nobody(struct nt_env *e, const char *job, int rank, int world,
-			  const char *const *args)
+static pid_t spawn_nobody(const char *job, int rank, int world, const char *const *args)
 {
 	const char *argv[32];
 	int n = 0;
@@ -24,7 +23,7 @@ static pid_t spawn_nobody(struct nt_env *e, const char *job, int rank, int world
 	argv[n++] = "--reuid=65534";
 	argv[n++] = "--regid=65534";
 	argv[n++] = "--clear-groups";
-	argv[n++] = nt_prog("SHF_TEST_TCLIENT");
+	argv[n++] = td_prog("SHF_TEST_TCLIENT");
 	for (int i = 0; args[i] && n < 31; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
@@ -33,72 +32,72 @@ static pid_t spawn_nobody(struct nt_env *e, const char *job, int rank, int world
 	snprintf(er, sizeof(er), "SHF_RANK=%d", rank);
 	snprintf(ew, sizeof(ew), "SHF_WORLD=%d", world);
 	const char *env[] = {ej, er, ew, NULL};
-	return nt_spawn(e, argv, env);
+	return td_spawn(argv, env, NULL, NULL);
 }
 
 int main(void)
 {
-	struct nt_env *e = nt_init("other-user", 50);
+	struct td_env *e = td_init("other-user", 50, TD_SOCKET_ENV);
 	if (geteuid() != 0)
-		nt_skip("needs root (a root daemon and setpriv to another uid)");
+		SKIP("needs root (a root daemon and setpriv to another uid)");
 	if (access(SETPRIV, X_OK) != 0)
-		nt_skip("%s not found", SETPRIV);
+		SKIP("%s not found", SETPRIV);
 	/* uid 65534 must reach the socket and the sync directory */
 	CHECK(chmod(e->dir, 0755) == 0);
 	CHECK(chmod(e->sync, 01777) == 0);
 	const char *usage_only[] = {NULL};
-	pid_t p = spawn_nobody(e, "x", 0, 1, usage_only);
-	int r = nt_wait(p, 10000);
+	pid_t p = spawn_nobody("x", 0, 1, usage_only);
+	int r = td_wait(p, 10000);
 	if (r != 2)
-		nt_skip("the test client cannot run as uid 65534 (status %d): is the build "
-			"directory readable by everyone?", r);
+		SKIP("the test client cannot run as uid 65534 (status %d): is the build "
+		     "directory readable by everyone?", r);
 
-	CHECK(nt_daemon_start(e, NULL) == 0);
+	CHECK(td_start(e->d, NULL, NULL) == 0);
 	const char *holder[] = {"open", "post=open", "hold=release", "timeout=30000", NULL};
 	const char *denied[] = {"open", "expect=EACCES", "timeout=10000", NULL};
 	const char *alone[] = {"traffic", "n=200", NULL};
 
-	pid_t root0 = nt_spawn_client(e, "rootjob", 0, 2, holder, NULL);
+	pid_t root0 = td_spawn_client("rootjob", 0, 2, holder, NULL);
 	bool reg = false;
-	for (int64_t end = nt_now_ms() + 10000; !reg && nt_now_ms() < end; nt_sleep_ms(10)) {
-		json_t *cl = nt_ctl(e, "clients");
+	for (int64_t end = td_now_ms() + 10000; !reg && td_now_ms() < end; td_sleep_ms(10)) {
+		json_t *cl = td_query(e->d, "clients");
 		CHECK(cl != NULL);
-		reg = nt_client_find(cl, "rootjob", 0) != NULL;
+		reg = td_client_find(cl, "rootjob", 0) != NULL;
 		json_decref(cl);
 	}
 	CHECK(reg);
-	p = spawn_nobody(e, "rootjob", 1, 2, denied);
-	CHECKF(nt_wait(p, 15000) == 0, "uid 65534 joining root's job: not -EACCES");
-	CHECKF(nt_poll_exit(root0) == NT_RUNNING, "root's rank 0 was disturbed");
+	p = spawn_nobody("rootjob", 1, 2, denied);
+	CHECKF(td_wait(p, 15000) == 0, "uid 65534 joining root's job: not -EACCES");
+	CHECKF(td_poll_exit(root0) == TD_RUNNING, "root's rank 0 was disturbed");
 
-	p = spawn_nobody(e, "nobodyjob", 0, 1, alone);
-	CHECKF(nt_wait(p, 15000) == 0, "uid 65534 could not run a job of its own");
+	p = spawn_nobody("nobodyjob", 0, 1, alone);
+	CHECKF(td_wait(p, 15000) == 0, "uid 65534 could not run a job of its own");
 
 	/* root may join a job of uid 65534 (once uid 65534 created it) */
-	pid_t nob0 = spawn_nobody(e, "shared", 0, 2, holder);
+	pid_t nob0 = spawn_nobody("shared", 0, 2, holder);
 	reg = false;
-	for (int64_t end = nt_now_ms() + 10000; !reg && nt_now_ms() < end; nt_sleep_ms(10)) {
-		json_t *cl = nt_ctl(e, "clients");
+	for (int64_t end = td_now_ms() + 10000; !reg && td_now_ms() < end; td_sleep_ms(10)) {
+		json_t *cl = td_query(e->d, "clients");
 		CHECK(cl != NULL);
-		json_t *c = nt_client_find(cl, "shared", 0);
-		reg = c && nt_json_num(c, "uid") == 65534;
+		json_t *c = td_client_find(cl, "shared", 0);
+		reg = c && td_num(c, "uid") == 65534;
 		json_decref(cl);
 	}
 	CHECKF(reg, "uid 65534's rank 0 never registered");
-	pid_t root1 = nt_spawn_client(e, "shared", 1, 2, holder, NULL);
-	CHECK(nt_sync_wait(e->sync, "open.0", 15000));
-	CHECK(nt_sync_wait(e->sync, "open.1", 15000));
+	pid_t root1 = td_spawn_client("shared", 1, 2, holder, NULL);
+	CHECK(td_sync_wait(e->sync, "open.0", 15000));
+	CHECK(td_sync_wait(e->sync, "open.1", 15000));
 
 	/* root's job finally completes with a root rank 1 */
-	pid_t root1b = nt_spawn_client(e, "rootjob", 1, 2, holder, NULL);
-	nt_sync_post(e->sync, "release");
+	pid_t root1b = td_spawn_client("rootjob", 1, 2, holder, NULL);
+	td_sync_post(e->sync, "release");
 	pid_t all[] = {root0, nob0, root1, root1b};
-	CHECKF(nt_wait_all(all, 4, 20000, "holder") == 0, "a holder failed");
-	json_t *j = nt_ctl(e, "stats");
+	CHECKF(td_wait_all(all, 4, 20000, "holder") == 0, "a holder failed");
+	json_t *j = td_query(e->d, "stats");
 	CHECK(j != NULL);
-	CHECKF(nt_json_num(j, "daemon.refused") == 1, "refused %lld, expected 1",
-	       nt_json_num(j, "daemon.refused"));
+	CHECKF(td_num(j, "daemon.refused") == 1, "refused %lld, expected 1",
+	       td_num(j, "daemon.refused"));
 	json_decref(j);
-	nt_daemon_stop(e);
+	td_stop(e->d);
 	return 0;
 }

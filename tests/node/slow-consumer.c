@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
+#include "tests/lib/daemon.h"
 
 #define WORLD 4
 #define MSGS 8000LL
@@ -22,9 +22,9 @@
 
 int main(void)
 {
-	struct nt_env *e = nt_init("slow-consumer", 110);
-	CHECK(nt_daemon_start(e, NULL) == 0);
-	long rss0 = nt_rss_kib(e->daemon);
+	struct td_env *e = td_init("slow-consumer", 110, TD_SOCKET_ENV);
+	CHECK(td_start(e->d, NULL, NULL) == 0);
+	long rss0 = td_rss_kib(e->d->pid);
 	CHECK(rss0 > 0);
 
 	const char *consumer[] = {"traffic", "srcs=1-3", "dsts=0", "n=8000", "minlen=4096",
@@ -34,21 +34,21 @@ int main(void)
 				"maxlen=4096", "ring=131072", "check_blocked=1", NULL};
 	pid_t pids[WORLD];
 	for (int r = 0; r < WORLD; r++)
-		pids[r] = nt_spawn_client(e, "slow", r, WORLD, r ? sender : consumer, NULL);
+		pids[r] = td_spawn_client("slow", r, WORLD, r ? sender : consumer, NULL);
 
 	/* sample the daemon's RSS while the clients run */
 	long rss_max = rss0;
-	int64_t end = nt_now_ms() + 100000;
+	int64_t end = td_now_ms() + 100000;
 	int running = WORLD, bad = 0;
-	while (running && nt_now_ms() < end) {
-		long rss = nt_rss_kib(e->daemon);
+	while (running && td_now_ms() < end) {
+		long rss = td_rss_kib(e->d->pid);
 		if (rss > rss_max)
 			rss_max = rss;
 		for (int r = 0; r < WORLD; r++) {
 			if (!pids[r])
 				continue;
-			int st = nt_poll_exit(pids[r]);
-			if (st == NT_RUNNING)
+			int st = td_poll_exit(pids[r]);
+			if (st == TD_RUNNING)
 				continue;
 			if (st != 0) {
 				fprintf(stderr, "slow-consumer: rank %d exited with %d\n", r, st);
@@ -57,21 +57,21 @@ int main(void)
 			pids[r] = 0;
 			running--;
 		}
-		nt_sleep_ms(10);
+		td_sleep_ms(10);
 	}
 	CHECKF(running == 0, "%d ranks still running after 100 s", running);
 	CHECKF(bad == 0, "%d ranks failed", bad);
 
-	json_t *st = nt_ctl(e, "stats");
+	json_t *st = td_query(e->d, "stats");
 	CHECK(st != NULL);
 	long long total = (WORLD - 1) * MSGS;
-	long long bytes = nt_json_num(st, "clients_total.bytes_out");
-	CHECKF(nt_json_num(st, "clients_total.msgs_in") == total, "msgs_in %lld, expected %lld",
-	       nt_json_num(st, "clients_total.msgs_in"), total);
-	CHECKF(nt_json_num(st, "clients_total.msgs_out") == total, "msgs_out %lld, expected %lld",
-	       nt_json_num(st, "clients_total.msgs_out"), total);
+	long long bytes = td_num(st, "clients_total.bytes_out");
+	CHECKF(td_num(st, "clients_total.msgs_in") == total, "msgs_in %lld, expected %lld",
+	       td_num(st, "clients_total.msgs_in"), total);
+	CHECKF(td_num(st, "clients_total.msgs_out") == total, "msgs_out %lld, expected %lld",
+	       td_num(st, "clients_total.msgs_out"), total);
 	CHECKF(bytes == total * LEN, "bytes_out %lld, expected %lld", bytes, total * LEN);
-	CHECKF(nt_json_num(st, "clients_total.ring_full_stalls") > 0,
+	CHECKF(td_num(st, "clients_total.ring_full_stalls") > 0,
 	       "the daemon never found the slow consumer's ring full");
 	json_decref(st);
 	fprintf(stderr, "slow-consumer: %lld MiB pushed; daemon RSS %ld KiB at start, %ld KiB max "
@@ -79,6 +79,6 @@ int main(void)
 	CHECKF(bytes / 1024 > RSS_BOUND_KIB, "the test pushed less than the bound");
 	CHECKF(rss_max < RSS_BOUND_KIB, "daemon RSS reached %ld KiB (bound %ld KiB)", rss_max,
 	       RSS_BOUND_KIB);
-	nt_daemon_stop(e);
+	td_stop(e->d);
 	return 0;
 }

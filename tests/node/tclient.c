@@ -42,8 +42,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "harness.h"
 #include "shuffle.h"
+#include "tests/lib/daemon.h"
 #include "tmsg.h"
 
 #define MAX_WORLD 256
@@ -90,13 +90,14 @@ static char g_job[128] = "default";
 static uint32_t g_job_tag;
 static int g_rank = -1, g_world;
 
-#define FAIL(...)                                                                     \
-	do {                                                                          \
-		fprintf(stderr, "tclient rank %d: ", g_rank);                         \
-		fprintf(stderr, __VA_ARGS__);                                         \
-		fputc('\n', stderr);                                                  \
-		exit(1);                                                              \
-	} while (0)
+/* g_rank, and the name failed checks give (tests/lib/check.h) */
+static void set_rank(int rank)
+{
+	static char name[32];
+	g_rank = rank;
+	snprintf(name, sizeof(name), "tclient rank %d", rank);
+	program_invocation_short_name = name;
+}
 
 static void usage(const char *why)
 {
@@ -331,7 +332,7 @@ out:
 	pthread_mutex_unlock(&rx.mu);
 	if (slow)
 		usleep((useconds_t)cfg.slow_us);
-	if (stall && !nt_sync_wait(g_sync, cfg.stall, 60000)) {
+	if (stall && !td_sync_wait(g_sync, cfg.stall, 60000)) {
 		fprintf(stderr, "tclient rank %d: sync point %s never came\n", g_rank, cfg.stall);
 		exit(1);
 	}
@@ -476,7 +477,7 @@ static struct shf_ctx *open_ctx(void)
 		FAIL("shf_open: %s (%s)", shf_strerror(r), shf_error_detail());
 	if (!c)
 		FAIL("shf_open returned 0 but no context");
-	g_rank = shf_rank(c);
+	set_rank(shf_rank(c));
 	g_world = shf_world(c);
 	if (g_world < 1 || g_world > MAX_WORLD || g_rank < 0 || g_rank >= g_world)
 		FAIL("rank %d world %d out of the test's range", g_rank, g_world);
@@ -487,7 +488,7 @@ static struct shf_ctx *open_ctx(void)
 	if (cfg.post) {
 		char name[128];
 		snprintf(name, sizeof(name), "%s.%d", cfg.post, g_rank);
-		nt_sync_post(g_sync, name);
+		td_sync_post(g_sync, name);
 	}
 	return c;
 }
@@ -516,8 +517,8 @@ static void hold_and_close(struct shf_ctx *c)
 	if (cfg.hold) {
 		char name[64];
 		snprintf(name, sizeof(name), "held.%d", g_rank);
-		nt_sync_post(g_sync, name);
-		if (!nt_sync_wait(g_sync, cfg.hold, 60000))
+		td_sync_post(g_sync, name);
+		if (!td_sync_wait(g_sync, cfg.hold, 60000))
 			FAIL("sync point %s never came", cfg.hold);
 	}
 	int r = shf_close(c);
@@ -543,14 +544,14 @@ static int mode_traffic(void)
 				     shf_error_detail());
 		}
 		if (cfg.wait) {
-			int64_t end = nt_now_ms() + cfg.timeout;
-			while (!round_reached(round, exp[round]) && nt_now_ms() < end) {
+			int64_t end = td_now_ms() + cfg.timeout;
+			while (!round_reached(round, exp[round]) && td_now_ms() < end) {
 				if (cfg.poll) {
 					int r = shf_poll(c, 10);
 					if (r < 0)
 						FAIL("shf_poll: %s", shf_strerror(r));
 				} else {
-					nt_sleep_ms(1);
+					td_sleep_ms(1);
 				}
 			}
 			if (!round_complete(round, exp[round], true))
@@ -616,7 +617,7 @@ static int mode_victim(void)
 	struct shf_ctx *c = open_ctx();
 	setup_sets();
 	rx_set_ready();
-	nt_sync_post(g_sync, "victim-sending");
+	td_sync_post(g_sync, "victim-sending");
 	for (long i = 0;; i++) {
 		int dst;
 		uint32_t type;
@@ -627,7 +628,7 @@ static int mode_victim(void)
 		g_sent_pair[dst]++;
 		g_gseq++;
 		if (cfg.victim_flush && i + 1 == cfg.victim_flush) {
-			nt_sync_post(g_sync, "victim-flushing");
+			td_sync_post(g_sync, "victim-flushing");
 			r = shf_flush(c, SHF_FLUSH_REMOTE, -1);
 			FAIL("victim: shf_flush returned %s before the kill", shf_strerror(r));
 		}
@@ -644,12 +645,12 @@ static int mode_open(void)
 	o.delivery_thread = !cfg.poll;
 	struct shf_ctx *c = NULL;
 	rx_set_ready(); /* nothing is expected: any delivery is an error */
-	int64_t t0 = nt_now_ms();
+	int64_t t0 = td_now_ms();
 	int r = shf_open(&o, on_deliver, NULL, &c);
 	const char *detail = shf_error_detail();
 	int want = err_code(cfg.expect);
 	fprintf(stderr, "tclient open rank %d/%d: %s after %lld ms (detail: \"%s\")\n", cfg.rank,
-		cfg.world, r == 0 ? "ok" : shf_strerror(r), (long long)(nt_now_ms() - t0),
+		cfg.world, r == 0 ? "ok" : shf_strerror(r), (long long)(td_now_ms() - t0),
 		r ? detail : "");
 	if (r != want)
 		FAIL("shf_open returned %d (%s), expected %s", r, shf_strerror(r), cfg.expect);
@@ -660,11 +661,11 @@ static int mode_open(void)
 			FAIL("error detail \"%s\" does not mention \"%s\"", detail, cfg.detail);
 		return 0;
 	}
-	g_rank = shf_rank(c);
+	set_rank(shf_rank(c));
 	if (cfg.post) {
 		char name[128];
 		snprintf(name, sizeof(name), "%s.%d", cfg.post, g_rank);
-		nt_sync_post(g_sync, name);
+		td_sync_post(g_sync, name);
 	}
 	hold_and_close(c);
 	return 0;
@@ -714,7 +715,7 @@ static int mode_nonblock(void)
 		sent_before = i;
 		/* steady state: the receiver does not consume, so after the daemon
 		 * moved what it could, the ring stays full */
-		nt_sleep_ms(200);
+		td_sleep_ms(200);
 		for (int k = 0; k < 1000 && i < total; k++) {
 			int dst;
 			uint32_t type;
@@ -736,7 +737,7 @@ static int mode_nonblock(void)
 			if (r != -EAGAIN)
 				FAIL("send %d to a full ring whose consumer sleeps: %s, expected EAGAIN",
 				     k, shf_strerror(r));
-			nt_sleep_ms(10);
+			td_sleep_ms(10);
 		}
 		struct shf_stats st;
 		if ((r = shf_stats_get(c, &st)) != 0)
@@ -745,18 +746,18 @@ static int mode_nonblock(void)
 			FAIL("stats: send_eagain %" PRIu64 ", at least 11 expected", st.send_eagain);
 		fprintf(stderr, "tclient rank 0: -EAGAIN after %ld messages (bound %ld)\n",
 			sent_before, bound);
-		nt_sync_post(g_sync, "nonblock-full");
+		td_sync_post(g_sync, "nonblock-full");
 		/* now the consumer runs: every retry eventually succeeds */
-		int64_t end = nt_now_ms() + cfg.timeout;
+		int64_t end = td_now_ms() + cfg.timeout;
 		while (i < total) {
 			int dst;
 			uint32_t type;
 			uint32_t len = build(0, i, &dst, &type);
 			r = shf_send(c, dst, type, g_buf, len, SHF_NONBLOCK);
 			if (r == -EAGAIN) {
-				if (nt_now_ms() > end)
+				if (td_now_ms() > end)
 					FAIL("still -EAGAIN %d ms after the consumer started", cfg.timeout);
-				nt_sleep_ms(1);
+				td_sleep_ms(1);
 				continue;
 			}
 			if (r != 0)
@@ -768,14 +769,14 @@ static int mode_nonblock(void)
 		if ((r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout)) != 0)
 			FAIL("shf_flush: %s", shf_strerror(r));
 	} else {
-		if (!nt_sync_wait(g_sync, "nonblock-full", cfg.timeout))
+		if (!td_sync_wait(g_sync, "nonblock-full", cfg.timeout))
 			FAIL("rank 0 never saw a full ring");
-		int64_t end = nt_now_ms() + cfg.timeout;
+		int64_t end = td_now_ms() + cfg.timeout;
 		for (;;) {
 			uint64_t got = count_from(0);
 			if (got >= (uint64_t)total)
 				break;
-			if (nt_now_ms() > end)
+			if (td_now_ms() > end)
 				FAIL("received %" PRIu64 " of %ld messages", got, total);
 			int r = shf_poll(c, 100);
 			if (r < 0)
@@ -806,8 +807,8 @@ static int mode_deadpeer(void)
 		FAIL("deadpeer is for ranks 0 and 1 of world 3");
 	cfg.srcs[0] = true;
 	rx_set_ready();
-	nt_sync_post(g_sync, g_rank ? "deadpeer-open.1" : "deadpeer-open.0");
-	if (!nt_sync_wait(g_sync, "gone", cfg.timeout))
+	td_sync_post(g_sync, g_rank ? "deadpeer-open.1" : "deadpeer-open.0");
+	if (!td_sync_wait(g_sync, "gone", cfg.timeout))
 		FAIL("driver never said rank 2 is gone");
 	int r;
 	if (g_rank == 0) {
@@ -850,20 +851,20 @@ static int mode_deadpeer(void)
 			FAIL("send of 2 MiB: %s, expected EMSGSIZE", shf_strerror(r));
 		if ((r = shf_flush(c, 99, cfg.timeout)) != -EINVAL)
 			FAIL("flush(99): %s, expected EINVAL", shf_strerror(r));
-		nt_sync_post(g_sync, "deadpeer-sent");
+		td_sync_post(g_sync, "deadpeer-sent");
 	} else {
-		int64_t end = nt_now_ms() + cfg.timeout;
+		int64_t end = td_now_ms() + cfg.timeout;
 		for (;;) {
 			pthread_mutex_lock(&rx.mu);
 			uint64_t got = rx.total;
 			pthread_mutex_unlock(&rx.mu);
 			if (got >= 10)
 				break;
-			if (nt_now_ms() > end)
+			if (td_now_ms() > end)
 				FAIL("received %" PRIu64 " of 10 messages from rank 0", got);
-			nt_sleep_ms(2);
+			td_sleep_ms(2);
 		}
-		if (!nt_sync_wait(g_sync, "deadpeer-sent", cfg.timeout))
+		if (!td_sync_wait(g_sync, "deadpeer-sent", cfg.timeout))
 			FAIL("rank 0 never finished");
 		pthread_mutex_lock(&rx.mu);
 		uint64_t total = rx.total;
@@ -912,13 +913,13 @@ static int mode_blocked(void)
 	int r = shf_open(&o, on_deliver_stuck, NULL, &c);
 	if (r)
 		FAIL("shf_open: %s (%s)", shf_strerror(r), shf_error_detail());
-	g_rank = shf_rank(c);
+	set_rank(shf_rank(c));
 	if (shf_world(c) != 2)
 		FAIL("blocked needs world 2");
 	int peer = 1 - g_rank;
 	static uint8_t kib[1024];
 	if (g_rank == 0) {
-		nt_sync_post(g_sync, "blocked-sending");
+		td_sync_post(g_sync, "blocked-sending");
 		long i;
 		for (i = 0; i < 1000000; i++)
 			if ((r = shf_send(c, peer, 1, kib, sizeof(kib), 0)) != 0)
@@ -935,7 +936,7 @@ static int mode_blocked(void)
 		for (long i = 0; i < n; i++)
 			if ((r = shf_send(c, peer, 1, kib, sizeof(kib), 0)) != 0)
 				FAIL("send #%ld of %ld before the flush: %s", i, n, shf_strerror(r));
-		nt_sync_post(g_sync, "blocked-flushing");
+		td_sync_post(g_sync, "blocked-flushing");
 		r = shf_flush(c, SHF_FLUSH_REMOTE, -1);
 		fprintf(stderr, "tclient rank 1: shf_flush returned %s (%s)\n", shf_strerror(r),
 			shf_error_detail());
@@ -974,7 +975,7 @@ static int mode_blocked(void)
  */
 static void post_stop(void)
 {
-	nt_sync_post(g_sync, "stop"); /* also when rank 0 fails: the streamer ends */
+	td_sync_post(g_sync, "stop"); /* also when rank 0 fails: the streamer ends */
 }
 
 static int mode_flushes(void)
@@ -1015,12 +1016,12 @@ static int mode_flushes(void)
 			if ((r = shf_flush(c, SHF_FLUSH_ORIGIN, cfg.timeout)) != 0)
 				FAIL("step %d: flush(ORIGIN): %s", k, shf_strerror(r));
 			snprintf(name, sizeof(name), "step.%d", k);
-			nt_sync_post(g_sync, name);
+			td_sync_post(g_sync, name);
 		}
 	} else if (g_rank == 2) {
-		int64_t end = nt_now_ms() + cfg.timeout;
-		for (long i = 0; !nt_sync_exists(g_sync, "stop"); i++) {
-			if (nt_now_ms() > end)
+		int64_t end = td_now_ms() + cfg.timeout;
+		for (long i = 0; !td_sync_exists(g_sync, "stop"); i++) {
+			if (td_now_ms() > end)
 				FAIL("stream: never told to stop");
 			int dst;
 			uint32_t type;
@@ -1040,9 +1041,9 @@ static int mode_flushes(void)
 		atexit(post_stop);
 		for (int k = 1; k <= cfg.steps; k++) {
 			snprintf(name, sizeof(name), "step.%d", k);
-			int64_t end = nt_now_ms() + cfg.timeout;
-			while (!nt_sync_exists(g_sync, name)) {
-				if (nt_now_ms() > end)
+			int64_t end = td_now_ms() + cfg.timeout;
+			while (!td_sync_exists(g_sync, name)) {
+				if (td_now_ms() > end)
 					FAIL("step %d never came", k);
 				if (cfg.poll)
 					r = shf_poll(c, 1);
@@ -1064,7 +1065,7 @@ static int mode_flushes(void)
 				     (long)k * (total / cfg.steps));
 		}
 		fprintf(stderr, "tclient rank 0: %ld DELIVERY flushes while waiting\n", flushes);
-		nt_sync_post(g_sync, "stop");
+		td_sync_post(g_sync, "stop");
 	}
 	r = shf_epoch(c, cfg.timeout);
 	if (r != 0)
@@ -1089,7 +1090,7 @@ int main(int argc, char **argv)
 	if (job && *job)
 		snprintf(g_job, sizeof(g_job), "%s", job);
 	g_job_tag = tmsg_hash32(g_job);
-	g_rank = cfg.rank;
+	set_rank(cfg.rank);
 	if (!strcmp(cfg.mode, "traffic"))
 		return mode_traffic();
 	if (!strcmp(cfg.mode, "victim"))

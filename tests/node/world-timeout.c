@@ -9,36 +9,36 @@
  */
 #include <stdio.h>
 
-#include "harness.h"
+#include "tests/lib/daemon.h"
 
 int main(void)
 {
-	struct nt_env *e = nt_init("world-timeout", 50);
-	CHECK(nt_daemon_start(e, NULL) == 0);
+	struct td_env *e = td_init("world-timeout", 50, TD_SOCKET_ENV);
+	CHECK(td_start(e->d, NULL, NULL) == 0);
 	const char *partial[] = {"open", "expect=ETIMEDOUT", "timeout=700", "detail=1,3", NULL};
 	pid_t pids[5];
-	int64_t t0 = nt_now_ms();
+	int64_t t0 = td_now_ms();
 	for (int i = 0; i < 3; i++)
-		pids[i] = nt_spawn_client(e, "wt", 2 * i, 5, partial, NULL);
-	CHECKF(nt_wait_all(pids, 3, 10000, "rank") == 0, "a rank did not time out as required");
-	int64_t took = nt_now_ms() - t0;
+		pids[i] = td_spawn_client("wt", 2 * i, 5, partial, NULL);
+	CHECKF(td_wait_all(pids, 3, 10000, "rank") == 0, "a rank did not time out as required");
+	int64_t took = td_now_ms() - t0;
 	CHECKF(took < 8000, "timing out took %lld ms with a 700 ms timeout", (long long)took);
-	CHECK(nt_stat(e, "daemon.disc_timeout") == 3);
+	CHECK(td_stat(e->d, "daemon.disc_timeout") == 3);
 
 	/* nothing of the failed attempt blocks the real one */
 	const char *full[] = {"open", "timeout=20000", NULL};
 	for (int r = 0; r < 5; r++)
-		pids[r] = nt_spawn_client(e, "wt", r, 5, full, NULL);
-	CHECKF(nt_wait_all(pids, 5, 30000, "rank") == 0, "the complete world failed to open");
-	nt_daemon_stop(e);
+		pids[r] = td_spawn_client("wt", r, 5, full, NULL);
+	CHECKF(td_wait_all(pids, 5, 30000, "rank") == 0, "the complete world failed to open");
+	td_stop(e->d);
 
 	/* no daemon at all */
 	const char *refused[] = {"open", "expect=ECONNREFUSED", "timeout=2000", NULL};
-	pid_t p = nt_spawn_client(e, "none", 0, 1, refused, NULL);
-	CHECKF(nt_wait(p, 10000) == 0, "shf_open without a daemon: not -ECONNREFUSED");
+	pid_t p = td_spawn_client("none", 0, 1, refused, NULL);
+	CHECKF(td_wait(p, 10000) == 0, "shf_open without a daemon: not -ECONNREFUSED");
 	const char *env[] = {"SHF_SOCKET=/nonexistent/shuffled.sock", NULL};
-	p = nt_spawn_client(e, "none", 0, 1, refused, env);
-	CHECKF(nt_wait(p, 10000) == 0, "shf_open with a socket path that does not exist: not "
+	p = td_spawn_client("none", 0, 1, refused, env);
+	CHECKF(td_wait(p, 10000) == 0, "shf_open with a socket path that does not exist: not "
 	       "-ECONNREFUSED");
 	return 0;
 }

@@ -23,28 +23,7 @@
 
 #include "proto/ring.h"
 #include "proto/shm.h"
-
-/* Fail the test with the location and the failed condition. */
-#define CHECK(cond)                                                                \
-	do {                                                                       \
-		if (!(cond)) {                                                     \
-			fprintf(stderr, "%s:%d: CHECK(%s) failed\n", __FILE__,     \
-				__LINE__, #cond);                                  \
-			exit(1);                                                   \
-		}                                                                  \
-	} while (0)
-
-/* Same, with a formatted explanation. */
-#define CHECKF(cond, ...)                                                          \
-	do {                                                                       \
-		if (!(cond)) {                                                     \
-			fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__,     \
-				__LINE__, #cond);                                  \
-			fprintf(stderr, __VA_ARGS__);                              \
-			fputc('\n', stderr);                                       \
-			exit(1);                                                   \
-		}                                                                  \
-	} while (0)
+#include "tests/lib/check.h"
 
 #define T_PAGE 4096u
 

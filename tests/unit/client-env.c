@@ -147,9 +147,9 @@ static void expect_job(int line, const char *opt, const char *want)
 	char job[SHF_JOB_MAX];
 	memset(job, 'X', sizeof(job));
 	shc_env_job(opt, job);
-	if (strcmp(job, want) != 0 || shf_ipc_job_ok(job) != 0) {
+	if (strcmp(job, want) != 0 || shf_ipc_job_check(job) != 0) {
 		fprintf(stderr, "line %d: job '%s', want '%s' (valid: %d)\n", line, job, want,
-			shf_ipc_job_ok(job));
+			shf_ipc_job_check(job));
 		failures++;
 	}
 }

@@ -146,7 +146,7 @@ static void fk_register_req(struct fake *f)
 		FAIL("expected REGISTER");
 	struct shf_ipc_register m;
 	memcpy(&m, f->buf + sizeof(h), sizeof(m));
-	if (shf_ipc_job_ok(m.job) || strcmp(m.job, "proto-test") || m.world < 1 ||
+	if (shf_ipc_job_check(m.job) || strcmp(m.job, "proto-test") || m.world < 1 ||
 	    m.rank < 0 || m.rank >= m.world)
 		FAIL("bad REGISTER: job '%.64s' rank %d world %d", m.job, m.rank, m.world);
 	f->rank = m.rank;

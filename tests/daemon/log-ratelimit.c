@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/ctl/log_ratelimit.c - shd_log_rl(): a flood prints exactly `burst`
+ * tests/daemon/log-ratelimit.c - shd_log_rl(): a flood prints exactly `burst`
  * lines per interval, the next interval starts with "N similar messages
  * suppressed", totals are counted in rl->missed, filtered levels are
  * neither printed nor counted.  Counts are asserted, never timing: a flood
@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "daemon/log.h"
-#include "tests/ctl/check.h"
+#include "tests/lib/check.h"
 
 enum { INTERVAL_MS = 50, BURST = 5, FLOOD = 10000 };
 
@@ -89,11 +89,11 @@ int main(void)
 	struct shd_ratelimit rl;
 	int tries = 0;
 	while (!flood(&rl)) {
-		CHECK_MSG(++tries < 10, "10000 calls never fit in %d ms", INTERVAL_MS);
+		CHECKF(++tries < 10, "10000 calls never fit in %d ms", INTERVAL_MS);
 		fprintf(stderr, "flood crossed an interval boundary, retrying\n");
 	}
 	slurp();
-	CHECK_MSG(count("flood ") == BURST, "%u printed", count("flood "));
+	CHECKF(count("flood ") == BURST, "%u printed", count("flood "));
 	for (int i = 0; i < BURST; i++) {
 		char want[32];
 		snprintf(want, sizeof(want), "WARN: flood %d\n", i);
@@ -111,7 +111,7 @@ int main(void)
 	char want[128];
 	snprintf(want, sizeof(want), "WARN: %d similar messages suppressed\n", FLOOD - BURST);
 	const char *s = strstr(buf, want);
-	CHECK_MSG(s != NULL, "%s", buf);
+	CHECKF(s != NULL, "%s", buf);
 	const char *a = strstr(buf, "WARN: after 1\n");
 	CHECK(a != NULL && a > s);
 	CHECK(count("\n") == 2);
@@ -150,6 +150,6 @@ int main(void)
 	CHECK(errno == EBUSY);
 
 	shd_log_close();
-	printf("log_ratelimit: ok\n");
+	printf("log-ratelimit: ok\n");
 	return 0;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/ctl/config_values.c - value parsing and refusal: size suffixes,
+ * tests/daemon/config-values.c - value parsing and refusal: size suffixes,
  * powers of two, ranges, integer and string syntax, log levels, unknown
  * options and keys, file errors, cross-checks.  Every refusal must name the
  * option and the value, say what is allowed and where the value came from.
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "daemon/log.h"
-#include "tests/ctl/config_util.h"
+#include "tests/daemon/config-util.h"
 
 static char err[1024];
 static struct shd_config c;
@@ -20,14 +20,14 @@ static struct shd_config c;
 static void ok(const char *arg)
 {
 	int r = load_args(&c, err, sizeof(err), "--node_name=t", arg, NULL);
-	CHECK_MSG(r == 0, "%s refused: %s", arg, err);
+	CHECKF(r == 0, "%s refused: %s", arg, err);
 }
 
 /* must be refused with -EINVAL and a message holding every needle */
 static void bad(const char *arg, const char *n1, const char *n2)
 {
 	int r = load_args(&c, err, sizeof(err), "--node_name=t", arg, NULL);
-	CHECK_MSG(r == -EINVAL, "'%s' gave %d (%s)", arg, r, err);
+	CHECKF(r == -EINVAL, "'%s' gave %d (%s)", arg, r, err);
 	if (n1)
 		CHECK_HAS(err, n1);
 	if (n2)
@@ -60,7 +60,7 @@ static void test_sizes(void)
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
 		snprintf(arg, sizeof(arg), "--ring_bytes=%s", good[i].v);
 		ok(arg);
-		CHECK_MSG(c.ring_bytes == good[i].want, "%s -> %u", good[i].v, c.ring_bytes);
+		CHECKF(c.ring_bytes == good[i].want, "%s -> %u", good[i].v, c.ring_bytes);
 	}
 	ok("--batch_budget=1G");
 	CHECK(c.batch_budget == UINT64_C(1) << 30);
@@ -195,6 +195,11 @@ static void test_strings(void)
 	bad_opt("bind", "10.0.0.1 :7000", "blanks");
 	ok("--bind=127.0.0.3:7000");
 	CHECK_STR(c.bind, "127.0.0.3:7000");
+	bad_opt("bind", "10.0.0.1:", "no port");
+	bad_opt("bind", "[::1:7000", "']'");
+	ok("--bind=[::1]:7000");
+	ok("--bind=fe80::1"); /* bare IPv6: never a port */
+	ok("--bind=127.0.0.{node}:7000");
 	bad_opt("iface", "eth0/1", "not an interface name");
 	bad_opt("iface", "averyveryverylongname", "at most 15");
 	ok("--iface=lo");
@@ -220,6 +225,11 @@ static void test_strings(void)
 	bad_opt("rendezvous", "static:h1:7000,h2:x", "entry 2");
 	bad_opt("rendezvous", "static::7000", "entry 1");
 	bad_opt("rendezvous", "static:h 1:7000", "entry 1");
+	bad_opt("rendezvous", "static:fe80::1:7000", "brackets"); /* as rdv refuses it */
+	/* {node} in bind with a rendezvous that learns node ids too late */
+	CHECK(load_args(&c, err, sizeof(err), "--node_name=t", "--bind=127.0.0.{node}",
+			"--rendezvous=dir:/x:2", NULL) == -EINVAL);
+	CHECK_HAS(err, "{node}");
 }
 
 static void test_command_line(void)
@@ -259,7 +269,7 @@ static void test_command_line(void)
 	unsetenv("SHF_RING_BYTES");
 	/* argc 0 and NULL argv: defaults */
 	setenv("SHF_NODE", "t", 1);
-	CHECK_MSG(shd_config_load(&c, 0, NULL, err, sizeof(err)) == 0, "%s", err);
+	CHECKF(shd_config_load(&c, 0, NULL, err, sizeof(err)) == 0, "%s", err);
 	CHECK(c.ring_bytes == 1u << 20);
 	/* NULL err buffer is allowed */
 	CHECK(shd_config_load(&c, 0, NULL, NULL, 0) == 0);
@@ -273,7 +283,7 @@ static void file_case(const char *text, int want, const char *n1, const char *n2
 	setenv("SHF_CONFIG", p, 1);
 	int r = load_args(&c, err, sizeof(err), "--node_name=t", NULL);
 	unsetenv("SHF_CONFIG");
-	CHECK_MSG(r == want, "file '%s': got %d (%s)", text, r, err);
+	CHECKF(r == want, "file '%s': got %d (%s)", text, r, err);
 	if (want == 0)
 		return;
 	CHECK_HAS(err, p);
@@ -349,7 +359,7 @@ static void test_cross_checks(void)
 	CHECK(c.source[SHD_OPT_MAX_MSG] == SHD_CONFIG_SRC_DEFAULT);
 	r = load_args(&c, err, sizeof(err), "--node_name=t", "--ring_bytes=4k", "--max_msg=2032",
 		      NULL);
-	CHECK_MSG(r == 0, "%s", err);
+	CHECKF(r == 0, "%s", err);
 	CHECK(c.max_msg == 2032 && c.source[SHD_OPT_MAX_MSG] == SHD_CONFIG_SRC_CLI);
 	r = load_args(&c, err, sizeof(err), "--node_name=t", "--ring_bytes=4k", "--max_msg=2033",
 		      NULL);
@@ -372,7 +382,7 @@ static void test_cross_checks(void)
 	bad("--max_msg=1M", "max_msg=1048576 (1 MiB)", "ring_bytes from default");
 	r = load_args(&c, err, sizeof(err), "--node_name=t", "--ring_bytes=4M", "--max_msg=1M",
 		      NULL);
-	CHECK_MSG(r == 0 && c.max_msg == 1u << 20, "%s", err);
+	CHECKF(r == 0 && c.max_msg == 1u << 20, "%s", err);
 
 	/* the batch budget holds at least one batch */
 	r = load_args(&c, err, sizeof(err), "--node_name=t", "--batch_bytes=2M",
@@ -381,7 +391,7 @@ static void test_cross_checks(void)
 	CHECK_HAS(err, "batch_budget=1048576 (1 MiB) is smaller than batch_bytes=2097152 (2 MiB)");
 	r = load_args(&c, err, sizeof(err), "--node_name=t", "--batch_bytes=2M",
 		      "--batch_budget=2M", NULL);
-	CHECK_MSG(r == 0, "%s", err);
+	CHECKF(r == 0, "%s", err);
 
 	/* heartbeats come more often than the peer timeout */
 	bad("--heartbeat_ms=5000", "heartbeat_ms=5000 must be less than peer_timeout_ms=5000",
@@ -402,6 +412,6 @@ int main(void)
 	test_command_line();
 	test_file();
 	test_cross_checks();
-	printf("config_values: ok\n");
+	printf("config-values: ok\n");
 	return 0;
 }

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/ctl/ctl_client.c - a client with known traffic, for the shufflectl
+ * tests/ctl/ctl-client.c - a client with known traffic, for the shufflectl
  * tests.
  *
- *   ctl_client JOB RANK WORLD COUNT LEN SYNC_DIR
+ *   ctl-client JOB RANK WORLD COUNT LEN SYNC_DIR
  *
  * Connects to $SHF_SOCKET as rank RANK of WORLD in job JOB, sends COUNT
  * messages of LEN bytes to every rank (itself included), completes an
@@ -37,14 +37,14 @@ static void on_msg(void *arg, int src, int dst, uint32_t type, const void *data,
 
 static int die(const char *what, int r)
 {
-	fprintf(stderr, "ctl_client: %s: %s (%s)\n", what, shf_strerror(r), shf_error_detail());
+	fprintf(stderr, "ctl-client: %s: %s (%s)\n", what, shf_strerror(r), shf_error_detail());
 	return 1;
 }
 
 int main(int argc, char **argv)
 {
 	if (argc != 7) {
-		fprintf(stderr, "usage: ctl_client JOB RANK WORLD COUNT LEN SYNC_DIR\n");
+		fprintf(stderr, "usage: ctl-client JOB RANK WORLD COUNT LEN SYNC_DIR\n");
 		return 2;
 	}
 	const char *job = argv[1], *sync = argv[6];
@@ -79,7 +79,7 @@ int main(int argc, char **argv)
 		return die("shf_epoch", r);
 	unsigned long long want = (unsigned long long)count * (unsigned long long)world;
 	if (got_msgs != want || got_bytes != want * expect_len || bad) {
-		fprintf(stderr, "ctl_client %d: received %llu messages (%llu bytes, %llu bad), "
+		fprintf(stderr, "ctl-client %d: received %llu messages (%llu bytes, %llu bad), "
 			"expected %llu\n", rank, (unsigned long long)got_msgs,
 			(unsigned long long)got_bytes, (unsigned long long)bad, want);
 		return 1;

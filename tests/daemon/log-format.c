@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/ctl/log_format.c - daemon/log: line format, level filtering (and
+ * tests/daemon/log-format.c - daemon/log: line format, level filtering (and
  * that filtered arguments are not evaluated), journald prefixes and their
  * auto-detection, errno preservation, control characters and truncation,
  * whole lines from concurrent writers, reopen after rotation.
@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "daemon/log.h"
-#include "tests/ctl/check.h"
+#include "tests/lib/check.h"
 
 static char dir[] = "/tmp/shf-log-test-XXXXXX";
 static char path[256];
@@ -70,9 +70,9 @@ static const char *check_stamped(const char *line, const char *tag)
 	static const char shape[] = "####-##-##T##:##:##.###Z shuffled[";
 	for (size_t i = 0; i < sizeof(shape) - 1; i++) {
 		if (shape[i] == '#')
-			CHECK_MSG(isdigit((unsigned char)line[i]), "bad timestamp in %.60s", line);
+			CHECKF(isdigit((unsigned char)line[i]), "bad timestamp in %.60s", line);
 		else
-			CHECK_MSG(line[i] == shape[i], "bad shape at %zu in %.60s", i, line);
+			CHECKF(line[i] == shape[i], "bad shape at %zu in %.60s", i, line);
 	}
 	const char *p = line + sizeof(shape) - 1;
 	char *end;
@@ -82,7 +82,7 @@ static const char *check_stamped(const char *line, const char *tag)
 	CHECK(*p == ' ');
 	p++;
 	size_t tl = strlen(tag);
-	CHECK_MSG(strncmp(p, tag, tl) == 0 && p[tl] == ':' && p[tl + 1] == ' ', "tag %s in %.80s",
+	CHECKF(strncmp(p, tag, tl) == 0 && p[tl] == ':' && p[tl + 1] == ' ', "tag %s in %.80s",
 		  tag, line);
 	return p + tl + 2;
 }
@@ -132,7 +132,7 @@ static void test_format_and_filter(void)
 	shd_log_write(SHD_LOG_DEBUG, "forced"); /* shd_log_write ignores the level */
 
 	slurp(path);
-	CHECK_MSG(count_lines(buf) == 5, "%s", buf);
+	CHECKF(count_lines(buf) == 5, "%s", buf);
 	const char *l = buf;
 	const char *tags[] = { "ERR", "WARN", "NOTICE", "INFO", "DEBUG" };
 	const char *msgs[] = { "e 1\n", "w two\n", "n\n", "i 4\n", "forced\n" };
@@ -141,7 +141,7 @@ static void test_format_and_filter(void)
 	for (int i = 0; i < 5; i++) {
 		const char *m = check_stamped(l, tags[i]);
 		CHECK(strstr(l, want_pid) == l + 25);
-		CHECK_MSG(strncmp(m, msgs[i], strlen(msgs[i])) == 0, "%.40s", m);
+		CHECKF(strncmp(m, msgs[i], strlen(msgs[i])) == 0, "%.40s", m);
 		l = strchr(l, '\n') + 1;
 	}
 
@@ -196,7 +196,7 @@ static void test_content(void)
 	shd_info("after");
 
 	slurp(path);
-	CHECK_MSG(count_lines(buf) == 4, "%u lines", count_lines(buf));
+	CHECKF(count_lines(buf) == 4, "%u lines", count_lines(buf));
 	const char *l = buf;
 	const char *m = check_stamped(l, "INFO");
 	char want[128];
@@ -277,7 +277,7 @@ static void test_journald(void)
 	CHECK(count_lines(buf) == 1);
 
 	slurp(sp);
-	CHECK_MSG(count_lines(buf) == 6, "%s", buf);
+	CHECKF(count_lines(buf) == 6, "%s", buf);
 	const char *l = buf;
 	CHECK(strncmp(l, "<6>journal\n", 11) == 0);
 	l += 11;
@@ -326,9 +326,9 @@ static void test_concurrent_writers(void)
 		*nl = '\0';
 		const char *m = check_stamped(l, "INFO");
 		int w, i, used = 0;
-		CHECK_MSG(sscanf(m, "writer %d line %d %n", &w, &i, &used) == 2, "%.80s", m);
+		CHECKF(sscanf(m, "writer %d line %d %n", &w, &i, &used) == 2, "%.80s", m);
 		CHECK(w >= 0 && w < WRITERS);
-		CHECK_MSG(i == next[w], "writer %d: line %d after %d", w, i, next[w] - 1);
+		CHECKF(i == next[w], "writer %d: line %d after %d", w, i, next[w] - 1);
 		next[w]++;
 		CHECK(strncmp(m + used, pad, strlen(pad)) == 0);
 		CHECK(strcmp(m + used + strlen(pad), " end") == 0);
@@ -372,6 +372,6 @@ int main(void)
 	test_journald();
 	test_concurrent_writers();
 	test_reopen();
-	printf("log_format: ok\n");
+	printf("log-format: ok\n");
 	return 0;
 }

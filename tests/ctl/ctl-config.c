@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/ctl/ctl_config.c - configuration precedence as an operator sees it
+ * tests/ctl/ctl-config.c - configuration precedence as an operator sees it
  * through `shufflectl config`: one option each from the INI file, the
  * environment and the command line, one set in all three (the command line
  * wins), one in file and environment (the environment wins), the rest at
@@ -12,9 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tests/ctl/ctl_harness.h"
+#include "tests/lib/daemon.h"
 
-static struct ch_env *e;
+static struct td_env *e;
 
 static void expect_opt(json_t *cfg, const char *name, long long value, const char *source)
 {
@@ -48,10 +48,10 @@ static void expect_line(const char *table, const char *name, const char *value,
 
 static void precedence(void)
 {
-	char ini[CH_PATH_MAX + 16], src_file[CH_PATH_MAX + 32];
+	char ini[TD_PATH_MAX + 16], src_file[TD_PATH_MAX + 32];
 	snprintf(ini, sizeof(ini), "%s/shuffled.ini", e->dir);
 	snprintf(src_file, sizeof(src_file), "file %s", ini);
-	ch_write_file(ini, "# test configuration\n"
+	td_write_file(ini, "# test configuration\n"
 			   "[shuffled]\n"
 			   "linger_us = 250\n"
 			   "batch_bytes = 64K\n"
@@ -61,10 +61,10 @@ static void precedence(void)
 			     NULL};
 	const char *args[] = {"--config", ini, "--peer-credits", "3", "--world_timeout_ms=1234",
 			      NULL};
-	struct ch_daemon d;
-	CHECK(ch_daemon_start(e, &d, "prec", args, env) == 0);
+	struct td_daemon *d = td_daemon("prec");
+	CHECK(td_start(d, args, env) == 0);
 
-	json_t *doc = ch_ctl_json(e, d.sock, "config");
+	json_t *doc = td_ctl_json(d->sock, "config");
 	json_t *cfg = json_object_get(doc, "config");
 	expect_opt(cfg, "linger_us", 250, src_file);                  /* file only */
 	expect_opt(cfg, "max_clients", 100, src_file);                /* file only */
@@ -83,15 +83,15 @@ static void precedence(void)
 	json_decref(doc);
 
 	/* the daemon behaves by what it reports: max_clients went to 100 */
-	struct ch_out o;
-	ch_ctl(e, d.sock, &o, "config", NULL);
+	struct td_out o;
+	td_ctl(d->sock, &o, "config", NULL);
 	CHECKF(o.status == 0, "config: %s", o.err);
 	expect_line(o.out, "linger_us", "250", src_file);
 	expect_line(o.out, "batch_bytes", "16 KiB", "env SHF_BATCH_BYTES");
 	expect_line(o.out, "peer_credits", "3", "command line");
 	expect_line(o.out, "ring_bytes", "1 MiB", "default");
-	ch_out_free(&o);
-	ch_daemon_stop(e, &d);
+	td_out_free(&o);
+	td_stop(d);
 }
 
 /* shuffled with args/env must refuse to start: exit 2, stderr names
@@ -99,12 +99,12 @@ static void precedence(void)
 static void refused(const char *what, const char *const *args, const char *const *env,
 		    const char *const *needles)
 {
-	char run[CH_PATH_MAX + 16], sock[CH_PATH_MAX + 32];
+	char run[TD_PATH_MAX + 16], sock[TD_PATH_MAX + 32];
 	snprintf(run, sizeof(run), "%s/bad", e->dir);
 	snprintf(sock, sizeof(sock), "%s/shuffled.sock", run);
 	const char *argv[32];
 	int n = 0;
-	argv[n++] = e->shuffled;
+	argv[n++] = td_prog("SHF_TEST_SHUFFLED");
 	argv[n++] = "--runtime-dir";
 	argv[n++] = run;
 	argv[n++] = "--rendezvous";
@@ -112,20 +112,20 @@ static void refused(const char *what, const char *const *args, const char *const
 	for (; args && *args; args++)
 		argv[n++] = *args;
 	argv[n] = NULL;
-	struct ch_out o;
-	ch_run(argv, env, 20000, &o);
+	struct td_out o;
+	td_run(argv, env, 20000, &o);
 	CHECKF(o.status == 2, "%s: exit %d, expected 2; stderr: %s", what, o.status, o.err);
 	for (; *needles; needles++)
 		CHECKF(strstr(o.err, *needles), "%s: message lacks '%s': %s", what, *needles, o.err);
 	CHECKF(!strncmp(o.err, "shuffled: ", 10) && strchr(o.err, '\n') == o.err + strlen(o.err) - 1,
 	       "%s: not one 'shuffled: ' line: %s", what, o.err);
 	CHECKF(access(sock, F_OK) < 0, "%s: a socket was created", what);
-	ch_out_free(&o);
+	td_out_free(&o);
 }
 
 static void bad_values(void)
 {
-	char ini[CH_PATH_MAX + 16];
+	char ini[TD_PATH_MAX + 16];
 	refused("ring_bytes not a power of two", (const char *const[]){"--ring-bytes", "3000", NULL},
 		NULL, (const char *const[]){"ring_bytes", "3000", "power of two", "command line", NULL});
 	refused("linger_us not a number", NULL, (const char *const[]){"SHF_LINGER_US=soon", NULL},
@@ -133,10 +133,10 @@ static void bad_values(void)
 	refused("peer_credits above its cap", (const char *const[]){"--peer_credits=5000", NULL},
 		NULL, (const char *const[]){"peer_credits", "5000", "1024", NULL});
 	snprintf(ini, sizeof(ini), "%s/bad.ini", e->dir);
-	ch_write_file(ini, "[shuffled]\nlinger_us = 10\npeer_credits = 0\n");
+	td_write_file(ini, "[shuffled]\nlinger_us = 10\npeer_credits = 0\n");
 	refused("peer_credits 0 in the file", (const char *const[]){"--config", ini, NULL}, NULL,
 		(const char *const[]){"peer_credits", ini, "line 3", NULL});
-	ch_write_file(ini, "[shuffled]\nring_bytez = 1M\n");
+	td_write_file(ini, "[shuffled]\nring_bytez = 1M\n");
 	refused("unknown key in the file", (const char *const[]){"--config", ini, NULL}, NULL,
 		(const char *const[]){"ring_bytez", "line 2", NULL});
 	refused("unknown option", (const char *const[]){"--ring-byte", "1M", NULL}, NULL,
@@ -152,7 +152,7 @@ static void bad_values(void)
 
 int main(void)
 {
-	e = ch_init("ctl-config", 120);
+	e = td_init("ctl-config", 120, 0);
 	precedence();
 	bad_values();
 	return 0;

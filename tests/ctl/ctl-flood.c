@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/ctl/ctl_flood.c - the daemon's log under a flood of bad clients.
+ * tests/ctl/ctl-flood.c - the daemon's log under a flood of bad clients.
  *
  * 200 connections each send one garbage datagram.  Every one of them is
  * cut off (daemon.disc_proto counts 200), but the log stays bounded: the
@@ -20,7 +20,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "tests/ctl/ctl_harness.h"
+#include "tests/lib/daemon.h"
 
 #define BAD_CLIENTS 200
 #define RL_BURST 10         /* daemon/session.c rl_fail */
@@ -51,7 +51,7 @@ static void send_garbage(int fd, unsigned seed)
 /* Read until the daemon hangs up; the ERROR it sends first is allowed. */
 static void wait_hangup(int *fds, int n, int timeout_ms)
 {
-	int64_t end = ch_now_ms() + timeout_ms;
+	int64_t end = td_now_ms() + timeout_ms;
 	int open_n = n;
 	struct pollfd *p = calloc((size_t)n, sizeof(*p));
 	CHECK(p);
@@ -62,7 +62,7 @@ static void wait_hangup(int *fds, int n, int timeout_ms)
 			p[i].events = POLLIN;
 			p[i].revents = 0;
 		}
-		int left = (int)(end - ch_now_ms());
+		int left = (int)(end - td_now_ms());
 		CHECKF(left > 0, "%d bad clients were never cut off", open_n);
 		k = poll(p, (nfds_t)n, left);
 		CHECK(k >= 0 || errno == EINTR);
@@ -101,48 +101,47 @@ static unsigned count_lines(const char *log, const char *needle, unsigned long l
 
 int main(void)
 {
-	struct ch_env *e = ch_init("ctl-flood", 120);
-	struct ch_daemon d;
-	CHECK(ch_daemon_start(e, &d, "d", (const char *const[]){"--max-clients", "1024", NULL},
-			      NULL) == 0);
+	struct td_env *e = td_init("ctl-flood", 120, 0);
+	struct td_daemon *d = e->d;
+	CHECK(td_start(d, (const char *const[]){"--max-clients", "1024", NULL}, NULL) == 0);
 
 	static int fds[BAD_CLIENTS];
 	for (int i = 0; i < BAD_CLIENTS; i++)
-		fds[i] = connect_to(d.sock);
-	int64_t t0 = ch_now_ms();
+		fds[i] = connect_to(d->sock);
+	int64_t t0 = td_now_ms();
 	for (int i = 0; i < BAD_CLIENTS; i++)
 		send_garbage(fds[i], (unsigned)i);
 	wait_hangup(fds, BAD_CLIENTS, 60000);
-	int64_t t1 = ch_now_ms();
+	int64_t t1 = td_now_ms();
 
 	/* one more, a whole interval later: reports what the flood's last
 	 * interval suppressed */
-	ch_sleep_ms(RL_INTERVAL_MS + 200);
-	int last = connect_to(d.sock);
+	td_sleep_ms(RL_INTERVAL_MS + 200);
+	int last = connect_to(d->sock);
 	send_garbage(last, 4242);
 	wait_hangup(&last, 1, 20000);
 
 	/* the daemon is still fine */
-	struct ch_out o;
-	ch_ctl(e, d.sock, &o, "ping", NULL);
+	struct td_out o;
+	td_ctl(d->sock, &o, "ping", NULL);
 	CHECKF(o.status == 0 && strstr(o.out, "pong"), "ping after the flood: %d %s", o.status,
 	       o.err);
-	ch_out_free(&o);
-	json_t *st = ch_ctl_json(e, d.sock, "stats");
-	CHECKF(ch_num(st, "daemon.disc_proto") == BAD_CLIENTS + 1, "disc_proto %lld",
-	       ch_num(st, "daemon.disc_proto"));
-	CHECK(ch_num(st, "daemon.clients_attached") == 0);
+	td_out_free(&o);
+	json_t *st = td_ctl_json(d->sock, "stats");
+	CHECKF(td_num(st, "daemon.disc_proto") == BAD_CLIENTS + 1, "disc_proto %lld",
+	       td_num(st, "daemon.disc_proto"));
+	CHECK(td_num(st, "daemon.clients_attached") == 0);
 	json_decref(st);
-	json_t *cl = ch_ctl_json(e, d.sock, "clients");
+	json_t *cl = td_ctl_json(d->sock, "clients");
 	CHECK(json_array_size(json_object_get(cl, "clients")) == 0);
 	json_decref(cl);
-	json_t *status = ch_ctl_json(e, d.sock, "status");
-	CHECKF(ch_num(status, "sessions") == 1, "sessions %lld (bad clients not freed?)",
-	       ch_num(status, "sessions"));
+	json_t *status = td_ctl_json(d->sock, "status");
+	CHECKF(td_num(status, "sessions") == 1, "sessions %lld (bad clients not freed?)",
+	       td_num(status, "sessions"));
 	json_decref(status);
-	ch_daemon_stop(e, &d);
+	td_stop(d);
 
-	char *log = ch_read_file(d.log);
+	char *log = td_read_file(d->log);
 	unsigned long long suppressed = 0;
 	unsigned cut = count_lines(log, ") cut off: ", NULL);
 	unsigned sup_lines = count_lines(log, " similar messages suppressed", &suppressed);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/ctl/ctl_json.c - every shufflectl command against a live private
+ * tests/ctl/ctl-json.c - every shufflectl command against a live private
  * daemon: --json parses and carries the documented keys of schema
  * "shuffle/1" (counters checked against proto/stats.h, and every counter
  * and option named in the docs); the tables print; ping names the daemon's
@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "proto/stats.h"
-#include "tests/ctl/ctl_harness.h"
+#include "tests/lib/daemon.h"
 
-static struct ch_env *e;
+static struct td_env *e;
 
 static void has_keys(json_t *o, const char *what, const char *const *keys)
 {
@@ -27,6 +27,7 @@ static void has_keys(json_t *o, const char *what, const char *const *keys)
 #define NAME(name, kind, help) #name,
 static const char *const daemon_counters[] = {SHF_DAEMON_STATS(NAME) NULL};
 static const char *const client_counters[] = {SHF_CLIENT_STATS(NAME) NULL};
+static const char *const fabric_counters[] = {SHF_FABRIC_STATS(NAME) NULL};
 #undef NAME
 
 static const char *const status_keys[] = {"version", "pid", "node_name", "node_id", "nodes",
@@ -52,6 +53,9 @@ static void check_stats(json_t *s)
 	exact_counters(json_object_get(s, "daemon"), "stats.daemon", daemon_counters);
 	exact_counters(json_object_get(s, "clients_total"), "stats.clients_total",
 		       client_counters);
+	/* the fabric endpoint's counters, when the daemon reports them */
+	if (json_object_get(s, "fabric"))
+		exact_counters(json_object_get(s, "fabric"), "stats.fabric", fabric_counters);
 }
 
 static void check_config(json_t *cfg, const char *run)
@@ -89,14 +93,16 @@ static void check_docs(json_t *cfg)
 	}
 	char path[512];
 	snprintf(path, sizeof(path), "%s/docs/shufflectl.md", src);
-	char *schema = ch_read_file(path);
+	char *schema = td_read_file(path);
 	CHECKF(schema[0], "%s is missing or empty", path);
 	for (const char *const *n = daemon_counters; *n; n++)
 		CHECKF(strstr(schema, *n), "docs/shufflectl.md does not document counter %s", *n);
 	for (const char *const *n = client_counters; *n; n++)
 		CHECKF(strstr(schema, *n), "docs/shufflectl.md does not document counter %s", *n);
+	for (const char *const *n = fabric_counters; *n; n++)
+		CHECKF(strstr(schema, *n), "docs/shufflectl.md does not document counter %s", *n);
 	snprintf(path, sizeof(path), "%s/docs/operations.md", src);
-	char *ops = ch_read_file(path);
+	char *ops = td_read_file(path);
 	CHECKF(ops[0], "%s is missing or empty", path);
 	const char *k;
 	json_t *v;
@@ -110,49 +116,49 @@ static void check_docs(json_t *cfg)
 	free(ops);
 }
 
-static void json_commands(struct ch_daemon *d)
+static void json_commands(struct td_daemon *d)
 {
 	json_t *doc;
 
-	doc = ch_ctl_json(e, d->sock, "ping");
+	doc = td_ctl_json(d->sock, "ping");
 	CHECK(json_is_true(json_object_get(doc, "pong")));
 	json_decref(doc);
 
-	doc = ch_ctl_json(e, d->sock, "status");
+	doc = td_ctl_json(d->sock, "status");
 	has_keys(doc, "status", status_keys);
-	CHECK(ch_num(doc, "pid") == d->pid);
-	CHECK(ch_num(doc, "node_id") == 0 && ch_num(doc, "nodes") == 1);
+	CHECK(td_num(doc, "pid") == d->pid);
+	CHECK(td_num(doc, "node_id") == 0 && td_num(doc, "nodes") == 1);
 	CHECK(!strcmp(json_string_value(json_object_get(doc, "socket")), d->sock));
 	json_decref(doc);
 
-	doc = ch_ctl_json(e, d->sock, "stats");
+	doc = td_ctl_json(d->sock, "stats");
 	check_stats(doc);
-	long long req = ch_num(doc, "daemon.ctl_requests");
+	long long req = td_num(doc, "daemon.ctl_requests");
 	json_decref(doc);
 	/* one request per shufflectl run (not ping: it also asks status) */
-	struct ch_out o;
-	ch_ctl(e, d->sock, &o, "jobs", NULL);
+	struct td_out o;
+	td_ctl(d->sock, &o, "jobs", NULL);
 	CHECK(o.status == 0);
-	ch_out_free(&o);
-	doc = ch_ctl_json(e, d->sock, "stats");
-	CHECKF(ch_num(doc, "daemon.ctl_requests") == req + 2, "ctl_requests %lld, expected %lld",
-	       ch_num(doc, "daemon.ctl_requests"), req + 2);
+	td_out_free(&o);
+	doc = td_ctl_json(d->sock, "stats");
+	CHECKF(td_num(doc, "daemon.ctl_requests") == req + 2, "ctl_requests %lld, expected %lld",
+	       td_num(doc, "daemon.ctl_requests"), req + 2);
 	json_decref(doc);
 
-	doc = ch_ctl_json(e, d->sock, "config");
+	doc = td_ctl_json(d->sock, "config");
 	check_config(json_object_get(doc, "config"), d->run);
 	check_docs(json_object_get(doc, "config"));
 	json_decref(doc);
 
 	const char *arrays[] = {"clients", "jobs", "peers", NULL};
 	for (const char *const *a = arrays; *a; a++) {
-		doc = ch_ctl_json(e, d->sock, *a);
+		doc = td_ctl_json(d->sock, *a);
 		json_t *v = json_object_get(doc, *a);
 		CHECKF(json_is_array(v) && json_array_size(v) == 0, "%s: not an empty array", *a);
 		json_decref(doc);
 	}
 
-	doc = ch_ctl_json(e, d->sock, "dump");
+	doc = td_ctl_json(d->sock, "dump");
 	has_keys(doc, "dump", (const char *const[]){"status", "stats", "jobs", "clients", "peers",
 						    "relay", NULL});
 	has_keys(json_object_get(doc, "status"), "dump.status", status_keys);
@@ -162,7 +168,7 @@ static void json_commands(struct ch_daemon *d)
 	json_decref(doc);
 }
 
-static void tables(struct ch_daemon *d)
+static void tables(struct td_daemon *d)
 {
 	static const struct {
 		const char *cmd, *needle;
@@ -174,68 +180,68 @@ static void tables(struct ch_daemon *d)
 		{"dump", "== peers =="},     {"dump", "disc_proto"},
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		struct ch_out o;
-		ch_ctl(e, d->sock, &o, t[i].cmd, NULL);
+		struct td_out o;
+		td_ctl(d->sock, &o, t[i].cmd, NULL);
 		CHECKF(o.status == 0, "%s: exit %d: %s", t[i].cmd, o.status, o.err);
 		CHECKF(strstr(o.out, t[i].needle), "%s: no '%s' in:\n%s", t[i].cmd, t[i].needle,
 		       o.out);
 		CHECKF(o.err[0] == '\0', "%s wrote to stderr: %s", t[i].cmd, o.err);
-		ch_out_free(&o);
+		td_out_free(&o);
 	}
 
 	/* ping names the daemon */
-	json_t *st = ch_ctl_json(e, d->sock, "status");
+	json_t *st = td_ctl_json(d->sock, "status");
 	char want[256];
 	snprintf(want, sizeof(want), "pong (pid %d, node %s)\n", (int)d->pid,
 		 json_string_value(json_object_get(st, "node_name")));
 	json_decref(st);
-	struct ch_out o;
-	ch_ctl(e, d->sock, &o, "ping", NULL);
+	struct td_out o;
+	td_ctl(d->sock, &o, "ping", NULL);
 	CHECKF(o.status == 0 && !strcmp(o.out, want), "ping: exit %d, '%s', want '%s'", o.status,
 	       o.out, want);
-	ch_out_free(&o);
+	td_out_free(&o);
 }
 
-static void socket_from_env(struct ch_daemon *d)
+static void socket_from_env(struct td_daemon *d)
 {
-	char v1[CH_PATH_MAX + 32], v2[CH_PATH_MAX + 32];
-	struct ch_out o;
+	const char *ctl = td_prog("SHF_TEST_SHUFFLECTL");
+	char v1[TD_PATH_MAX + 32], v2[TD_PATH_MAX + 32];
+	struct td_out o;
 	snprintf(v1, sizeof(v1), "SHF_SOCKET=%s", d->sock);
-	ch_run((const char *const[]){e->shufflectl, "ping", NULL}, (const char *const[]){v1, NULL},
-	       20000, &o);
+	td_run((const char *const[]){ctl, "ping", NULL}, (const char *const[]){v1, NULL}, 20000, &o);
 	CHECKF(o.status == 0, "SHF_SOCKET: exit %d: %s", o.status, o.err);
-	ch_out_free(&o);
+	td_out_free(&o);
 	snprintf(v2, sizeof(v2), "SHF_RUNTIME_DIR=%s", d->run);
-	ch_run((const char *const[]){e->shufflectl, "--json", "status", NULL},
+	td_run((const char *const[]){ctl, "--json", "status", NULL},
 	       (const char *const[]){v2, NULL}, 20000, &o);
 	CHECKF(o.status == 0, "SHF_RUNTIME_DIR: exit %d: %s", o.status, o.err);
-	ch_out_free(&o);
+	td_out_free(&o);
 }
 
 int main(void)
 {
-	e = ch_init("ctl-json", 120);
-	struct ch_daemon d;
-	CHECK(ch_daemon_start(e, &d, "d", NULL, NULL) == 0);
-	json_commands(&d);
-	tables(&d);
-	socket_from_env(&d);
+	e = td_init("ctl-json", 120, 0);
+	struct td_daemon *d = e->d;
+	CHECK(td_start(d, NULL, NULL) == 0);
+	json_commands(d);
+	tables(d);
+	socket_from_env(d);
 
 	/* killed: the socket stays, nobody listens - "not running" */
-	ch_daemon_kill(&d);
-	CHECK(access(d.sock, F_OK) == 0);
-	struct ch_out o;
-	ch_ctl(e, d.sock, &o, "ping", NULL);
+	td_kill(d);
+	CHECK(access(d->sock, F_OK) == 0);
+	struct td_out o;
+	td_ctl(d->sock, &o, "ping", NULL);
 	CHECKF(o.status == 3, "stale socket: exit %d: %s", o.status, o.err);
-	ch_out_free(&o);
+	td_out_free(&o);
 	/* a new daemon in the same runtime directory is not blocked by it */
-	CHECK(ch_daemon_start(e, &d, "d", NULL, NULL) == 0);
-	ch_ctl(e, d.sock, &o, "ping", NULL);
+	CHECK(td_start(d, NULL, NULL) == 0);
+	td_ctl(d->sock, &o, "ping", NULL);
 	CHECKF(o.status == 0, "after restart: exit %d: %s", o.status, o.err);
-	ch_out_free(&o);
-	ch_daemon_stop(e, &d);
-	ch_ctl(e, d.sock, &o, "ping", NULL);
+	td_out_free(&o);
+	td_stop(d);
+	td_ctl(d->sock, &o, "ping", NULL);
 	CHECKF(o.status == 3, "after stop: exit %d: %s", o.status, o.err);
-	ch_out_free(&o);
+	td_out_free(&o);
 	return 0;
 }

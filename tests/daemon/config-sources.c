@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/ctl/config_sources.c - shd_config_load(): defaults, precedence of
+ * tests/daemon/config-sources.c - shd_config_load(): defaults, precedence of
  * command line > environment > INI file > default, both option syntaxes,
  * derived values (node_name, runtime_dir, socket), --help/--version, and
  * what print and JSON report (value, source, limits).
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "daemon/log.h"
-#include "tests/ctl/config_util.h"
+#include "tests/daemon/config-util.h"
 
 static char err[1024];
 
@@ -20,7 +20,7 @@ static void test_defaults(void)
 {
 	struct shd_config c;
 	clear_config_env();
-	CHECK_MSG(load_args(&c, err, sizeof(err), "--node_name", "n0", NULL) == 0, "%s", err);
+	CHECKF(load_args(&c, err, sizeof(err), "--node_name", "n0", NULL) == 0, "%s", err);
 	CHECK(c.ring_bytes == 1u << 20);
 	CHECK(c.max_msg == 60u << 10);
 	CHECK(c.batch_bytes == 32u << 10);
@@ -47,7 +47,7 @@ static void test_defaults(void)
 		else if (i == SHD_OPT_RUNTIME_DIR || i == SHD_OPT_SOCKET)
 			CHECK(c.source[i] == SHD_CONFIG_SRC_COMPUTED);
 		else
-			CHECK_MSG(c.source[i] == SHD_CONFIG_SRC_DEFAULT, "%s", shd_config_opt_name(i));
+			CHECKF(c.source[i] == SHD_CONFIG_SRC_DEFAULT, "%s", shd_config_opt_name(i));
 	}
 	CHECK(shd_config_opt_name(SHD_OPT_MAX) == NULL);
 	CHECK(shd_config_opt_name(-1) == NULL);
@@ -77,7 +77,7 @@ static void test_precedence(void)
 
 	/* file only */
 	setenv("SHF_CONFIG", f1, 1);
-	CHECK_MSG(load_args(&c, err, sizeof(err), "--node-name=n1", NULL) == 0, "%s", err);
+	CHECKF(load_args(&c, err, sizeof(err), "--node-name=n1", NULL) == 0, "%s", err);
 	CHECK_STR(c.config, f1);
 	CHECK(c.source[SHD_OPT_CONFIG] == SHD_CONFIG_SRC_ENV);
 	CHECK(c.ring_bytes == 64u << 10 && c.source[SHD_OPT_RING_BYTES] == SHD_CONFIG_SRC_FILE);
@@ -92,7 +92,7 @@ static void test_precedence(void)
 	setenv("SHF_BATCH_BYTES", "16k", 1);
 	setenv("SHF_LINGER_US", "7", 1);
 	setenv("SHF_MAX_INFLIGHT", "", 1); /* empty: as if unset */
-	CHECK_MSG(load_args(&c, err, sizeof(err), "--linger_us", "9", "--node_name=n1", NULL) == 0,
+	CHECKF(load_args(&c, err, sizeof(err), "--linger_us", "9", "--node_name=n1", NULL) == 0,
 		  "%s", err);
 	CHECK(c.ring_bytes == 64u << 10 && c.source[SHD_OPT_RING_BYTES] == SHD_CONFIG_SRC_FILE);
 	CHECK(c.batch_bytes == 16u << 10 && c.source[SHD_OPT_BATCH_BYTES] == SHD_CONFIG_SRC_ENV);
@@ -100,7 +100,7 @@ static void test_precedence(void)
 	CHECK(c.max_inflight == 256 && c.source[SHD_OPT_MAX_INFLIGHT] == SHD_CONFIG_SRC_DEFAULT);
 
 	/* --config on the command line wins over $SHF_CONFIG; later options win */
-	CHECK_MSG(load_args(&c, err, sizeof(err), "--config", f2, "--linger_us=1", "--linger-us=2",
+	CHECKF(load_args(&c, err, sizeof(err), "--config", f2, "--linger_us=1", "--linger-us=2",
 			    "--node_name=n1", NULL) == 0, "%s", err);
 	CHECK_STR(c.config, f2);
 	CHECK(c.source[SHD_OPT_CONFIG] == SHD_CONFIG_SRC_CLI);
@@ -111,7 +111,7 @@ static void test_precedence(void)
 
 	/* a fresh load starts from defaults: nothing sticks from the last one */
 	clear_config_env();
-	CHECK_MSG(load_args(&c, err, sizeof(err), "--node_name=n1", NULL) == 0, "%s", err);
+	CHECKF(load_args(&c, err, sizeof(err), "--node_name=n1", NULL) == 0, "%s", err);
 	CHECK(c.ring_bytes == 1u << 20 && c.linger_us == 100 && c.config[0] == '\0');
 }
 
@@ -123,7 +123,7 @@ static void test_env_names(void)
 	setenv("SHF_SOCKET", "/tmp/x.sock", 1);
 	setenv("SHF_LOG_LEVEL", "debug", 1);
 	setenv("SHF_BATCH_BUDGET", "16G", 1);
-	CHECK_MSG(load_args(&c, err, sizeof(err), NULL) == 0, "%s", err);
+	CHECKF(load_args(&c, err, sizeof(err), NULL) == 0, "%s", err);
 	CHECK_STR(c.node_name, "envnode");
 	CHECK(c.source[SHD_OPT_NODE_NAME] == SHD_CONFIG_SRC_ENV);
 	CHECK_STR(c.socket_path, "/tmp/x.sock");
@@ -142,12 +142,12 @@ static void check_user_runtime_dir(void)
 	unsigned uid = (unsigned)geteuid();
 
 	setenv("XDG_RUNTIME_DIR", "/run/user/4242", 1);
-	CHECK_MSG(load_args(&c, err, sizeof(err), "--node_name=a.b-c_d", NULL) == 0, "%s", err);
+	CHECKF(load_args(&c, err, sizeof(err), "--node_name=a.b-c_d", NULL) == 0, "%s", err);
 	CHECK_STR(c.runtime_dir, "/run/user/4242/shuffle/a.b-c_d");
 	CHECK_STR(c.socket_path, "/run/user/4242/shuffle/a.b-c_d/shuffled.sock");
 
 	unsetenv("XDG_RUNTIME_DIR");
-	CHECK_MSG(load_args(&c, err, sizeof(err), "--node_name=n2", NULL) == 0, "%s", err);
+	CHECKF(load_args(&c, err, sizeof(err), "--node_name=n2", NULL) == 0, "%s", err);
 	snprintf(want, sizeof(want), "/tmp/shuffle-%u/n2", uid);
 	CHECK_STR(c.runtime_dir, want);
 	CHECK(c.source[SHD_OPT_RUNTIME_DIR] == SHD_CONFIG_SRC_COMPUTED);
@@ -171,7 +171,7 @@ static void test_derived(void)
 	}
 
 	/* explicit runtime_dir: socket follows it */
-	CHECK_MSG(load_args(&c, err, sizeof(err), "--runtime_dir=/tmp/rd", "--node_name=x", NULL) == 0,
+	CHECKF(load_args(&c, err, sizeof(err), "--runtime_dir=/tmp/rd", "--node_name=x", NULL) == 0,
 		  "%s", err);
 	CHECK_STR(c.runtime_dir, "/tmp/rd");
 	CHECK(c.source[SHD_OPT_RUNTIME_DIR] == SHD_CONFIG_SRC_CLI);
@@ -179,13 +179,13 @@ static void test_derived(void)
 	CHECK(c.source[SHD_OPT_SOCKET] == SHD_CONFIG_SRC_COMPUTED);
 
 	/* explicit socket is kept */
-	CHECK_MSG(load_args(&c, err, sizeof(err), "--socket=/tmp/s.sock", "--node_name=x", NULL) == 0,
+	CHECKF(load_args(&c, err, sizeof(err), "--socket=/tmp/s.sock", "--node_name=x", NULL) == 0,
 		  "%s", err);
 	CHECK_STR(c.socket_path, "/tmp/s.sock");
 
 	if (geteuid() == 0) {
 		setenv("XDG_RUNTIME_DIR", "/run/user/0", 1); /* ignored for root */
-		CHECK_MSG(load_args(&c, err, sizeof(err), "--node_name=n1", NULL) == 0, "%s", err);
+		CHECKF(load_args(&c, err, sizeof(err), "--node_name=n1", NULL) == 0, "%s", err);
 		CHECK_STR(c.runtime_dir, "/run/shuffle/n1");
 		CHECK_STR(c.socket_path, "/run/shuffle/n1/shuffled.sock");
 
@@ -202,7 +202,7 @@ static void test_derived(void)
 		}
 		int st;
 		CHECK(waitpid(pid, &st, 0) == pid);
-		CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "non-root check in child failed");
+		CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "non-root check in child failed");
 	} else {
 		fprintf(stderr, "note: not root, the /run/shuffle branch is not checked\n");
 		check_user_runtime_dir();
@@ -250,7 +250,7 @@ static void test_help_version(void)
 	clear_config_env();
 
 	CHECK(load_capture(out, sizeof(out), "--help") == 1);
-	CHECK_MSG(strncmp(out, "Usage: shuffled", 15) == 0, "%.40s", out);
+	CHECKF(strncmp(out, "Usage: shuffled", 15) == 0, "%.40s", out);
 	for (int i = 0; i < SHD_OPT_MAX; i++) {
 		char want[64];
 		snprintf(want, sizeof(want), "--%s=", shd_config_opt_name(i));
@@ -261,7 +261,7 @@ static void test_help_version(void)
 	CHECK_HAS(out, "Default 1 MiB; a power of two in [4 KiB, 256 MiB].");
 	CHECK_HAS(out, "Default 100; an integer in [0, 1000000].");
 	CHECK(load_capture(out, sizeof(out), "-h") == 1);
-	CHECK_MSG(strncmp(out, "Usage: shuffled", 15) == 0, "%.40s", out);
+	CHECKF(strncmp(out, "Usage: shuffled", 15) == 0, "%.40s", out);
 
 	CHECK(load_capture(out, sizeof(out), "--version") == 1);
 	CHECK_STR(out, "shuffled " SHF_VERSION "\n");
@@ -276,7 +276,7 @@ static void test_print_json(void)
 	clear_config_env();
 	const char *f = write_temp(2, "[shuffled]\nmax_clients = 77\n");
 	setenv("SHF_BATCH_BYTES", "16k", 1);
-	CHECK_MSG(load_args(&c, err, sizeof(err), "--config", f, "--ring_bytes=2M",
+	CHECKF(load_args(&c, err, sizeof(err), "--config", f, "--ring_bytes=2M",
 			    "--node_name=pj", "--max_msg=1000", NULL) == 0, "%s", err);
 	unsetenv("SHF_BATCH_BYTES");
 
@@ -342,6 +342,6 @@ int main(void)
 	test_derived();
 	test_help_version();
 	test_print_json();
-	printf("config_sources: ok\n");
+	printf("config-sources: ok\n");
 	return 0;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/ctl/ctl_peers.c - `shufflectl peers` with two daemons on this host
+ * tests/ctl/ctl-peers.c - `shufflectl peers` with two daemons on this host
  * (static rendezvous over 127.0.0.1, provider tcp): each lists the other
  * as up; with a job spanning both (rank 0 on node 0, rank 1 on node 1,
  * when the client library is built) the per-peer counters equal the
@@ -14,12 +14,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "tests/ctl/ctl_harness.h"
+#include "tests/ctl/prom.h"
+#include "tests/lib/daemon.h"
 
 #define COUNT 100
 #define LEN 64
-
-static struct ch_env *e;
 
 /* A TCP port free right now on 127.0.0.1 (the kernel's choice). */
 static int free_port(void)
@@ -42,75 +41,75 @@ static json_t *peer_of(json_t *doc)
 }
 
 /* Wait until daemon d sees its peer in `state`. */
-static void wait_state(struct ch_daemon *d, const char *state, int timeout_ms)
+static void wait_state(struct td_daemon *d, const char *state, int timeout_ms)
 {
-	int64_t end = ch_now_ms() + timeout_ms;
+	int64_t end = td_now_ms() + timeout_ms;
 	for (;;) {
-		json_t *doc = ch_ctl_json(e, d->sock, "peers");
+		json_t *doc = td_ctl_json(d->sock, "peers");
 		const char *s = json_string_value(json_object_get(peer_of(doc), "state"));
 		bool ok = s && !strcmp(s, state);
 		json_decref(doc);
 		if (ok)
 			return;
-		CHECKF(ch_now_ms() < end, "daemon %s never saw its peer %s", d->tag, state);
-		ch_sleep_ms(100);
+		CHECKF(td_now_ms() < end, "daemon %s never saw its peer %s", d->tag, state);
+		td_sleep_ms(100);
 	}
 }
 
 int main(void)
 {
-	e = ch_init("ctl-peers", 150);
+	td_init("ctl-peers", 150, 0);
 	char rdv[128], bind_a[64], bind_b[64], addr_b[64];
 	int pa = free_port(), pb = free_port();
 	CHECK(pa != pb);
 	snprintf(bind_a, sizeof(bind_a), "127.0.0.1:%d", pa);
 	snprintf(bind_b, sizeof(bind_b), "127.0.0.1:%d", pb);
 	snprintf(addr_b, sizeof(addr_b), "127.0.0.1:%d", pb);
-	ch_fmt(rdv, sizeof(rdv), "static:%s,%s", bind_a, bind_b);
+	td_fmt(rdv, sizeof(rdv), "static:%s,%s", bind_a, bind_b);
 	const char *env[] = {"FI_PROVIDER=", NULL};
-	struct ch_daemon a, b;
+	struct td_daemon *a = td_daemon("a"), *b = td_daemon("b");
 	const char *args_a[] = {"--node-name", "a", "--rendezvous", rdv, "--bind", bind_a,
 				"--provider", "tcp", "--peer-timeout-ms", "1500",
 				"--heartbeat-ms", "200", NULL};
 	const char *args_b[] = {"--node-name", "b", "--rendezvous", rdv, "--bind", bind_b,
 				"--provider", "tcp", "--peer-timeout-ms", "1500",
 				"--heartbeat-ms", "200", NULL};
-	if (ch_daemon_start(e, &a, "a", args_a, env) < 0) {
-		char *log = ch_read_file(a.log);
+	if (td_start(a, args_a, env) < 0) {
+		char *log = td_read_file(a->log);
 		if (strstr(log, "fabric endpoint"))
-			ch_skip("no libfabric tcp endpoint on 127.0.0.1 here: %s", log);
+			SKIP("no libfabric tcp endpoint on 127.0.0.1 here: %s", log);
 		CHECKF(false, "daemon a did not start: %s", log);
 	}
-	CHECK(ch_daemon_start(e, &b, "b", args_b, env) == 0);
-	wait_state(&a, "up", 20000);
-	wait_state(&b, "up", 20000);
+	CHECK(td_start(b, args_b, env) == 0);
+	wait_state(a, "up", 20000);
+	wait_state(b, "up", 20000);
 
-	json_t *doc = ch_ctl_json(e, a.sock, "peers");
+	json_t *doc = td_ctl_json(a->sock, "peers");
 	json_t *p = peer_of(doc);
-	CHECK(ch_num(p, "node") == 1);
+	CHECK(td_num(p, "node") == 1);
 	CHECK(!strcmp(json_string_value(json_object_get(p, "addr")), addr_b));
 	json_decref(doc);
-	doc = ch_ctl_json(e, a.sock, "status");
-	CHECK(ch_num(doc, "nodes") == 2 && ch_num(doc, "node_id") == 0);
+	doc = td_ctl_json(a->sock, "status");
+	CHECK(td_num(doc, "nodes") == 2 && td_num(doc, "node_id") == 0);
 	json_decref(doc);
 
 	bool traffic = getenv("SHF_TEST_CTL_CLIENT") && *getenv("SHF_TEST_CTL_CLIENT");
-	struct ch_job j = {.name = "pj", .world = 2, .count = COUNT, .len = LEN};
+	struct td_job j = {.name = "pj", .world = 2, .count = COUNT, .len = LEN};
 	if (traffic) {
-		ch_job_start(e, &j, a.sock, 0, 1);
-		ch_job_start(e, &j, b.sock, 1, 1);
-		ch_job_wait_done(&j, 0, 2);
-		doc = ch_ctl_json(e, a.sock, "peers");
+		td_job_start(&j, a->sock, 0, 1);
+		td_job_start(&j, b->sock, 1, 1);
+		td_job_wait_done(&j, 0, 2);
+		doc = td_ctl_json(a->sock, "peers");
 		p = peer_of(doc);
-		CHECKF(ch_num(p, "msgs_out") == COUNT, "a -> b msgs_out %lld", ch_num(p, "msgs_out"));
-		CHECKF(ch_num(p, "msgs_in") == COUNT, "b -> a msgs_in %lld", ch_num(p, "msgs_in"));
-		CHECK(ch_num(p, "batches_out") >= 1 && ch_num(p, "bytes_out") > COUNT * LEN);
-		CHECK(ch_num(p, "drops_down") == 0);
+		CHECKF(td_num(p, "msgs_out") == COUNT, "a -> b msgs_out %lld", td_num(p, "msgs_out"));
+		CHECKF(td_num(p, "msgs_in") == COUNT, "b -> a msgs_in %lld", td_num(p, "msgs_in"));
+		CHECK(td_num(p, "batches_out") >= 1 && td_num(p, "bytes_out") > COUNT * LEN);
+		CHECK(td_num(p, "drops_down") == 0);
 		json_decref(doc);
-		doc = ch_ctl_json(e, a.sock, "stats");
-		CHECK(ch_num(doc, "clients_total.msgs_remote") == COUNT);
-		CHECK(ch_num(doc, "clients_total.msgs_local") == COUNT);
-		CHECK(ch_num(doc, "clients_total.msgs_out") == 2 * COUNT);
+		doc = td_ctl_json(a->sock, "stats");
+		CHECK(td_num(doc, "clients_total.msgs_remote") == COUNT);
+		CHECK(td_num(doc, "clients_total.msgs_local") == COUNT);
+		CHECK(td_num(doc, "clients_total.msgs_out") == 2 * COUNT);
 		json_decref(doc);
 	} else {
 		fprintf(stderr, "ctl-peers: no test client (client library not built): checking "
@@ -118,49 +117,49 @@ int main(void)
 	}
 
 	/* Prometheus per peer = JSON per peer (counters do not move: idle) */
-	struct ch_out o;
-	ch_ctl(e, a.sock, &o, "stats", "--prometheus", NULL);
+	struct td_out o;
+	td_ctl(a->sock, &o, "stats", "--prometheus", NULL);
 	CHECKF(o.status == 0, "%s", o.err);
-	doc = ch_ctl_json(e, a.sock, "peers");
+	doc = td_ctl_json(a->sock, "peers");
 	p = peer_of(doc);
-	struct ch_prom pr;
-	ch_prom_parse(o.out, &pr);
+	struct prom pr;
+	prom_parse(o.out, &pr);
 	static const char *const counters[] = {"batches_out", "bytes_out", "msgs_out", "batches_in",
 					       "bytes_in", "msgs_in", "credit_stalls", "drops_down",
 					       NULL};
 	for (const char *const *c = counters; *c; c++) {
 		char s[128];
 		snprintf(s, sizeof(s), "shuffle_peer_%s_total{node=\"1\"}", *c);
-		CHECKF(ch_prom_get(&pr, s) == (double)ch_num(p, *c), "%s = %g, JSON %lld", s,
-		       ch_prom_get(&pr, s), ch_num(p, *c));
+		CHECKF(prom_get(&pr, s) == (double)td_num(p, *c), "%s = %g, JSON %lld", s,
+		       prom_get(&pr, s), td_num(p, *c));
 	}
-	CHECK(ch_prom_get(&pr, "shuffle_peer_up{node=\"1\"}") == 1);
+	CHECK(prom_get(&pr, "shuffle_peer_up{node=\"1\"}") == 1);
 	char info[160];
 	snprintf(info, sizeof(info), "shuffle_peer_info{node=\"1\",host=\"127.0.0.1\",addr=\"%s\"}",
 		 addr_b);
-	CHECK(ch_prom_get(&pr, info) == 1);
-	ch_prom_free(&pr);
+	CHECK(prom_get(&pr, info) == 1);
+	prom_free(&pr);
 	json_decref(doc);
-	ch_out_free(&o);
-	ch_ctl(e, a.sock, &o, "peers", NULL);
+	td_out_free(&o);
+	td_ctl(a->sock, &o, "peers", NULL);
 	CHECKF(o.status == 0 && strstr(o.out, addr_b) && strstr(o.out, " up "), "%s", o.out);
-	ch_out_free(&o);
+	td_out_free(&o);
 
 	if (traffic)
-		ch_job_finish(&j, 0, 2);
+		td_job_finish(&j, 0, 2);
 
 	/* the other node goes away */
-	ch_daemon_stop(e, &b);
-	wait_state(&a, "down", 20000);
-	ch_ctl(e, a.sock, &o, "peers", NULL);
+	td_stop(b);
+	wait_state(a, "down", 20000);
+	td_ctl(a->sock, &o, "peers", NULL);
 	CHECKF(o.status == 0 && strstr(o.out, " down "), "%s", o.out);
-	ch_out_free(&o);
-	ch_ctl(e, a.sock, &o, "stats", "--prometheus", NULL);
+	td_out_free(&o);
+	td_ctl(a->sock, &o, "stats", "--prometheus", NULL);
 	CHECKF(o.status == 0, "%s", o.err);
-	ch_prom_parse(o.out, &pr);
-	CHECK(ch_prom_get(&pr, "shuffle_peer_up{node=\"1\"}") == 0);
-	ch_prom_free(&pr);
-	ch_out_free(&o);
-	ch_daemon_stop(e, &a);
+	prom_parse(o.out, &pr);
+	CHECK(prom_get(&pr, "shuffle_peer_up{node=\"1\"}") == 0);
+	prom_free(&pr);
+	td_out_free(&o);
+	td_stop(a);
 	return 0;
 }

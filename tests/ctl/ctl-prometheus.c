@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/ctl/ctl_prometheus.c - `shufflectl stats --prometheus` against a
+ * tests/ctl/ctl-prometheus.c - `shufflectl stats --prometheus` against a
  * daemon with traffic (a job of ctl_client ranks) and a few bad clients:
- * every line is valid text exposition format (ch_prom_parse), and every
+ * every line is valid text exposition format (prom_parse), and every
  * value equals the daemon's JSON taken right after - daemon counters
  * (shuffle_<name>_total), the all-clients sum (shuffle_clients_<name>_...),
  * per client (shuffle_client_<name>_...{job,rank}) and per job.  Only
@@ -15,7 +15,8 @@
 #include <unistd.h>
 
 #include "proto/stats.h"
-#include "tests/ctl/ctl_harness.h"
+#include "tests/ctl/prom.h"
+#include "tests/lib/daemon.h"
 
 #define WORLD 3
 #define COUNT 40
@@ -30,13 +31,14 @@ struct desc {
 #define DESC(name, kind, help) {#name, KIND_##kind},
 static const struct desc daemon_stats[] = {SHF_DAEMON_STATS(DESC){NULL, false}};
 static const struct desc client_stats[] = {SHF_CLIENT_STATS(DESC){NULL, false}};
+static const struct desc fabric_stats[] = {SHF_FABRIC_STATS(DESC){NULL, false}};
 #undef DESC
 
 static void bad_clients(const char *sock, int n)
 {
 	for (int i = 0; i < n; i++) {
 		struct sockaddr_un sa = {.sun_family = AF_UNIX};
-		ch_fmt(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+		td_fmt(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
 		int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 		CHECK(fd >= 0);
 		CHECKF(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0, "%s", strerror(errno));
@@ -49,7 +51,7 @@ static void bad_clients(const char *sock, int n)
 }
 
 /* One scope: series `prefix<name>[_total]<labels>` equals obj.<name>. */
-static void compare_scope(const struct ch_prom *p, json_t *obj, const char *prefix,
+static void compare_scope(const struct prom *p, json_t *obj, const char *prefix,
 			  const char *labels, const struct desc *d, long long ctl_bias)
 {
 	CHECKF(json_is_object(obj), "scope %s missing in JSON", prefix);
@@ -57,8 +59,8 @@ static void compare_scope(const struct ch_prom *p, json_t *obj, const char *pref
 		char series[512];
 		snprintf(series, sizeof(series), "%s%s%s%s", prefix, d->name,
 			 d->counter ? "_total" : "", labels);
-		long long want = ch_num(obj, d->name);
-		double got = ch_prom_get(p, series);
+		long long want = td_num(obj, d->name);
+		double got = prom_get(p, series);
 		if (!strcmp(d->name, "ctl_requests")) {
 			want -= ctl_bias;
 		} else if (!strcmp(d->name, "disc_bye") && ctl_bias && got == (double)(want - 1)) {
@@ -72,53 +74,61 @@ static void compare_scope(const struct ch_prom *p, json_t *obj, const char *pref
 
 int main(void)
 {
-	struct ch_env *e = ch_init("ctl-prometheus", 150);
-	struct ch_daemon d;
-	CHECK(ch_daemon_start(e, &d, "d", NULL, NULL) == 0);
+	struct td_env *e = td_init("ctl-prometheus", 150, 0);
+	struct td_daemon *d = e->d;
+	CHECK(td_start(d, NULL, NULL) == 0);
 	bool traffic = getenv("SHF_TEST_CTL_CLIENT") && *getenv("SHF_TEST_CTL_CLIENT");
 	/* every character a job name may have (proto/ipc.h) */
-	struct ch_job j = {.name = "prom.job-1:a@b+c_", .world = WORLD, .count = COUNT, .len = LEN};
+	struct td_job j = {.name = "prom.job-1:a@b+c_", .world = WORLD, .count = COUNT, .len = LEN};
 	if (traffic) {
-		ch_job_start(e, &j, d.sock, 0, WORLD);
-		ch_job_wait_done(&j, 0, WORLD);
+		td_job_start(&j, d->sock, 0, WORLD);
+		td_job_wait_done(&j, 0, WORLD);
 	} else {
 		fprintf(stderr, "ctl-prometheus: no test client (client library not built): "
 			"checking daemon counters only, not per-client series\n");
 	}
-	bad_clients(d.sock, 5);
+	bad_clients(d->sock, 5);
 
-	struct ch_out o;
-	ch_ctl(e, d.sock, &o, "stats", "--prometheus", NULL);
+	struct td_out o;
+	td_ctl(d->sock, &o, "stats", "--prometheus", NULL);
 	CHECKF(o.status == 0, "exit %d: %s", o.status, o.err);
-	json_t *dump = ch_ctl_json(e, d.sock, "dump");
-	struct ch_prom p;
-	ch_prom_parse(o.out, &p);
+	json_t *dump = td_ctl_json(d->sock, "dump");
+	struct prom p;
+	prom_parse(o.out, &p);
 
-	CHECK(ch_prom_get(&p, "shuffle_up") == 1);
+	CHECK(prom_get(&p, "shuffle_up") == 1);
 	json_t *status = json_object_get(dump, "status");
-	CHECK(ch_prom_get(&p, "shuffle_nodes") == (double)ch_num(status, "nodes"));
-	CHECK(ch_prom_get(&p, "shuffle_clients_registered") == (double)ch_num(status, "clients"));
-	CHECK(ch_prom_get(&p, "shuffle_jobs") == (double)ch_num(status, "jobs"));
-	CHECK(ch_prom_get(&p, "shuffle_sessions") == (double)ch_num(status, "sessions"));
-	CHECK(ch_prom_get(&p, "shuffle_uptime_seconds") > 0);
+	CHECK(prom_get(&p, "shuffle_nodes") == (double)td_num(status, "nodes"));
+	CHECK(prom_get(&p, "shuffle_clients_registered") == (double)td_num(status, "clients"));
+	CHECK(prom_get(&p, "shuffle_jobs") == (double)td_num(status, "jobs"));
+	CHECK(prom_get(&p, "shuffle_sessions") == (double)td_num(status, "sessions"));
+	CHECK(prom_get(&p, "shuffle_uptime_seconds") > 0);
 	char info[256];
 	snprintf(info, sizeof(info), "shuffle_info{version=\"%s\",node_name=\"%s\",node_id=\"0\"}",
 		 json_string_value(json_object_get(status, "version")),
 		 json_string_value(json_object_get(status, "node_name")));
-	CHECK(ch_prom_get(&p, info) == 1);
+	CHECK(prom_get(&p, info) == 1);
 
 	json_t *stats = json_object_get(dump, "stats");
 	/* the dump is one request later than the exposition */
 	compare_scope(&p, json_object_get(stats, "daemon"), "shuffle_", "", daemon_stats, 1);
 	compare_scope(&p, json_object_get(stats, "clients_total"), "shuffle_clients_", "",
 		      client_stats, 0);
-	CHECK(ch_num(stats, "daemon.disc_proto") == 5);
+	/* the fabric endpoint (shuffle_fabric_<name>_total) only when reported */
+	if (json_object_get(stats, "fabric"))
+		compare_scope(&p, json_object_get(stats, "fabric"), "shuffle_fabric_", "",
+			      fabric_stats, 0);
+	else
+		for (size_t i = 0; i < p.n; i++)
+			CHECKF(strncmp(p.s[i].series, "shuffle_fabric_", 15),
+			       "fabric series %s without stats.fabric", p.s[i].series);
+	CHECK(td_num(stats, "daemon.disc_proto") == 5);
 	char t[32];
-	CHECK(ch_prom_type(&p, "shuffle_disc_proto_total", t, sizeof(t)) && !strcmp(t, "counter"));
-	CHECK(ch_prom_type(&p, "shuffle_epoch_ns_max", t, sizeof(t)) && !strcmp(t, "gauge"));
+	CHECK(prom_type(&p, "shuffle_disc_proto_total", t, sizeof(t)) && !strcmp(t, "counter"));
+	CHECK(prom_type(&p, "shuffle_epoch_ns_max", t, sizeof(t)) && !strcmp(t, "gauge"));
 
 	if (traffic) {
-		CHECK(ch_prom_get(&p, "shuffle_clients_msgs_in_total") == WORLD * WORLD * COUNT);
+		CHECK(prom_get(&p, "shuffle_clients_msgs_in_total") == WORLD * WORLD * COUNT);
 		json_t *clients = json_object_get(dump, "clients");
 		CHECK(json_array_size(clients) == WORLD);
 		size_t i;
@@ -127,31 +137,31 @@ int main(void)
 		{
 			char labels[128];
 			snprintf(labels, sizeof(labels), "{job=\"prom.job-1:a@b+c_\",rank=\"%lld\"}",
-				 ch_num(c, "rank"));
+				 td_num(c, "rank"));
 			compare_scope(&p, json_object_get(c, "stats"), "shuffle_client_", labels,
 				      client_stats, 0);
 			char s[256];
 			snprintf(s, sizeof(s), "shuffle_client_ring_bytes%s", labels);
-			CHECK(ch_prom_get(&p, s) == (double)ch_num(c, "ring_bytes"));
+			CHECK(prom_get(&p, s) == (double)td_num(c, "ring_bytes"));
 			snprintf(s, sizeof(s), "shuffle_client_send_used_bytes%s", labels);
-			CHECK(ch_prom_get(&p, s) == (double)ch_num(c, "send_used"));
+			CHECK(prom_get(&p, s) == (double)td_num(c, "send_used"));
 			snprintf(s, sizeof(s), "shuffle_client_msgs_out_total%s", labels);
-			CHECK(ch_prom_get(&p, s) == WORLD * COUNT);
+			CHECK(prom_get(&p, s) == WORLD * COUNT);
 		}
-		CHECK(ch_prom_get(&p, "shuffle_job_world{job=\"prom.job-1:a@b+c_\"}") == WORLD);
-		CHECK(ch_prom_get(&p, "shuffle_job_ready{job=\"prom.job-1:a@b+c_\"}") == 1);
-		CHECK(ch_prom_get(&p, "shuffle_job_epochs_total{job=\"prom.job-1:a@b+c_\"}") == 1);
+		CHECK(prom_get(&p, "shuffle_job_world{job=\"prom.job-1:a@b+c_\"}") == WORLD);
+		CHECK(prom_get(&p, "shuffle_job_ready{job=\"prom.job-1:a@b+c_\"}") == 1);
+		CHECK(prom_get(&p, "shuffle_job_epochs_total{job=\"prom.job-1:a@b+c_\"}") == 1);
 	}
 	/* one node: no peer series */
 	for (size_t i = 0; i < p.n; i++)
 		CHECKF(strncmp(p.s[i].series, "shuffle_peer_", 13), "peer series %s on a lone daemon",
 		       p.s[i].series);
-	ch_prom_free(&p);
+	prom_free(&p);
 	json_decref(dump);
-	ch_out_free(&o);
+	td_out_free(&o);
 
 	if (traffic)
-		ch_job_finish(&j, 0, WORLD);
-	ch_daemon_stop(e, &d);
+		td_job_finish(&j, 0, WORLD);
+	td_stop(d);
 	return 0;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/ctl/ctl_noserver.c - shufflectl without a working daemon: exit 3
+ * tests/ctl/ctl-noserver.c - shufflectl without a working daemon: exit 3
  * when nothing listens (no socket, a stale socket file, a socket bound but
  * not listening), however the path was found (-s, $SHF_SOCKET,
  * $SHF_RUNTIME_DIR, the default); exit 1 for a listener that never answers
@@ -14,14 +14,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "tests/ctl/ctl_harness.h"
+#include "tests/lib/daemon.h"
 
-static struct ch_env *e;
+static struct td_env *e;
 
-static void ctl_env(struct ch_out *o, const char *const *env, const char *a1, const char *a2)
+static void ctl_env(struct td_out *o, const char *const *env, const char *a1, const char *a2)
 {
-	const char *argv[] = {e->shufflectl, a1, a2, NULL};
-	ch_run(argv, env, 20000, o);
+	const char *argv[] = {td_prog("SHF_TEST_SHUFFLECTL"), a1, a2, NULL};
+	td_run(argv, env, 20000, o);
 }
 
 /* A SOCK_SEQPACKET socket bound at path; listening if asked.  The fd. */
@@ -38,30 +38,30 @@ static int bound(const char *path, bool listening)
 	return fd;
 }
 
-static void expect(struct ch_out *o, int status, const char *in_err, const char *what)
+static void expect(struct td_out *o, int status, const char *in_err, const char *what)
 {
 	CHECKF(o->status == status, "%s: exit %d, expected %d; stderr: %s", what, o->status, status,
 	       o->err);
 	if (in_err)
 		CHECKF(strstr(o->err, in_err), "%s: stderr lacks '%s': %s", what, in_err, o->err);
-	ch_out_free(o);
+	td_out_free(o);
 }
 
 static void not_running(void)
 {
-	struct ch_out o;
-	char path[CH_PATH_MAX + 32], rd[CH_PATH_MAX + 32], envs[2][CH_PATH_MAX + 64];
+	struct td_out o;
+	char path[TD_PATH_MAX + 32], rd[TD_PATH_MAX + 32], envs[2][TD_PATH_MAX + 64];
 
 	/* -s to a socket that does not exist (nor does its directory) */
 	snprintf(path, sizeof(path), "%s/nodir/shuffled.sock", e->dir);
-	ch_ctl(e, path, &o, "ping", NULL);
+	td_ctl(path, &o, "ping", NULL);
 	expect(&o, 3, path, "-s missing");
 	for (const char *const *c = (const char *const[]){"status", "clients", "jobs", "peers",
 							   "stats", "config", "dump", NULL};
 	     *c; c++) {
-		ch_ctl(e, path, &o, *c, NULL);
+		td_ctl(path, &o, *c, NULL);
 		expect(&o, 3, "not running", *c);
-		ch_ctl(e, path, &o, "--json", *c, NULL);
+		td_ctl(path, &o, "--json", *c, NULL);
 		CHECKF(o.out[0] == '\0', "--json %s printed something without a daemon", *c);
 		expect(&o, 3, NULL, *c);
 	}
@@ -74,7 +74,7 @@ static void not_running(void)
 	/* $SHF_RUNTIME_DIR */
 	snprintf(rd, sizeof(rd), "%s/rd", e->dir);
 	snprintf(envs[0], sizeof(envs[0]), "SHF_RUNTIME_DIR=%s", rd);
-	ch_fmt(path, sizeof(path), "%s/shuffled.sock", rd);
+	td_fmt(path, sizeof(path), "%s/shuffled.sock", rd);
 	ctl_env(&o, (const char *const[]){envs[0], NULL}, "status", NULL);
 	expect(&o, 3, path, "SHF_RUNTIME_DIR");
 
@@ -86,7 +86,7 @@ static void not_running(void)
 	if (geteuid() == 0)
 		snprintf(path, sizeof(path), "/run/shuffle/%s/shuffled.sock", node);
 	else
-		ch_fmt(path, sizeof(path), "%s/shuffle/%s/shuffled.sock", e->dir, node);
+		td_fmt(path, sizeof(path), "%s/shuffle/%s/shuffled.sock", e->dir, node);
 	ctl_env(&o, (const char *const[]){envs[0], envs[1], NULL}, "ping", NULL);
 	expect(&o, 3, path, "default path");
 	/* -s wins over the environment */
@@ -96,8 +96,8 @@ static void not_running(void)
 	/* no command given: usage, before any connection */
 	expect(&o, 2, "no command", "-s without command");
 	{
-		const char *argv[] = {e->shufflectl, "-s", path, "ping", NULL};
-		ch_run(argv, (const char *const[]){envs[0], NULL}, 20000, &o);
+		const char *argv[] = {td_prog("SHF_TEST_SHUFFLECTL"), "-s", path, "ping", NULL};
+		td_run(argv, (const char *const[]){envs[0], NULL}, 20000, &o);
 		expect(&o, 3, "wanted.sock", "-s over SHF_SOCKET");
 	}
 
@@ -105,39 +105,39 @@ static void not_running(void)
 	snprintf(path, sizeof(path), "%s/stale.sock", e->dir);
 	close(bound(path, false));
 	CHECK(access(path, F_OK) == 0);
-	ch_ctl(e, path, &o, "ping", NULL);
+	td_ctl(path, &o, "ping", NULL);
 	expect(&o, 3, "refuses connections", "stale socket");
 	/* --prometheus says so to a textfile collector */
-	ch_ctl(e, path, &o, "stats", "--prometheus", NULL);
+	td_ctl(path, &o, "stats", "--prometheus", NULL);
 	CHECKF(strstr(o.out, "\nshuffle_up 0\n"), "no shuffle_up 0: %s", o.out);
 	expect(&o, 3, NULL, "stale socket, --prometheus");
 
 	/* bound but not listening (a daemon between bind and listen, or hung) */
 	snprintf(path, sizeof(path), "%s/bound.sock", e->dir);
 	int fd = bound(path, false);
-	ch_ctl(e, path, &o, "status", NULL);
+	td_ctl(path, &o, "status", NULL);
 	expect(&o, 3, NULL, "bound, not listening");
 	close(fd);
 }
 
 static void broken_daemons(void)
 {
-	struct ch_out o;
-	char path[CH_PATH_MAX + 32];
+	struct td_out o;
+	char path[TD_PATH_MAX + 32];
 
 	/* listens but never accepts or answers: the timeout applies, exit 1 */
 	snprintf(path, sizeof(path), "%s/mute.sock", e->dir);
 	int fd = bound(path, true);
-	int64_t t0 = ch_now_ms();
-	ch_ctl(e, path, &o, "--timeout", "300", "status", NULL);
+	int64_t t0 = td_now_ms();
+	td_ctl(path, &o, "--timeout", "300", "status", NULL);
 	expect(&o, 1, "no answer", "mute listener");
-	CHECKF(ch_now_ms() - t0 < 15000, "--timeout 300 was not honoured");
+	CHECKF(td_now_ms() - t0 < 15000, "--timeout 300 was not honoured");
 	close(fd);
 
 	/* accepts and hangs up at once: exit 1 */
 	snprintf(path, sizeof(path), "%s/hangup.sock", e->dir);
 	fd = bound(path, true);
-	pid_t srv = ch_fork();
+	pid_t srv = td_fork();
 	CHECK(srv >= 0);
 	if (srv == 0) {
 		for (;;) {
@@ -148,15 +148,15 @@ static void broken_daemons(void)
 		}
 	}
 	close(fd);
-	ch_ctl(e, path, &o, "ping", NULL);
+	td_ctl(path, &o, "ping", NULL);
 	expect(&o, 1, "closed the connection", "hang-up listener");
 
 	/* answers garbage: exit 1, never a crash */
 	kill(srv, SIGKILL);
-	ch_wait(srv, 5000);
+	td_wait(srv, 5000);
 	unlink(path);
 	fd = bound(path, true);
-	srv = ch_fork();
+	srv = td_fork();
 	CHECK(srv >= 0);
 	if (srv == 0) {
 		for (;;) {
@@ -168,57 +168,57 @@ static void broken_daemons(void)
 				static const char junk[] = "this is not a shuffle daemon";
 				send(c, junk, sizeof(junk), MSG_NOSIGNAL);
 			}
-			ch_sleep_ms(200);
+			td_sleep_ms(200);
 			close(c);
 		}
 	}
 	close(fd);
-	ch_ctl(e, path, &o, "stats", NULL);
+	td_ctl(path, &o, "stats", NULL);
 	expect(&o, 1, "bad message", "garbage answer");
 	kill(srv, SIGKILL);
-	ch_wait(srv, 5000);
+	td_wait(srv, 5000);
 }
 
 static void usage_errors(void)
 {
-	struct ch_out o;
+	struct td_out o;
 	const char *sock = "/nonexistent/shuffled.sock";
-	ch_ctl(e, sock, &o, NULL);
+	td_ctl(sock, &o, NULL);
 	expect(&o, 2, "no command", "no command");
-	ch_ctl(e, sock, &o, "frobnicate", NULL);
+	td_ctl(sock, &o, "frobnicate", NULL);
 	expect(&o, 2, "unknown command", "unknown command");
-	ch_ctl(e, sock, &o, "status", "jobs", NULL);
+	td_ctl(sock, &o, "status", "jobs", NULL);
 	expect(&o, 2, "one command", "two commands");
-	ch_ctl(e, sock, &o, "--timeout", "soon", "status", NULL);
+	td_ctl(sock, &o, "--timeout", "soon", "status", NULL);
 	expect(&o, 2, "--timeout", "bad timeout");
-	ch_ctl(e, sock, &o, "--timeout", "-5", "status", NULL);
+	td_ctl(sock, &o, "--timeout", "-5", "status", NULL);
 	expect(&o, 2, "--timeout", "negative timeout");
-	ch_ctl(e, sock, &o, "--json", "--prometheus", "stats", NULL);
+	td_ctl(sock, &o, "--json", "--prometheus", "stats", NULL);
 	expect(&o, 2, "exclude", "json and prometheus");
-	ch_ctl(e, sock, &o, "--prometheus", "clients", NULL);
+	td_ctl(sock, &o, "--prometheus", "clients", NULL);
 	expect(&o, 2, "--prometheus", "prometheus without stats");
-	ch_ctl(e, sock, &o, "--bogus", "status", NULL);
+	td_ctl(sock, &o, "--bogus", "status", NULL);
 	expect(&o, 2, "--bogus", "unknown option");
-	ch_ctl(e, NULL, &o, "status", "-s", NULL);
+	td_ctl(NULL, &o, "status", "-s", NULL);
 	expect(&o, 2, "needs a value", "-s without value");
 	char longp[300];
 	memset(longp, 'x', sizeof(longp) - 1);
 	longp[0] = '/';
 	longp[sizeof(longp) - 1] = '\0';
-	ch_ctl(e, longp, &o, "ping", NULL);
+	td_ctl(longp, &o, "ping", NULL);
 	expect(&o, 2, "too long", "socket path too long");
 
-	ch_ctl(e, NULL, &o, "--help", NULL);
+	td_ctl(NULL, &o, "--help", NULL);
 	CHECKF(strstr(o.out, "Usage: shufflectl") && strstr(o.out, "prometheus"), "%s", o.out);
 	expect(&o, 0, NULL, "--help");
-	ch_ctl(e, NULL, &o, "--version", NULL);
+	td_ctl(NULL, &o, "--version", NULL);
 	CHECKF(!strncmp(o.out, "shufflectl ", 11), "%s", o.out);
 	expect(&o, 0, NULL, "--version");
 }
 
 int main(void)
 {
-	e = ch_init("ctl-noserver", 120);
+	e = td_init("ctl-noserver", 120, 0);
 	usage_errors();
 	not_running();
 	broken_daemons();

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* tests/ctl/config_util.h - helpers for the config unit tests. */
-#ifndef SHF_TESTS_CTL_CONFIG_UTIL_H
-#define SHF_TESTS_CTL_CONFIG_UTIL_H
+/* tests/daemon/config-util.h - helpers for the config unit tests. */
+#ifndef SHF_TESTS_DAEMON_CONFIG_UTIL_H
+#define SHF_TESTS_DAEMON_CONFIG_UTIL_H
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "daemon/config.h"
-#include "tests/ctl/check.h"
+#include "tests/lib/check.h"
 
 /* Unset every variable the option table reads, so the caller's environment
  * cannot leak into a test. */
