@@ -63,6 +63,7 @@ static int check_no_space(const char *v, char *why, size_t n);
 static int check_iface(const char *v, char *why, size_t n);
 static int check_bind(const char *v, char *why, size_t n);
 static int check_rendezvous(const char *v, char *why, size_t n);
+static int check_store_listen(const char *v, char *why, size_t n);
 
 static const struct opt opts[SHD_OPT_MAX] = {
 	[SHD_OPT_RUNTIME_DIR] = {
@@ -143,6 +144,32 @@ static const struct opt opts[SHD_OPT_MAX] = {
 		"world_timeout_ms", "SHF_WORLD_TIMEOUT_MS", T_UINT, 0, FIELD(world_timeout_ms),
 		0, 86400000, "60000", "MSEC",
 		"How long shf_open() waits for the whole job when the client passes 0.", NULL },
+	[SHD_OPT_STORE_LISTEN] = {
+		"store_listen", "SHF_STORE_LISTEN", T_STR, 0, FIELD(store_listen), 0, 0, "",
+		"HOST:PORT",
+		"Serve the key-value store (PyTorch TCPStore protocol) on HOST:PORT "
+		"([IPV6]:PORT). Empty: no store.", check_store_listen },
+	[SHD_OPT_STORE_MAX_KEYS] = {
+		"store_max_keys", "SHF_STORE_MAX_KEYS", T_UINT, 0, FIELD(store_max_keys),
+		1, 16777216, "16384", "N",
+		"Keys the store holds; a request that would add one more is refused.", NULL },
+	[SHD_OPT_STORE_MAX_KEY_BYTES] = {
+		"store_max_key_bytes", "SHF_STORE_MAX_KEY_BYTES", T_SIZE, 0,
+		FIELD(store_max_key_bytes), 16, 64 * KiB, "1K", "SIZE",
+		"Longest key the store accepts.", NULL },
+	[SHD_OPT_STORE_MAX_VALUE_BYTES] = {
+		"store_max_value_bytes", "SHF_STORE_MAX_VALUE_BYTES", T_SIZE, 0,
+		FIELD(store_max_value_bytes), 64, 64 * MiB, "64K", "SIZE",
+		"Longest value the store accepts.", NULL },
+	[SHD_OPT_STORE_MAX_CONNS] = {
+		"store_max_conns", "SHF_STORE_MAX_CONNS", T_UINT, 0, FIELD(store_max_conns),
+		1, 65536, "1024", "N",
+		"Connections the store serves at once; more are closed at accept "
+		"(a PyTorch client opens two).", NULL },
+	[SHD_OPT_STORE_MAX_WAITERS] = {
+		"store_max_waiters", "SHF_STORE_MAX_WAITERS", T_UINT, 0, FIELD(store_max_waiters),
+		1, 1048576, "4096", "N",
+		"WAIT requests pending in the store, all connections together.", NULL },
 	[SHD_OPT_LOG_LEVEL] = {
 		"log_level", "SHF_LOG_LEVEL", T_LEVEL, 0, FIELD(log_level), 0, 0, "info", "LEVEL",
 		"err, warn, notice, info or debug (or 3..7).", NULL },
@@ -440,6 +467,18 @@ static int check_bind(const char *v, char *why, size_t n)
 static int check_rendezvous(const char *v, char *why, size_t n)
 {
 	return shd_rdv_spec_check(v, why, n) < 0 ? -EINVAL : 0;
+}
+
+static int check_store_listen(const char *v, char *why, size_t n)
+{
+	const char *r = NULL;
+	if (!*v)
+		return 0;
+	if (shf_addr_parse(v, strlen(v), SHF_ADDR_NEED_PORT, NULL, 0, NULL, 0, &r) < 0) {
+		shd_errf(why, n, "%s", r ? r : "not HOST:PORT");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 /* ---- defaults ---- */

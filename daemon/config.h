@@ -45,6 +45,12 @@ enum shd_config_opt {
 	SHD_OPT_HEARTBEAT_MS,
 	SHD_OPT_MAX_CLIENTS,
 	SHD_OPT_WORLD_TIMEOUT_MS,
+	SHD_OPT_STORE_LISTEN,
+	SHD_OPT_STORE_MAX_KEYS,
+	SHD_OPT_STORE_MAX_KEY_BYTES,
+	SHD_OPT_STORE_MAX_VALUE_BYTES,
+	SHD_OPT_STORE_MAX_CONNS,
+	SHD_OPT_STORE_MAX_WAITERS,
 	SHD_OPT_LOG_LEVEL,
 	SHD_OPT_LOG_FILE,
 	SHD_OPT_CONFIG,
@@ -65,6 +71,7 @@ enum shd_config_src {
 #define SHD_CONFIG_PATH_MAX 4096 /* paths, NUL included */
 #define SHD_CONFIG_SOCKET_MAX 108 /* sizeof(sockaddr_un.sun_path), NUL included */
 #define SHD_CONFIG_NAME_MAX 64   /* node name, NUL included: [A-Za-z0-9._-] */
+#define SHD_CONFIG_STORE_LISTEN_MAX 272 /* "[host]:port", NUL included */
 
 struct shd_config {
 	/* directory for the control socket and per-node state; "" at load:
@@ -99,6 +106,14 @@ struct shd_config {
 	uint32_t heartbeat_ms;     /* keepalive period toward peers */
 	uint32_t max_clients;      /* concurrent client sessions */
 	uint32_t world_timeout_ms; /* shf_open() world wait when the client passes 0 */
+	/* key-value store (daemon/store.c): "HOST:PORT" to serve it on
+	 * (proto/addr.h, port required), "" off; and its bounds */
+	char store_listen[SHD_CONFIG_STORE_LISTEN_MAX];
+	uint32_t store_max_keys;
+	uint32_t store_max_key_bytes;
+	uint32_t store_max_value_bytes;
+	uint32_t store_max_conns;
+	uint32_t store_max_waiters;
 	int log_level;             /* enum shd_log_level */
 	char log_file[SHD_CONFIG_PATH_MAX]; /* "" stderr (or the journal) */
 	char config[SHD_CONFIG_PATH_MAX];   /* the INI file read; "" none */

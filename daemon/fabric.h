@@ -42,7 +42,7 @@ struct shd_fabric;
 #define SHD_FABRIC_ADDR_MAX 128u           /* largest raw address we handle */
 #define SHD_FABRIC_SMALL 256u              /* shd_fabric_send_small() limit: every
                                               control message, a JOB_JOIN of up
-                                              to 19 rank ranges */
+                                              to 17 rank ranges */
 
 struct shd_fabric_opts {
 	const char *provider; /* libfabric provider name; NULL: "tcp" (-> tcp;ofi_rxm) */

@@ -23,6 +23,7 @@
 #include "daemon/net.h"
 #include "daemon/pass.h"
 #include "daemon/session.h"
+#include "daemon/store.h"
 
 /* systemd's notify protocol: one datagram to $NOTIFY_SOCKET. */
 static void sd_notify_ready(void)
@@ -104,10 +105,13 @@ int main(int argc, char **argv)
 	shd_list_init(&d->clients);
 	shd_list_init(&d->jobs);
 	int rc = 1;
+	struct shd_store *store = NULL; /* --store-listen: the key-value store */
 	if ((r = shd_loop_new(&d->loop)) < 0 || (r = shd_pass_init(d)) < 0) {
 		shd_err("cannot set up the event loop: %s", strerror(-r));
 		goto out;
 	}
+	if (d->cfg.store_listen[0] && (r = shd_store_open_cfg(d->loop, &d->cfg, &store)) < 0)
+		goto out; /* store.c said why */
 	if ((r = shd_net_open(d, &shd_events)) < 0)
 		goto out; /* net.c said why */
 	if ((r = shd_ctl_listen(d)) < 0)
@@ -135,6 +139,7 @@ out_ctl:
 out_net:
 	shd_net_close(d);
 out:
+	shd_store_close(store);
 	shd_jobtab_free_all(d);
 	shd_pass_fini(d);
 	shd_loop_free(d->loop);

@@ -5,19 +5,26 @@
  * of the pass, fabric progress, and the peers' JSON (net.h).  The sending
  * half is net_tx.c, the receiving half net_rx.c.
  *
- * Liveness: every message counts as a sign of life; a heartbeat goes to
- * every peer each heartbeat_ms; a peer silent for peer_timeout_ms, whose
- * send fails, or whose incarnation changes, fails (PEER_FAILED).  At the
- * next peers step it is carried out: what was queued for it is dropped and
- * reported, parked batches from it are dropped and counted, its marks
- * complete with possible loss, and ev->peer_lost makes its ranks lost
- * (-EHOSTDOWN for flushes and epochs).  Down is final for now.
+ * Sessions and liveness (docs/protocol-wire.md, "Sessions"): every pair of
+ * daemons runs a session, named by one random tag from each side; a
+ * message is taken only with both current tags (session_admit()).  A peer
+ * starts UNKNOWN and is probed; three heartbeats make it UP.  Every message
+ * counts as a sign of life; a heartbeat goes to every peer each
+ * heartbeat_ms.  A peer silent for peer_timeout_ms, whose send fails, or
+ * that starts a new session (it restarted, or declared us down) fails
+ * (PEER_FAILED).  At the next peers step it is carried out: what was queued
+ * for it is dropped and reported, parked batches from it are dropped and
+ * counted, its marks complete with possible loss, and ev->peer_lost makes
+ * its ranks lost (-EHOSTDOWN for flushes and epochs).  Then it is DOWN and
+ * probed; when it answers it rejoins as a new session (fresh tags,
+ * sequence numbers, credits and acks), never resuming the old one.
  */
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "daemon/net.h"
@@ -27,6 +34,105 @@
 struct shd_ratelimit shd_net_rl_wire = SHD_RATELIMIT_INIT(1000, 5);
 
 /* ------------------------------------------------------------- receiving */
+
+static void set_state(struct shd_peer *p, enum peer_state st)
+{
+	p->state = st;
+	p->state_since_ns = shd_now_ns();
+}
+
+/* Both tags agree: the session is established. */
+static void become_up(struct shd_peer *p)
+{
+	struct shd_net *n = p->net;
+	set_state(p, PEER_UP);
+	p->last_heard_ns = shd_now_ns();
+	p->st.sessions++;
+	n->ev->peer_up(n->d, p->node, p->host);
+	shd_net_heartbeat(p, shd_now_ns()); /* so that it agrees too, at once */
+	shd_net_announce_peer(p);           /* our ranks, for jobs it may not know */
+}
+
+/* p (UNKNOWN, DOWN or JOINING) sent a heartbeat of session tag s. */
+static void join(struct shd_peer *p, uint64_t s, uint64_t incarnation)
+{
+	if (p->state != PEER_JOINING || p->peer_session != s) {
+		p->peer_session = s;
+		p->incarnation = incarnation;
+		set_state(p, PEER_JOINING);
+		p->last_heard_ns = shd_now_ns();
+	}
+	shd_net_heartbeat(p, shd_now_ns()); /* tell it our tag */
+}
+
+static void stale(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h)
+{
+	n->d->st.wire_stale++;
+	shd_log_rl(&shd_net_rl_wire, SHD_LOG_DEBUG, "node %u: %s of another session dropped "
+		   "(state %d)", p->node, shf_wire_kind_name(h->kind), (int)p->state);
+}
+
+/*
+ * The session rules (docs/protocol-wire.md, "Sessions").  A message is
+ * taken only when its tags are the current ones of an UP peer; a heartbeat
+ * with a new tag starts (or, from an UP peer, restarts) a session; anything
+ * else belongs to another session and is dropped (wire_stale).  Returns
+ * true when h is to be processed.
+ */
+static bool session_admit(struct shd_peer *p, const struct shf_wire_hdr *h)
+{
+	struct shd_net *n = p->net;
+	uint64_t s = h->src_session, t = h->dst_session;
+	bool hb = h->kind == SHF_WIRE_HEARTBEAT;
+	uint64_t inc = hb ? h->u.heartbeat.incarnation : 0;
+	if (s == 0 || (t != 0 && t != p->my_session)) {
+		stale(n, p, h);
+		return false;
+	}
+	switch (p->state) {
+	case PEER_UP:
+		if (s == p->peer_session && t == p->my_session)
+			return true;
+		if (hb && s != p->peer_session) {
+			/* it restarted, or declared us down: this session ends, the
+			 * next one starts once the old one is carried out */
+			p->next_session = s;
+			p->next_incarnation = inc;
+			shd_net_peer_fail(p, inc != p->incarnation ? "it restarted"
+								  : "it started a new session");
+			return false;
+		}
+		break;
+	case PEER_FAILED:
+		if (hb && s != p->peer_session) {
+			/* remembered, answered once the old session is carried out */
+			p->next_session = s;
+			p->next_incarnation = inc;
+			return false;
+		}
+		break;
+	case PEER_UNKNOWN:
+	case PEER_DOWN:
+	case PEER_JOINING:
+		if (p->state == PEER_JOINING && s == p->peer_session && t == p->my_session) {
+			become_up(p);
+			return true; /* data may follow the handshake at once */
+		}
+		if (hb) {
+			join(p, s, inc);
+			if (t == p->my_session) { /* it knows us already */
+				become_up(p);
+				return true;
+			}
+			return false;
+		}
+		break;
+	case PEER_STATE_MAX:
+		break;
+	}
+	stale(n, p, h);
+	return false;
+}
 
 static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 {
@@ -43,20 +149,14 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 		return 0;
 	}
 	struct shd_peer *p = &n->peers[h.src_node];
-	if (p->state != PEER_UP)
-		return 0; /* failed or down: ignore a ghost */
+	if (!session_admit(p, &h))
+		return 0;
 	p->last_heard_ns = shd_now_ns();
-	if (!p->heard)
-		n->ev->peer_up(d, p->node, p->host);
-	p->heard = true;
 	switch (h.kind) {
 	case SHF_WIRE_BATCH: return shd_net_rx_batch(p, buf, &h);
 	case SHF_WIRE_ACK: shd_net_tx_ack(p, &h.u.ack); break;
 	case SHF_WIRE_HEARTBEAT:
-		if (p->incarnation && p->incarnation != h.u.heartbeat.incarnation)
-			shd_net_peer_fail(p, "it restarted");
-		else
-			p->incarnation = h.u.heartbeat.incarnation;
+		p->incarnation = h.u.heartbeat.incarnation;
 		break;
 	case SHF_WIRE_JOB_JOIN: n->ev->joined(d, p->node, &h.u.join); break;
 	case SHF_WIRE_JOB_LEAVE: n->ev->left(d, p->node, h.u.leave.job_hash, h.u.leave.rank); break;
@@ -79,11 +179,29 @@ static void on_send_done(void *arg, void *ctx, int status)
 
 static void on_error(void *arg, uint32_t node, int err, const char *msg)
 {
-	shd_log_rl(&shd_net_rl_wire, SHD_LOG_WARN, "fabric error (node %d): %s: %s",
+	struct shd_net *n = arg;
+	/* probes of a node that is not up fail until it comes back: not news */
+	bool quiet = node < n->n_nodes && n->peers[node].state != PEER_UP;
+	shd_log_rl(&shd_net_rl_wire, quiet ? SHD_LOG_DEBUG : SHD_LOG_WARN,
+		   "fabric error (node %d): %s: %s",
 		   node == SHD_FABRIC_NODE_UNKNOWN ? -1 : (int)node, strerror(-err), msg);
 }
 
 /* ------------------------------------------------------------- liveness */
+
+/* Put p back into the address vector (a down removed it, dropping what the
+ * fabric still queued for it), so that it can be probed and rejoin. */
+static void reinsert(struct shd_peer *p)
+{
+	struct shd_net *n = p->net;
+	if (!p->raw_len && !p->port[0])
+		return; /* its address was never known (dir without N) */
+	int r = p->raw_len ? shd_fabric_insert(n->fab, p->raw_addr, p->raw_len, p->node)
+			   : shd_fabric_insert_svc(n->fab, p->host, p->port, p->node);
+	if (r < 0 && r != -EEXIST)
+		shd_err("node %u (%s): cannot put it back into the address vector: %s; it cannot "
+			"rejoin", p->node, p->host, strerror(-r));
+}
 
 void shd_net_reap(struct shd_daemon *d)
 {
@@ -91,39 +209,69 @@ void shd_net_reap(struct shd_daemon *d)
 	while (!shd_list_empty(&n->downq)) {
 		struct shd_peer *p = shd_container_of(n->downq.next, struct shd_peer, down_link);
 		shd_list_del(&p->down_link);
-		p->state = PEER_DOWN;
+		set_state(p, PEER_DOWN);
 		shd_warn("peer node %u (%s) down: %s", p->node, p->host, p->down_why);
 		shd_net_tx_down(p);
 		shd_net_rx_down(p);
 		shd_fabric_remove(n->fab, p->node);
 		n->ev->peer_lost(d, p->node);
+		/* a new session later: fresh numbers and a new tag of ours, so
+		 * nothing of this one is ever taken in the next */
+		shd_net_session_reset(p);
+		reinsert(p);
+		if (p->next_session) {
+			/* it already opened its next session: answer it now */
+			join(p, p->next_session, p->next_incarnation);
+			p->next_session = 0;
+		}
 	}
 }
+
+/* Probes to peers that are not up (unknown or down): often enough that a
+ * node that comes back is seen within a second or two, rarely enough that
+ * a dead node costs nothing. */
+#define PROBE_MS 1000u
 
 static void on_heartbeat(int fd, void *arg)
 {
 	struct shd_net *n = arg;
 	struct shd_daemon *d = n->d;
 	uint64_t now = shd_now_ns();
+	uint64_t probe_ns = (uint64_t)(d->cfg.heartbeat_ms > PROBE_MS ? d->cfg.heartbeat_ms
+									: PROBE_MS) * 1000000u;
 	for (uint32_t i = 0; i < n->n_nodes; i++) {
 		struct shd_peer *p = &n->peers[i];
-		if (i == d->node_id || p->state != PEER_UP)
+		if (i == d->node_id)
 			continue;
-		/* a peer never heard from may still be starting: it gets the
-		 * world timeout (at least peer_timeout_ms) before it is down */
-		uint64_t limit_ms = d->cfg.peer_timeout_ms;
-		if (!p->heard && d->cfg.world_timeout_ms > limit_ms)
-			limit_ms = d->cfg.world_timeout_ms;
-		if (now - p->last_heard_ns > limit_ms * 1000000u) {
-			char why[64];
-			snprintf(why, sizeof(why), "silent for %llu ms",
-				 (unsigned long long)((now - p->last_heard_ns) / 1000000u));
-			shd_net_peer_fail(p, why);
-			continue;
+		switch (p->state) {
+		case PEER_UP:
+		case PEER_JOINING:
+			if (now - p->last_heard_ns > (uint64_t)d->cfg.peer_timeout_ms * 1000000u) {
+				if (p->state == PEER_JOINING) {
+					/* the handshake never finished: nothing was exchanged */
+					set_state(p, PEER_DOWN);
+					p->peer_session = 0;
+					continue;
+				}
+				char why[64];
+				snprintf(why, sizeof(why), "silent for %llu ms",
+					 (unsigned long long)((now - p->last_heard_ns) / 1000000u));
+				shd_net_peer_fail(p, why);
+				continue;
+			}
+			shd_net_heartbeat(p, now);
+			break;
+		case PEER_UNKNOWN:
+		case PEER_DOWN:
+			if (now - p->last_probe_ns >= probe_ns) {
+				p->last_probe_ns = now;
+				shd_net_heartbeat(p, now);
+			}
+			break;
+		case PEER_FAILED:
+		case PEER_STATE_MAX:
+			break;
 		}
-		uint8_t buf[SHF_WIRE_HEARTBEAT_BYTES];
-		struct shf_wire_heartbeat hb = {now, n->incarnation};
-		shd_net_ctl_send(p, buf, shf_wire_enc_heartbeat(buf, sizeof(buf), d->node_id, i, &hb));
 	}
 	shd_ev_arm(n->hb_ev, (uint64_t)d->cfg.heartbeat_ms * 1000u);
 }
@@ -175,10 +323,10 @@ static void on_fabric(int fd, void *arg)
 	net_progress(arg);
 }
 
-static const char *peer_state_name(enum peer_state s)
-{
-	return s == PEER_UP ? "up" : s == PEER_FAILED ? "failing" : "down";
-}
+static const char *const peer_state_names[PEER_STATE_MAX] = {
+	[PEER_UNKNOWN] = "unknown", [PEER_JOINING] = "joining", [PEER_UP] = "up",
+	[PEER_FAILED] = "failing",  [PEER_DOWN] = "down",
+};
 
 json_t *shd_net_json(struct shd_daemon *d)
 {
@@ -195,8 +343,13 @@ json_t *shd_net_json(struct shd_daemon *d)
 		json_object_set_new(o, "node", json_integer(i));
 		json_object_set_new(o, "host", json_string(p->host));
 		json_object_set_new(o, "addr", json_string(p->addr));
-		json_object_set_new(o, "state", json_string(peer_state_name(p->state)));
-		json_object_set_new(o, "heard", json_boolean(p->heard));
+		char inc[24] = "";
+		if (p->incarnation)
+			snprintf(inc, sizeof(inc), "%016llx", (unsigned long long)p->incarnation);
+		json_object_set_new(o, "state", json_string(peer_state_names[p->state]));
+		json_object_set_new(o, "state_ms",
+				    json_real((double)(now - p->state_since_ns) / 1e6));
+		json_object_set_new(o, "incarnation", json_string(inc));
 		json_object_set_new(o, "last_heard_ms",
 				    json_real((double)(now - p->last_heard_ns) / 1e6));
 		json_object_set_new(o, "inflight", json_integer((json_int_t)(p->seq_sent - p->seq_acked)));
@@ -242,7 +395,12 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 	if (alone(cfg))
 		return 0;
 	const char *spec = strcmp(cfg->rendezvous, "auto") ? cfg->rendezvous : "mpi";
-	struct shd_rdv_self self = {cfg->node_name, cfg->bind, 0};
+	/* this start's incarnation: in every heartbeat, and in a dir file */
+	uint64_t incarnation = 0;
+	if (getrandom(&incarnation, sizeof(incarnation), 0) != sizeof(incarnation))
+		incarnation = shd_now_ns() ^ ((uint64_t)getpid() << 32);
+	incarnation |= 1u; /* never 0: 0 means "not known" */
+	struct shd_rdv_self self = {cfg->node_name, cfg->bind, 0, incarnation};
 	struct shd_rdv *rdv = NULL;
 	if ((r = shd_rdv_open(spec, &self, &rdv, err, sizeof(err))) < 0) {
 		shd_err("rendezvous %s: %s", spec, err);
@@ -322,7 +480,7 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 	shd_list_init(&n->credit_wait);
 	shd_list_init(&n->downq);
 	shd_list_init(&n->pool_waiters);
-	n->incarnation = shd_now_ns() ^ ((uint64_t)getpid() << 32) ^ 1u;
+	n->incarnation = incarnation;
 	n->cb.on_recv = on_recv;
 	n->cb.on_send_done = on_send_done;
 	n->cb.on_error = on_error;
@@ -331,8 +489,9 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 		struct shd_peer *p = &n->peers[i];
 		p->net = n;
 		p->node = i;
-		p->state = PEER_UP;
+		set_state(p, PEER_UNKNOWN); /* until its heartbeat and ours cross */
 		p->last_heard_ns = now;
+		shd_net_session_reset(p);
 		snprintf(p->host, sizeof(p->host), "%s", res.nodes[i].host);
 		shd_list_init(&p->linger_link);
 		shd_list_init(&p->sendq);
@@ -340,9 +499,11 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 		shd_list_init(&p->marks);
 		shd_list_init(&p->credit_link);
 		shd_list_init(&p->down_link);
-		shd_list_init(&p->inline_ctx.link);
-		p->inline_ctx.peer = p;
-		p->inline_ctx.kind = NET_MSG_INLINE;
+		for (int k = 0; k < 2; k++) {
+			shd_list_init(&p->inline_ctx[k].link);
+			p->inline_ctx[k].peer = p;
+			p->inline_ctx[k].kind = NET_MSG_INLINE;
+		}
 		shd_net_rx_peer_init(p);
 		if (i == d->node_id)
 			continue;
@@ -350,7 +511,17 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 			r = shd_fabric_insert_svc(n->fab, res.nodes[i].host, res.nodes[i].port, i);
 			snprintf(p->addr, sizeof(p->addr), "%s:%s", res.nodes[i].host,
 				 res.nodes[i].port);
+			snprintf(p->port, sizeof(p->port), "%s", res.nodes[i].port);
+		} else if (res.nodes[i].addr_len == 0 || i >= nn) {
+			/* dir without N: a node that claimed an id but has no live
+			 * address file, or beyond what the endpoint was sized for
+			 * (ids claimed after we looked): unknown, not probed */
+			shd_info("node %u (%s): no address known; it stays unknown", i,
+				 p->host[0] ? p->host : "?");
+			continue;
 		} else {
+			p->raw_len = (uint32_t)res.nodes[i].addr_len;
+			memcpy(p->raw_addr, res.nodes[i].addr, p->raw_len);
 			r = shd_fabric_insert(n->fab, res.nodes[i].addr, res.nodes[i].addr_len, i);
 			shd_fabric_addr_str(n->fab, res.nodes[i].addr, res.nodes[i].addr_len, p->addr,
 					    sizeof(p->addr));
@@ -370,7 +541,6 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 		r = -ENOMEM;
 		goto fail_fab;
 	}
-	shd_ev_arm(n->hb_ev, (uint64_t)cfg->heartbeat_ms * 1000u);
 	char me[96] = "";
 	shd_fabric_addr_str(n->fab, NULL, 0, me, sizeof(me));
 	shd_notice("rendezvous %s done: node %u of %u (%s), provider %s, address %s", spec,
@@ -381,6 +551,7 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 			shd_info("peer node %u: %s %s", i, n->peers[i].host, n->peers[i].addr);
 	shd_rdv_result_fini(&res);
 	d->net = n;
+	on_heartbeat(-1, n); /* the first probes now: peers meet at once */
 	shd_net_kick(n);
 	return 0;
 

@@ -34,6 +34,9 @@ struct net_msg {
 	uint64_t seq;          /* batches: sequence number */
 	uint32_t len;          /* bytes to send */
 	enum net_msg_kind kind;
+	uint32_t gen;          /* the peer's session generation it belongs to: a
+				  completion of an earlier session never
+				  fails the current one */
 	uint8_t *buf;          /* message bytes (NET_MSG_INLINE: none) */
 };
 
@@ -54,11 +57,18 @@ struct net_mark {
 	uint64_t seq;
 };
 
+/* A peer's session, seen from here (docs/protocol-wire.md, "Sessions"). */
 enum peer_state {
-	PEER_UP,     /* exchanging messages */
-	PEER_FAILED, /* a send failed or it fell silent: nothing more is queued
-			for it; carried out at the pass's peers step */
-	PEER_DOWN,   /* carried out: its queues are empty, its ranks lost */
+	PEER_UNKNOWN, /* never heard from since start-up: probed, not a failure */
+	PEER_JOINING, /* its session tag is known; it has not shown that it knows
+			 ours yet (heartbeats go both ways until it does) */
+	PEER_UP,      /* both tags agreed: data, credits, joins and epochs flow */
+	PEER_FAILED,  /* a send failed, it fell silent or started a new session:
+			 nothing more is queued for it; carried out at the
+			 pass's peers step */
+	PEER_DOWN,    /* carried out: queues empty, its ranks lost; probed, and
+			 re-admitted as a new session when it answers */
+	PEER_STATE_MAX
 };
 
 struct shd_peer {
@@ -67,12 +77,25 @@ struct shd_peer {
 	enum peer_state state;
 	char host[SHD_RDV_HOST_MAX];
 	char addr[SHD_RDV_HOST_MAX + SHD_RDV_PORT_MAX + 8];
-	uint64_t last_heard_ns;
-	bool heard;                 /* anything received from it yet */
-	uint64_t incarnation;
+	uint64_t last_heard_ns;     /* last message of the current session */
+	uint64_t incarnation;       /* its daemon's start (from heartbeats); 0 unknown */
+	uint64_t my_session;        /* my tag toward it: new at start and after down */
+	uint64_t peer_session;      /* its tag (JOINING, UP); 0 unknown */
+	uint64_t next_session;      /* FAILED: the new tag it already sent; 0 none */
+	uint64_t next_incarnation;
+	uint64_t state_since_ns;    /* when it entered its state */
+	uint64_t last_probe_ns;     /* UNKNOWN, DOWN: last heartbeat sent */
+	/* how to put it back into the address vector after a down */
+	uint8_t raw_addr[SHD_RDV_ADDR_MAX];
+	uint32_t raw_len;           /* 0: by host and port (static) */
+	char port[SHD_RDV_PORT_MAX];
 	char down_why[96];          /* PEER_FAILED: why */
 	struct shd_list down_link;  /* in net->downq while PEER_FAILED */
-	struct net_msg inline_ctx;  /* fabric context of its small sends */
+	uint32_t gen;               /* session generation: + 1 at each session reset */
+	struct net_msg inline_ctx[2]; /* fabric context of its small sends, one
+				       * per generation parity: a completion
+				       * tells its generation (two resets with
+				       * a send still in flight would alias) */
 	/* sending (net_tx.c) */
 	struct net_msg *open;       /* batch being filled */
 	struct shf_wire_batch_enc enc;
@@ -135,6 +158,12 @@ extern struct shd_ratelimit shd_net_rl_wire;
 
 /* net_tx.c */
 void shd_net_kick(struct shd_net *n);
+/* Send a HEARTBEAT to p in any state but FAILED (probes included). */
+void shd_net_heartbeat(struct shd_peer *p, uint64_t now);
+/* p is UP: announce every local rank of every job to it (JOB_JOIN). */
+void shd_net_announce_peer(struct shd_peer *p);
+/* A new session with p: fresh sequence numbers, acks and tag. */
+void shd_net_session_reset(struct shd_peer *p);
 void shd_net_peer_fail(struct shd_peer *p, const char *why);
 int shd_net_pool_init(struct shd_net *n);
 void shd_net_pool_fini(struct shd_net *n);

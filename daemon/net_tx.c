@@ -32,6 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "daemon/jobtab.h"
 #include "daemon/net_int.h"
@@ -112,9 +114,12 @@ void shd_net_pool_put(struct shd_net *n, struct net_msg *m)
 
 static int fab_send(struct shd_net *n, struct net_msg *m)
 {
+	/* the session it belongs to (a queued message of an earlier session
+	 * never gets here: it was dropped when that session ended) */
+	shf_wire_stamp(m->buf, m->peer->my_session, m->peer->peer_session);
 	if (m->kind == NET_MSG_SMALL)
 		return shd_fabric_send_small(n->fab, m->peer->node, m->buf, m->len,
-					     &m->peer->inline_ctx);
+					     &m->peer->inline_ctx[m->gen & 1]);
 	return shd_fabric_send(n->fab, m->peer->node, m->buf, m->len, m);
 }
 
@@ -150,8 +155,10 @@ void shd_net_retry_posts(struct shd_net *n)
 {
 	while (!shd_list_empty(&n->retry)) {
 		struct net_msg *m = shd_container_of(n->retry.next, struct net_msg, link);
-		if (m->peer->state != PEER_UP) {
-			/* failing: never posted, reported now (before peer_lost) */
+		if (m->gen != m->peer->gen || m->peer->state == PEER_FAILED) {
+			/* of an ended or ending session: never posted, reported
+			 * now (before peer_lost); a probe or handshake heartbeat
+			 * of the current session goes on */
 			shd_list_del(&m->link);
 			shd_net_send_done(n, m, -EHOSTDOWN);
 			continue;
@@ -167,17 +174,20 @@ void shd_net_retry_posts(struct shd_net *n)
 	}
 }
 
-void shd_net_ctl_send(struct shd_peer *p, const void *buf, long len)
+/* A small control message to p, stamped with the current session. */
+static void small_send(struct shd_peer *p, const void *msg, long len)
 {
 	struct shd_net *n = p->net;
+	uint8_t buf[SHD_FABRIC_SMALL];
 	if (len <= 0 || len > (long)SHD_FABRIC_SMALL) {
 		shd_warn("cannot encode a wire message for node %u (%ld)", p->node, len);
 		return;
 	}
-	if (p->state != PEER_UP)
-		return;
+	memcpy(buf, msg, (size_t)len);
+	shf_wire_stamp(buf, p->my_session, p->peer_session);
 	if (shd_list_empty(&n->retry)) {
-		int r = shd_fabric_send_small(n->fab, p->node, buf, (size_t)len, &p->inline_ctx);
+		int r = shd_fabric_send_small(n->fab, p->node, buf, (size_t)len,
+					      &p->inline_ctx[p->gen & 1]);
 		if (r == 0 || r == 1) {
 			shd_net_kick(n);
 			return;
@@ -198,10 +208,29 @@ void shd_net_ctl_send(struct shd_peer *p, const void *buf, long len)
 	shd_list_init(&m->link);
 	m->peer = p;
 	m->kind = NET_MSG_SMALL;
+	m->gen = p->gen;
 	m->len = (uint32_t)len;
 	m->buf = (uint8_t *)(m + 1);
 	memcpy(m->buf, buf, (size_t)len);
 	shd_list_add_tail(&n->retry, &m->link);
+	shd_net_kick(n); /* progress arms the retry timer */
+}
+
+void shd_net_ctl_send(struct shd_peer *p, const void *buf, long len)
+{
+	if (p->state == PEER_UP)
+		small_send(p, buf, len);
+}
+
+void shd_net_heartbeat(struct shd_peer *p, uint64_t now)
+{
+	struct shd_net *n = p->net;
+	if (p->state == PEER_FAILED)
+		return;
+	uint8_t buf[SHF_WIRE_HEARTBEAT_BYTES];
+	struct shf_wire_heartbeat hb = {now, n->incarnation};
+	/* UNKNOWN and DOWN: a probe, its tag unknown (stamped 0) */
+	small_send(p, buf, shf_wire_enc_heartbeat(buf, sizeof(buf), n->d->node_id, p->node, &hb));
 }
 
 /* Report the records of an encoded batch to p as dropped (node down). */
@@ -232,6 +261,7 @@ static void charge_batch(struct shd_peer *p, const struct net_msg *m)
 void shd_net_send_done(struct shd_net *n, struct net_msg *m, int status)
 {
 	struct shd_peer *p = m->peer; /* m may be gone below */
+	uint32_t gen = m->gen;
 	switch (m->kind) {
 	case NET_MSG_BATCH:
 		if (status < 0)
@@ -246,7 +276,8 @@ void shd_net_send_done(struct shd_net *n, struct net_msg *m, int status)
 	case NET_MSG_INLINE:
 		break;
 	}
-	if (status < 0 && status != -EHOSTDOWN && p->state == PEER_UP) {
+	/* a late completion of an earlier session says nothing of this one */
+	if (status < 0 && status != -EHOSTDOWN && p->state == PEER_UP && gen == p->gen) {
 		char why[96];
 		snprintf(why, sizeof(why), "send failed: %s", strerror(-status));
 		shd_net_peer_fail(p, why);
@@ -297,6 +328,7 @@ static void close_open(struct shd_peer *p, enum close_why why)
 	m->seq = ++p->seq_closed;
 	m->len = (uint32_t)shf_wire_batch_end(&p->enc, m->seq);
 	m->peer = p;
+	m->gen = p->gen;
 	p->open = NULL;
 	shd_list_del(&p->linger_link);
 	d->st.batches_out++;
@@ -521,9 +553,10 @@ static int cmp_join(const void *a, const void *b)
 /* Ranges per JOB_JOIN so that it fits the fabric's small-message path. */
 #define JOIN_RANGES ((uint32_t)((SHD_FABRIC_SMALL - SHF_WIRE_JOIN_FIXED) / SHF_WIRE_RANGE_BYTES))
 
-/* One JOB_JOIN (or several of JOIN_RANGES ranges) to every peer that is up. */
+/* One JOB_JOIN (or several of JOIN_RANGES ranges) to peer `only`, or to
+ * every peer that is up (only == NULL). */
 static void join_send(struct shd_net *n, const struct shd_job *j, const struct shf_wire_range *rg,
-		      uint32_t nr)
+		      uint32_t nr, struct shd_peer *only)
 {
 	struct shd_daemon *d = n->d;
 	struct shf_wire_join jn = {0};
@@ -534,7 +567,8 @@ static void join_send(struct shd_net *n, const struct shd_job *j, const struct s
 		uint32_t k = nr - off < JOIN_RANGES ? nr - off : JOIN_RANGES;
 		uint8_t buf[SHD_FABRIC_SMALL];
 		for (uint32_t p = 0; p < n->n_nodes; p++) {
-			if (p == d->node_id || n->peers[p].state != PEER_UP)
+			if (p == d->node_id || n->peers[p].state != PEER_UP ||
+			    (only && only != &n->peers[p]))
 				continue;
 			shd_net_ctl_send(&n->peers[p], buf,
 					 shf_wire_enc_join(buf, sizeof(buf), d->node_id, p, &jn,
@@ -569,11 +603,40 @@ void shd_net_send_joins(struct shd_net *n)
 		if (j && !rg)
 			shd_err("out of memory announcing job %s", j->name);
 		if (nr)
-			join_send(n, j, rg, nr);
+			join_send(n, j, rg, nr, NULL);
 		free(rg);
 		i = k;
 	}
 	n->n_joins = 0;
+}
+
+void shd_net_announce_peer(struct shd_peer *p)
+{
+	struct shd_net *n = p->net;
+	struct shd_daemon *d = n->d;
+	struct shd_list *q;
+	for (q = d->jobs.next; q != &d->jobs; q = q->next) {
+		struct shd_job *j = shd_container_of(q, struct shd_job, link);
+		if (j->local == 0)
+			continue;
+		struct shf_wire_range *rg = malloc(sizeof(*rg) * (size_t)j->local);
+		if (!rg) {
+			shd_err("out of memory announcing job %s to node %u", j->name, p->node);
+			continue;
+		}
+		uint32_t nr = 0;
+		for (int32_t r = 0; r < j->world && nr < (uint32_t)j->local; r++) {
+			if (j->rank_node[r] != d->node_id)
+				continue;
+			if (nr && rg[nr - 1].first + rg[nr - 1].count == r)
+				rg[nr - 1].count++;
+			else
+				rg[nr++] = (struct shf_wire_range){r, 1};
+		}
+		if (nr)
+			join_send(n, j, rg, nr, p);
+		free(rg);
+	}
 }
 
 void shd_net_epoch(struct shd_daemon *d, struct shd_job *j, uint32_t phase, int32_t count)
@@ -587,6 +650,29 @@ void shd_net_epoch(struct shd_daemon *d, struct shd_job *j, uint32_t phase, int3
 		struct shf_wire_epoch ep = {j->hash, j->epoch_seq + 1, phase, (uint32_t)count};
 		shd_net_ctl_send(p, buf, shf_wire_enc_epoch(buf, sizeof(buf), d->node_id, i, &ep));
 	}
+}
+
+/* ------------------------------------------------------------- sessions */
+
+/* A random, non-zero session tag. */
+static uint64_t new_tag(const struct shd_peer *p)
+{
+	uint64_t t = 0;
+	if (getrandom(&t, sizeof(t), 0) != (ssize_t)sizeof(t))
+		t = shd_now_ns() ^ ((uint64_t)getpid() << 40) ^ ((uint64_t)p->node << 20);
+	return t ? t : 1;
+}
+
+void shd_net_session_reset(struct shd_peer *p)
+{
+	p->seq_closed = p->seq_sent = p->seq_acked = 0;
+	p->seq_recv = p->ack_sent = 0;
+	p->ack_dropped = 0;
+	p->peer_session = 0;
+	p->incarnation = 0;
+	p->my_session = new_tag(p);
+	p->gen++;
+	p->inline_ctx[p->gen & 1].gen = p->gen;
 }
 
 /* ------------------------------------------------------------- teardown */

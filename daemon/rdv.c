@@ -1,71 +1,27 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/rdv.c - rendezvous (static list, shared directory, MPI).  Every
- * MPI call of the project is in this file.
+ * daemon/rdv.c - rendezvous: the public API of rdv.h.  The spec grammar
+ * (shd_rdv_spec_check), dispatch by kind, results, the static kind
+ * (inline list and @FILE) and the bind address.  The dir kind is in
+ * rdv_dir.c, the mpi kind (every MPI call of the project) in rdv_mpi.c.
  */
 #include "daemon/rdv.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <mpi.h>
-
 #include "daemon/errbuf.h"
+#include "daemon/rdv_int.h"
 #include "proto/addr.h"
-
-#define NAME_MAX_DIR SHF_NODE_NAME_MAX /* node names: < 64 chars */
-#define DIR_MAGIC "shuffle-rdv"
-#define DIR_VERSION 1
-#define POLL_MIN_NS 1000000L   /* 1 ms */
-#define POLL_MAX_NS 50000000L  /* 50 ms */
 
 _Static_assert(SHD_RDV_HOST_MAX >= SHF_ADDR_HOST_MAX && SHD_RDV_PORT_MAX >= SHF_ADDR_PORT_MAX &&
 		       SHD_RDV_HOST_MAX >= SHF_NODE_NAME_MAX,
 	       "rdv buffers hold what proto/addr.h accepts");
-
-/* One record of the MPI allgather: {host[256], addr_len u32 LE, addr[128]}. */
-#define MPI_REC_BYTES (SHD_RDV_HOST_MAX + 4u + SHD_RDV_ADDR_MAX)
-
-struct shd_rdv {
-	enum shd_rdv_kind kind;
-	uint32_t n_nodes;
-	int my_node;           /* -1 until known */
-	int timeout_ms;
-	bool exchanged;        /* exchange() ran (successfully or not) */
-	bool mpi_ours;         /* we called MPI_Init */
-	bool mpi_broken;       /* a collective failed or timed out: do not finalize */
-	char name[SHD_RDV_HOST_MAX];
-	char path[PATH_MAX];   /* dir */
-	struct shd_rdv_node *list; /* static: parsed entries */
-};
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Sleep for a growing interval: the waits here are startup-only. */
-static void backoff(long *ns)
-{
-	struct timespec ts = {0, *ns};
-	nanosleep(&ts, NULL);
-	*ns = *ns * 2 > POLL_MAX_NS ? POLL_MAX_NS : *ns * 2;
-}
-
-static bool expired(int64_t deadline)
-{
-	return deadline >= 0 && now_ms() >= deadline;
-}
 
 void shd_rdv_result_fini(struct shd_rdv_result *res)
 {
@@ -78,82 +34,203 @@ void shd_rdv_result_fini(struct shd_rdv_result *res)
 
 /* ---- the spec ------------------------------------------------------------ */
 
+#define HOSTFILE_LINE_MAX 1024u
+
+/* Append one static entry (len bytes of p) to r->list.  flags: as
+ * shf_addr_parse (SHF_ADDR_NEED_PORT for the inline list; 0 for hostfile
+ * lines, whose port may be missing).  where: "entry 3" or "@FILE line 7",
+ * for the errors.  at[] (may be NULL) holds each entry's line for the
+ * duplicate message.  The only parser of entries: the inline list and the
+ * hostfile both come here. */
+static int static_entry(struct shd_rdv *r, size_t *cap, const char *p, size_t len, unsigned flags,
+			const char *where, const unsigned *at, const char *unit, char *err,
+			size_t errlen)
+{
+	size_t n = r->n_nodes;
+	int shown = (int)(len > 80 ? 80 : len);
+	const char *why = "";
+	if (n == SHD_RDV_NODES_MAX) {
+		shd_errf(err, errlen, "static: more than %u nodes", SHD_RDV_NODES_MAX);
+		return -EINVAL;
+	}
+	if (n == *cap) {
+		size_t c = *cap ? 2 * *cap : 8;
+		struct shd_rdv_node *t = realloc(r->list, c * sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		r->list = t;
+		*cap = c;
+	}
+	struct shd_rdv_node *e = &r->list[n];
+	memset(e, 0, sizeof(*e));
+	if (shf_addr_parse(p, len, flags, e->host, sizeof(e->host), e->port, sizeof(e->port),
+			   &why) < 0) {
+		shd_errf(err, errlen, "static: %s \"%.*s\": %s (want %s, port 1..65535)", where,
+			 shown, p, why,
+			 flags & SHF_ADDR_NEED_PORT ? "HOST:PORT or [IPV6]:PORT"
+						    : "HOST[:PORT] or [IPV6][:PORT]");
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct shd_rdv_node *o = &r->list[i];
+		if (strcmp(o->host, e->host))
+			continue;
+		/* a portless entry takes a port only at open: it may equal any
+		 * other entry of its host, so such a host appears once */
+		if (!strcmp(o->port, e->port) || !o->port[0] || !e->port[0]) {
+			shd_errf(err, errlen, "static: %s \"%.*s\" repeats %s %u%s", where, shown, p,
+				 unit, at ? at[i] : (unsigned)i + 1,
+				 !o->port[0] || !e->port[0] ? " (a host without a port is listed once)"
+							    : "");
+			return -EINVAL;
+		}
+	}
+	r->n_nodes = (uint32_t)n + 1;
+	return 0;
+}
+
 /* "static:" list -> r->list, r->n_nodes.  Entries are numbered from 1. */
 static int parse_static(struct shd_rdv *r, const char *list, char *err, size_t errlen)
 {
-	size_t cap = 8, n = 0;
+	size_t cap = 0;
 	const char *p = list;
+	char where[32];
 
-	r->list = malloc(cap * sizeof(*r->list));
-	if (!r->list)
-		return -ENOMEM;
 	for (;;) {
 		const char *end = strchr(p, ',');
 		size_t len = end ? (size_t)(end - p) : strlen(p);
-		int shown = (int)(len > 80 ? 80 : len);
-		const char *why = "";
-		if (n == SHD_RDV_NODES_MAX) {
-			shd_errf(err, errlen, "static: more than %u nodes", SHD_RDV_NODES_MAX);
-			return -EINVAL;
-		}
-		if (n == cap) {
-			struct shd_rdv_node *t = realloc(r->list, 2 * cap * sizeof(*t));
-			if (!t)
-				return -ENOMEM;
-			r->list = t;
-			cap *= 2;
-		}
-		struct shd_rdv_node *e = &r->list[n];
-		memset(e, 0, sizeof(*e));
-		if (shf_addr_parse(p, len, SHF_ADDR_NEED_PORT, e->host, sizeof(e->host), e->port,
-				   sizeof(e->port), &why) < 0) {
-			shd_errf(err, errlen, "static: entry %zu \"%.*s\": %s (want HOST:PORT or "
-					      "[IPV6]:PORT, port 1..65535)",
-				 n + 1, shown, p, why);
-			return -EINVAL;
-		}
-		for (size_t i = 0; i < n; i++) {
-			if (!strcmp(r->list[i].host, e->host) && !strcmp(r->list[i].port, e->port)) {
-				shd_errf(err, errlen, "static: entry %zu \"%.*s\" repeats entry %zu",
-					 n + 1, shown, p, i + 1);
-				return -EINVAL;
-			}
-		}
-		n++;
+		snprintf(where, sizeof(where), "entry %u", r->n_nodes + 1);
+		int ret = static_entry(r, &cap, p, len, SHF_ADDR_NEED_PORT, where, NULL, "entry", err,
+				       errlen);
+		if (ret)
+			return ret;
 		if (!end)
 			break;
 		p = end + 1;
 	}
-	r->n_nodes = (uint32_t)n;
 	return 0;
 }
 
-/* "dir:" PATH:N -> r->path, r->n_nodes. */
+/* "static:@FILE": one HOST[:PORT] per line, '#' comments, blank lines. */
+static int parse_hostfile(struct shd_rdv *r, const char *file, char *err, size_t errlen)
+{
+	size_t cap = 0, acap = 0;
+	unsigned *at = NULL; /* line of each entry */
+	char *line = NULL, where[64];
+	size_t lcap = 0;
+	unsigned lineno = 0;
+	int ret = 0;
+	if (!file[0]) {
+		shd_errf(err, errlen, "static:@FILE: no file name");
+		return -EINVAL;
+	}
+	FILE *fp = fopen(file, "re");
+	if (!fp) {
+		shd_errf(err, errlen, "static: cannot read hostfile %.200s: %s", file,
+			 strerror(errno));
+		return -EINVAL;
+	}
+	ssize_t got;
+	while ((got = getline(&line, &lcap, fp)) >= 0) {
+		lineno++;
+		size_t len = (size_t)got;
+		if (memchr(line, '\0', len)) {
+			shd_errf(err, errlen, "static: @%.200s line %u: NUL byte", file, lineno);
+			ret = -EINVAL;
+			goto out;
+		}
+		char *hash = memchr(line, '#', len);
+		if (hash)
+			len = (size_t)(hash - line);
+		char *p = line;
+		while (len && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')) {
+			p++;
+			len--;
+		}
+		while (len && (p[len - 1] == ' ' || p[len - 1] == '\t' || p[len - 1] == '\r' ||
+			       p[len - 1] == '\n'))
+			len--;
+		if (!len)
+			continue;
+		if (len > HOSTFILE_LINE_MAX || memchr(p, ' ', len) || memchr(p, '\t', len)) {
+			shd_errf(err, errlen, "static: @%.200s line %u \"%.*s\": one HOST[:PORT] per "
+					      "line",
+				 file, lineno, (int)(len > 80 ? 80 : len), p);
+			ret = -EINVAL;
+			goto out;
+		}
+		if (r->n_nodes == acap) {
+			size_t c = acap ? 2 * acap : 8;
+			unsigned *t = realloc(at, c * sizeof(*t));
+			if (!t) {
+				ret = -ENOMEM;
+				goto out;
+			}
+			at = t;
+			acap = c;
+		}
+		at[r->n_nodes] = lineno;
+		snprintf(where, sizeof(where), "@%.40s line %u", file, lineno);
+		ret = static_entry(r, &cap, p, len, 0, where, at, "line", err, errlen);
+		if (ret)
+			goto out;
+	}
+	if (ferror(fp)) {
+		shd_errf(err, errlen, "static: read hostfile %.200s: %s", file, strerror(errno));
+		ret = -EINVAL;
+	} else if (r->n_nodes == 0) {
+		shd_errf(err, errlen, "static: hostfile %.200s lists no node", file);
+		ret = -EINVAL;
+	}
+out:
+	free(line);
+	free(at);
+	fclose(fp);
+	return ret;
+}
+
+/* "dir:" PATH[:N] -> r->path, r->n_nodes, r->dir_n.  N is the part after
+ * the last ':' when it is all digits; otherwise the whole rest is PATH. */
 static int parse_dir(struct shd_rdv *r, const char *rest, char *err, size_t errlen)
 {
 	const char *colon = strrchr(rest, ':');
+	size_t plen = strlen(rest);
 	unsigned long n = 0;
-	bool digits = colon && colon[1];
-	for (const char *q = colon ? colon + 1 : ""; *q && digits; q++) {
-		if (*q < '0' || *q > '9' || n > SHD_RDV_NODES_MAX)
-			digits = false;
-		else
-			n = n * 10 + (unsigned long)(*q - '0');
-	}
-	if (!colon || colon == rest || !digits || n == 0 || n > SHD_RDV_NODES_MAX) {
-		shd_errf(err, errlen, "must be dir:PATH:N, a directory and the node count "
-				      "(1 <= N <= %u)", SHD_RDV_NODES_MAX);
+	if (colon && !colon[1]) {
+		shd_errf(err, errlen, "dir: nothing after the last ':' (dir:PATH or dir:PATH:N, "
+				      "1 <= N <= %u)", SHD_RDV_NODES_MAX);
 		return -EINVAL;
 	}
-	size_t plen = (size_t)(colon - rest);
-	if (plen >= sizeof(r->path) - NAME_MAX_DIR - 32) {
+	bool digits = colon != NULL;
+	for (const char *q = colon ? colon + 1 : ""; *q && digits; q++)
+		if (*q < '0' || *q > '9')
+			digits = false;
+	if (digits) {
+		for (const char *q = colon + 1; *q; q++) {
+			n = n * 10 + (unsigned long)(*q - '0');
+			if (n > SHD_RDV_NODES_MAX)
+				break;
+		}
+		if (n == 0 || n > SHD_RDV_NODES_MAX) {
+			shd_errf(err, errlen, "dir: node count %.20s out of range (1 <= N <= %u)",
+				 colon + 1, SHD_RDV_NODES_MAX);
+			return -EINVAL;
+		}
+		plen = (size_t)(colon - rest);
+		r->dir_n = true;
+	}
+	if (plen == 0) {
+		shd_errf(err, errlen, "dir: empty PATH (dir:PATH or dir:PATH:N)");
+		return -EINVAL;
+	}
+	if (plen >= sizeof(r->path) - NAME_MAX_DIR - 64) {
 		shd_errf(err, errlen, "dir: PATH longer than %zu bytes",
-			 sizeof(r->path) - NAME_MAX_DIR - 33);
+			 sizeof(r->path) - NAME_MAX_DIR - 65);
 		return -EINVAL;
 	}
 	memcpy(r->path, rest, plen);
 	r->path[plen] = '\0';
-	r->n_nodes = (uint32_t)n;
+	r->n_nodes = (uint32_t)n; /* 0 without N until open */
 	return 0;
 }
 
@@ -174,6 +251,10 @@ static int parse_spec(struct shd_rdv *r, const char *spec, char *err, size_t err
 		r->kind = SHD_RDV_MPI;
 		return 0;
 	}
+	if (!strncmp(spec, "static:@", 8)) {
+		r->kind = SHD_RDV_STATIC;
+		return parse_hostfile(r, spec + 8, err, errlen);
+	}
 	if (!strncmp(spec, "static:", 7)) {
 		r->kind = SHD_RDV_STATIC;
 		return parse_static(r, spec + 7, err, errlen);
@@ -183,7 +264,7 @@ static int parse_spec(struct shd_rdv *r, const char *spec, char *err, size_t err
 		return parse_dir(r, spec + 4, err, errlen);
 	}
 	shd_errf(err, errlen, "unknown kind \"%.40s\"; must be auto, none, mpi, "
-			      "static:HOST:PORT,... or dir:PATH:N", spec);
+			      "static:HOST:PORT,..., static:@FILE, dir:PATH or dir:PATH:N", spec);
 	return -EINVAL;
 }
 
@@ -267,8 +348,8 @@ int shd_rdv_bind_check(const char *bind, const char *spec, char *err, size_t err
 	struct shd_rdv *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	if (parse_spec(r, spec, NULL, 0) == 0 &&
-	    (r->kind == SHD_RDV_STATIC || r->kind == SHD_RDV_DIR)) {
+	(void)parse_spec(r, spec, NULL, 0); /* the kind is set even if the rest fails */
+	if (r->kind == SHD_RDV_STATIC || r->kind == SHD_RDV_DIR) {
 		shd_errf(err, errlen, "{node} needs a rendezvous that knows the node id before the "
 				      "exchange (mpi, or auto under a launcher), not %s",
 			 r->kind == SHD_RDV_STATIC ? "static (bind must be this node's entry)"
@@ -294,6 +375,10 @@ static int open_static(struct shd_rdv *r, const struct shd_rdv_self *self, char 
 			 self->bind ? self->bind : "", why);
 		return -EINVAL;
 	}
+	/* hostfile lines without a port take mine */
+	for (uint32_t i = 0; i < r->n_nodes; i++)
+		if (!r->list[i].port[0])
+			snprintf(r->list[i].port, sizeof(r->list[i].port), "%s", port);
 	for (uint32_t i = 0; i < r->n_nodes; i++)
 		if (!strcmp(r->list[i].host, host) && !strcmp(r->list[i].port, port))
 			r->my_node = (int)i;
@@ -312,327 +397,6 @@ static int exchange_static(struct shd_rdv *r, struct shd_rdv_result *out)
 	out->nodes = r->list;
 	r->list = NULL;
 	return 0;
-}
-
-/* ---- dir ----------------------------------------------------------------- */
-
-static int open_dir(struct shd_rdv *r, char *err, size_t errlen)
-{
-	const char *why = "";
-	if (shf_node_name_check(r->name, &why) < 0) {
-		shd_errf(err, errlen, "rdv dir: node name \"%.64s\": %s", r->name, why);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static int write_my_file(struct shd_rdv *r, const void *addr, size_t addr_len, char *err,
-			 size_t errlen)
-{
-	char tmp[PATH_MAX], fin[PATH_MAX];
-	char text[64 + NAME_MAX_DIR + 2 * SHD_RDV_ADDR_MAX];
-	int len = snprintf(text, sizeof(text), "%s %d %s ", DIR_MAGIC, DIR_VERSION, r->name);
-	for (size_t i = 0; i < addr_len; i++)
-		len += snprintf(text + len, sizeof(text) - (size_t)len, "%02x",
-				((const uint8_t *)addr)[i]);
-	len += snprintf(text + len, sizeof(text) - (size_t)len, "\n");
-
-	/* open_dir() bounded path and name so that both fit */
-	if (snprintf(tmp, sizeof(tmp), "%s/.%s.addr.tmp.%ld", r->path, r->name, (long)getpid()) >=
-		    (int)sizeof(tmp) ||
-	    snprintf(fin, sizeof(fin), "%s/%s.addr", r->path, r->name) >= (int)sizeof(fin))
-		return -ENAMETOOLONG;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		int e = errno;
-		shd_errf(err, errlen, "rdv dir: create %s: %s", tmp, strerror(e));
-		return -e;
-	}
-	ssize_t w = write(fd, text, (size_t)len);
-	int e = w == len ? 0 : (w < 0 ? errno : EIO);
-	if (close(fd) != 0 && !e)
-		e = errno;
-	if (!e && rename(tmp, fin) != 0)
-		e = errno;
-	if (e) {
-		unlink(tmp);
-		shd_errf(err, errlen, "rdv dir: write %s: %s", fin, strerror(e));
-		return -e;
-	}
-	return 0;
-}
-
-/* Names (without ".addr") of the published files, sorted byte-wise. */
-struct name_list {
-	char (*v)[NAME_MAX_DIR];
-	size_t n, cap;
-};
-
-static int name_cmp(const void *a, const void *b)
-{
-	return strcmp(a, b);
-}
-
-static int scan_dir(const char *path, struct name_list *l)
-{
-	DIR *d = opendir(path);
-	if (!d)
-		return -errno;
-	l->n = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		size_t len = strlen(de->d_name);
-		if (de->d_name[0] == '.' || len <= 5 || strcmp(de->d_name + len - 5, ".addr"))
-			continue;
-		if (len - 5 >= NAME_MAX_DIR)
-			continue; /* not one of ours: our names are shorter */
-		if (l->n == l->cap) {
-			size_t cap = l->cap ? 2 * l->cap : 16;
-			void *t = realloc(l->v, cap * sizeof(*l->v));
-			if (!t) {
-				closedir(d);
-				return -ENOMEM;
-			}
-			l->v = t;
-			l->cap = cap;
-		}
-		memcpy(l->v[l->n], de->d_name, len - 5);
-		l->v[l->n][len - 5] = '\0';
-		l->n++;
-	}
-	closedir(d);
-	qsort(l->v, l->n, sizeof(*l->v), name_cmp);
-	return 0;
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
-/* Read PATH/<name>.addr into n.  0 or -EBADMSG / -errno. */
-static int read_file(const char *path, const char *name, struct shd_rdv_node *n)
-{
-	char fn[PATH_MAX], text[128 + NAME_MAX_DIR + 2 * SHD_RDV_ADDR_MAX];
-	if (snprintf(fn, sizeof(fn), "%s/%s.addr", path, name) >= (int)sizeof(fn))
-		return -ENAMETOOLONG;
-	int fd = open(fn, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ssize_t got = read(fd, text, sizeof(text) - 1);
-	int e = got < 0 ? -errno : 0;
-	close(fd);
-	if (e)
-		return e;
-	text[got] = '\0';
-
-	char magic[16], fname[NAME_MAX_DIR + 1], hex[2 * SHD_RDV_ADDR_MAX + 2];
-	int ver, used = 0;
-	if (sscanf(text, "%15s %d %64s %257s%n", magic, &ver, fname, hex, &used) != 4)
-		return -EBADMSG;
-	if (strcmp(magic, DIR_MAGIC) || ver != DIR_VERSION || strcmp(fname, name) ||
-	    strcmp(text + used, "\n"))
-		return -EBADMSG;
-	size_t hl = strlen(hex);
-	if (hl == 0 || hl % 2 || hl / 2 > SHD_RDV_ADDR_MAX)
-		return -EBADMSG;
-	memset(n, 0, sizeof(*n));
-	for (size_t i = 0; i < hl / 2; i++) {
-		int hi = hexval(hex[2 * i]), lo = hexval(hex[2 * i + 1]);
-		if (hi < 0 || lo < 0)
-			return -EBADMSG;
-		n->addr[i] = (uint8_t)(hi << 4 | lo);
-	}
-	n->addr_len = (uint32_t)(hl / 2);
-	snprintf(n->host, sizeof(n->host), "%s", name);
-	return 0;
-}
-
-static int exchange_dir(struct shd_rdv *r, const void *addr, size_t addr_len,
-			struct shd_rdv_result *out, char *err, size_t errlen)
-{
-	struct name_list l = {0};
-	struct shd_rdv_node *nodes = NULL;
-	int64_t deadline = r->timeout_ms < 0 ? -1 : now_ms() + r->timeout_ms;
-	long ns = POLL_MIN_NS;
-	int ret = write_my_file(r, addr, addr_len, err, errlen);
-	if (ret)
-		return ret;
-	for (;;) {
-		ret = scan_dir(r->path, &l);
-		if (ret) {
-			shd_errf(err, errlen, "rdv dir: scan %s: %s", r->path, strerror(-ret));
-			goto out;
-		}
-		if (l.n > r->n_nodes) {
-			shd_errf(err, errlen, "rdv dir: %zu nodes published in %s, expected %u "
-					    "(stale files from another run?)",
-			       l.n, r->path, r->n_nodes);
-			ret = -EEXIST;
-			goto out;
-		}
-		if (l.n == r->n_nodes)
-			break;
-		if (expired(deadline)) {
-			shd_errf(err, errlen, "rdv dir: timed out with %zu of %u nodes in %s", l.n,
-			       r->n_nodes, r->path);
-			ret = -ETIMEDOUT;
-			goto out;
-		}
-		backoff(&ns);
-	}
-	nodes = calloc(r->n_nodes, sizeof(*nodes));
-	if (!nodes) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	int mine = -1;
-	for (uint32_t i = 0; i < r->n_nodes; i++) {
-		ret = read_file(r->path, l.v[i], &nodes[i]);
-		if (ret) {
-			shd_errf(err, errlen, "rdv dir: %s/%s.addr: %s", r->path, l.v[i],
-			       ret == -EBADMSG ? "malformed" : strerror(-ret));
-			goto out;
-		}
-		if (!strcmp(l.v[i], r->name))
-			mine = (int)i;
-	}
-	if (mine < 0 || nodes[mine].addr_len != addr_len ||
-	    memcmp(nodes[mine].addr, addr, addr_len)) {
-		shd_errf(err, errlen, "rdv dir: node name %s taken by another node", r->name);
-		ret = -EEXIST;
-		goto out;
-	}
-	r->my_node = mine;
-	out->kind = SHD_RDV_DIR;
-	out->n_nodes = r->n_nodes;
-	out->my_node = (uint32_t)mine;
-	out->nodes = nodes;
-	nodes = NULL;
-	ret = 0;
-out:
-	free(nodes);
-	free(l.v);
-	return ret;
-}
-
-/* ---- mpi ----------------------------------------------------------------- */
-
-static int mpi_err(int rc, const char *what, char *err, size_t errlen)
-{
-	char text[MPI_MAX_ERROR_STRING];
-	int len = 0;
-	if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS)
-		snprintf(text, sizeof(text), "error %d", rc);
-	shd_errf(err, errlen, "rdv mpi: %s: %s", what, text);
-	return -EIO;
-}
-
-static int open_mpi(struct shd_rdv *r, char *err, size_t errlen)
-{
-	int inited = 0, rank = 0, size = 0, rc;
-	MPI_Initialized(&inited);
-	if (!inited) {
-		rc = MPI_Init(NULL, NULL);
-		if (rc != MPI_SUCCESS)
-			return mpi_err(rc, "MPI_Init", err, errlen);
-		r->mpi_ours = true;
-	}
-	/* Errors are returned to us (and reported), not fatal. */
-	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-	rc = MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	if (rc == MPI_SUCCESS)
-		rc = MPI_Comm_size(MPI_COMM_WORLD, &size);
-	if (rc != MPI_SUCCESS)
-		return mpi_err(rc, "MPI_Comm_rank/size", err, errlen);
-	if (size < 1 || (uint32_t)size > SHD_RDV_NODES_MAX) {
-		shd_errf(err, errlen, "rdv mpi: %d processes", size);
-		return -EINVAL;
-	}
-	r->my_node = rank;
-	r->n_nodes = (uint32_t)size;
-	return 0;
-}
-
-static int exchange_mpi(struct shd_rdv *r, const void *addr, size_t addr_len,
-			struct shd_rdv_result *out, char *err, size_t errlen)
-{
-	uint8_t mine[MPI_REC_BYTES];
-	uint8_t *all = NULL;
-	struct shd_rdv_node *nodes = NULL;
-	MPI_Request req;
-	int ret, rc, flag = 0;
-
-	memset(mine, 0, sizeof(mine));
-	memcpy(mine, r->name, strlen(r->name)); /* < SHD_RDV_HOST_MAX: NUL stays */
-	mine[SHD_RDV_HOST_MAX + 0] = (uint8_t)addr_len;
-	mine[SHD_RDV_HOST_MAX + 1] = (uint8_t)(addr_len >> 8);
-	memcpy(mine + SHD_RDV_HOST_MAX + 4, addr, addr_len);
-
-	all = malloc((size_t)r->n_nodes * MPI_REC_BYTES);
-	nodes = calloc(r->n_nodes, sizeof(*nodes));
-	if (!all || !nodes) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	/* Non-blocking + polling with sleeps: a blocking collective busy-waits
-	 * and steals the cores of the processes sharing the node. */
-	rc = MPI_Iallgather(mine, MPI_REC_BYTES, MPI_BYTE, all, MPI_REC_BYTES, MPI_BYTE,
-			    MPI_COMM_WORLD, &req);
-	if (rc != MPI_SUCCESS) {
-		r->mpi_broken = true;
-		ret = mpi_err(rc, "MPI_Iallgather", err, errlen);
-		goto out;
-	}
-	int64_t deadline = r->timeout_ms < 0 ? -1 : now_ms() + r->timeout_ms;
-	long ns = POLL_MIN_NS;
-	for (;;) {
-		rc = MPI_Test(&req, &flag, MPI_STATUS_IGNORE);
-		if (rc != MPI_SUCCESS) {
-			r->mpi_broken = true;
-			ret = mpi_err(rc, "MPI_Test", err, errlen);
-			goto out;
-		}
-		if (flag)
-			break;
-		if (expired(deadline)) {
-			r->mpi_broken = true;
-			shd_errf(err, errlen, "rdv mpi: allgather of %u nodes timed out after %d ms",
-			       r->n_nodes, r->timeout_ms);
-			ret = -ETIMEDOUT;
-			goto out;
-		}
-		backoff(&ns);
-	}
-	for (uint32_t i = 0; i < r->n_nodes; i++) {
-		const uint8_t *rec = all + (size_t)i * MPI_REC_BYTES;
-		uint32_t len = (uint32_t)rec[SHD_RDV_HOST_MAX] |
-			       (uint32_t)rec[SHD_RDV_HOST_MAX + 1] << 8 |
-			       (uint32_t)rec[SHD_RDV_HOST_MAX + 2] << 16 |
-			       (uint32_t)rec[SHD_RDV_HOST_MAX + 3] << 24;
-		if (!memchr(rec, '\0', SHD_RDV_HOST_MAX) || len == 0 || len > SHD_RDV_ADDR_MAX) {
-			shd_errf(err, errlen, "rdv mpi: malformed record from rank %u", i);
-			ret = -EBADMSG;
-			goto out;
-		}
-		memcpy(nodes[i].host, rec, SHD_RDV_HOST_MAX);
-		nodes[i].addr_len = len;
-		memcpy(nodes[i].addr, rec + SHD_RDV_HOST_MAX + 4, len);
-	}
-	out->kind = SHD_RDV_MPI;
-	out->n_nodes = r->n_nodes;
-	out->my_node = (uint32_t)r->my_node;
-	out->nodes = nodes;
-	nodes = NULL;
-	ret = 0;
-out:
-	free(all);
-	free(nodes);
-	return ret;
 }
 
 /* ---- common -------------------------------------------------------------- */
@@ -667,10 +431,13 @@ int shd_rdv_open(const char *spec, const struct shd_rdv_self *self, struct shd_r
 	ret = parse_spec(r, spec, err, errlen);
 	if (ret)
 		goto fail;
+	r->me.incarnation = self->incarnation;
+	if (r->kind != SHD_RDV_DIR) /* dir: shd_rdv_dir_open() fills in all of r->me */
+		shd_rdv_dir_ident(&r->me, self->incarnation);
 	switch (r->kind) {
-	case SHD_RDV_MPI: ret = open_mpi(r, err, errlen); break;
+	case SHD_RDV_MPI: ret = shd_rdv_mpi_open(r, err, errlen); break;
 	case SHD_RDV_STATIC: ret = open_static(r, self, err, errlen); break;
-	case SHD_RDV_DIR: ret = open_dir(r, err, errlen); break;
+	case SHD_RDV_DIR: ret = shd_rdv_dir_open(r, err, errlen); break;
 	default:
 		shd_errf(err, errlen, "\"%.40s\" is not a rendezvous to run: the caller resolves "
 				      "none and auto", spec);
@@ -696,6 +463,11 @@ uint32_t shd_rdv_nodes(const struct shd_rdv *r)
 	return r->n_nodes;
 }
 
+uint64_t shd_rdv_incarnation(const struct shd_rdv *r)
+{
+	return r->me.incarnation;
+}
+
 enum shd_rdv_kind shd_rdv_kind(const struct shd_rdv *r)
 {
 	return r->kind;
@@ -714,9 +486,9 @@ int shd_rdv_exchange(struct shd_rdv *r, const void *addr, size_t addr_len,
 	}
 	r->exchanged = true;
 	switch (r->kind) {
-	case SHD_RDV_MPI: return exchange_mpi(r, addr, addr_len, out, err, errlen);
+	case SHD_RDV_MPI: return shd_rdv_mpi_exchange(r, addr, addr_len, out, err, errlen);
 	case SHD_RDV_STATIC: return exchange_static(r, out);
-	case SHD_RDV_DIR: return exchange_dir(r, addr, addr_len, out, err, errlen);
+	case SHD_RDV_DIR: return shd_rdv_dir_exchange(r, addr, addr_len, out, err, errlen);
 	default: return -EINVAL;
 	}
 }
@@ -725,12 +497,8 @@ void shd_rdv_close(struct shd_rdv *r)
 {
 	if (!r)
 		return;
-	if (r->kind == SHD_RDV_MPI && r->mpi_ours && !r->mpi_broken) {
-		int fin = 0;
-		MPI_Finalized(&fin);
-		if (!fin)
-			MPI_Finalize();
-	}
+	if (r->kind == SHD_RDV_MPI)
+		shd_rdv_mpi_close(r);
 	free(r->list);
 	free(r);
 }

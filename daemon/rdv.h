@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * daemon/rdv.h - rendezvous: how daemons learn each other's fabric
- * addresses at startup and agree on node ids.  Every MPI call of the
- * project lives in rdv.c.
+ * addresses at startup and agree on node ids.  rdv.c (the API, the spec,
+ * static), rdv_dir.c (dir) and rdv_mpi.c (mpi: every MPI call of the
+ * project lives there), sharing daemon/rdv_int.h.
  *
  * Specs (the grammar is parsed in one place, rdv.c, for shd_rdv_spec_check()
  * at configuration load and for shd_rdv_open(): a spec accepted at load is
@@ -22,15 +23,58 @@
  *                          in brackets), no duplicates.  The result holds
  *                          host (without brackets) and port strings:
  *                          insert peers with shd_fabric_insert_svc().
+ *   "static:@FILE"         the same list from a hostfile (read by both
+ *                          shd_rdv_spec_check() and shd_rdv_open(), through
+ *                          the entry parser of the inline list): one
+ *                          HOST[:PORT] per line; '#' starts a comment,
+ *                          blank lines and spaces/tabs/CR around the entry
+ *                          are ignored; node id = position among the
+ *                          entries (comments and blank lines do not
+ *                          count), stable while the file is unchanged.  A
+ *                          line without a port (HOST, [IPV6] or a bare
+ *                          IPV6) takes the port of self->bind, which must
+ *                          then be HOST:PORT: use portless lines only when
+ *                          every daemon binds the same port.  A host listed
+ *                          without a port may not appear on another line
+ *                          (so filling in the port never makes a duplicate
+ *                          that the check did not see).  Errors name the
+ *                          line number.  FILE relative to the cwd.
  *   "dir:PATH:N"           (PATH not empty, N decimal in 1..2^20; PATH may
  *                          contain ':', N follows the last one)
  *                          each node writes PATH/<name>.addr (temp file +
- *                          rename), then waits (bounded) until N such files
- *                          exist; node ids = positions in the byte-wise
- *                          sorted list of names.  PATH must be fresh for
- *                          each run (files are never removed here: a slow
- *                          node may still be reading them); the launcher
- *                          deletes it afterwards.
+ *                          rename: a restarted node replaces its own file
+ *                          atomically), then waits (bounded) until N live
+ *                          files exist; node ids = positions in the
+ *                          byte-wise sorted list of their names (same name
+ *                          set, same ids: a restarted node keeps its id).
+ *   "dir:PATH"             (no N: the part after PATH's last ':' is not
+ *                          all digits, or there is no ':') node ids are
+ *                          claimed for good: at open a node takes the
+ *                          smallest free id K by link()ing a file holding
+ *                          its name to PATH/id.K (atomic, so concurrent
+ *                          starts get distinct ids), and records K in
+ *                          PATH/<name>.id; a node that finds its name in
+ *                          PATH/<name>.id or in an existing PATH/id.K keeps
+ *                          K (same name, same id, across restarts).  Ids
+ *                          are < SHD_RDV_NODES_MAX (-ENOSPC beyond).  My
+ *                          id is known after open.  The exchange cannot
+ *                          wait for everyone: it returns once my own file
+ *                          is written and every file present is read;
+ *                          n_nodes = highest claimed id + 1 and a node not
+ *                          published yet (or stale) has addr_len 0 (its
+ *                          host still names it).  Late nodes: poll later
+ *                          (not done here yet).
+ *
+ *   dir files (version 2): "shuffle-rdv 2 NAME ADDRHEX INCARNATION PID
+ *   BOOT_ID PIDNS STARTTIME" - the writer's incarnation (16 hex digits),
+ *   pid, /proc/sys/kernel/random/boot_id, pid namespace inode and process
+ *   start time (clock ticks after boot; "-"/0 when unknown).  A file is
+ *   stale, and not used, when its writer shares my boot id and pid
+ *   namespace and its pid is not alive or is another process (different
+ *   start time).  A file from another boot or host cannot be judged and is
+ *   used (its node's own restart replaces it).  Files are never removed
+ *   here (a slow node may still read them); a stale file of a node that
+ *   never returns stays until the directory is cleaned.
  *
  * The two-step API lets a daemon learn its node id before it opens its
  * fabric endpoint (e.g. to bind 127.0.0.(id+2) on a single host):
@@ -58,7 +102,9 @@ enum shd_rdv_kind {
 struct shd_rdv_node {
 	char host[SHD_RDV_HOST_MAX]; /* mpi: hostname; dir: node name; static: host */
 	char port[SHD_RDV_PORT_MAX]; /* static: port; else "" */
-	uint32_t addr_len;           /* raw address bytes; 0 for static */
+	uint32_t addr_len;           /* raw address bytes; 0 for static, and for a
+	                                dir node without a live file (no N) */
+	uint64_t incarnation;        /* dir: the writer's incarnation; else 0 */
 	uint8_t addr[SHD_RDV_ADDR_MAX];
 };
 
@@ -75,6 +121,10 @@ struct shd_rdv_self {
 	                     name (shf_node_name_check).  NULL: gethostname() */
 	const char *bind; /* static: my "HOST:PORT" as it appears in the list */
 	int timeout_ms;   /* bound on waiting for the others; 0: 60 s; -1: forever */
+	uint64_t incarnation; /* this daemon's start (random, not 0); 0: rdv draws
+	                         one (shd_rdv_incarnation() tells which).  Keep
+	                         it last: callers initialise this struct by
+	                         position. */
 };
 
 struct shd_rdv;
@@ -98,23 +148,31 @@ int shd_rdv_bind_split(const char *bind, int node, char *host, size_t hl, char *
  * fabric (static, dir). */
 int shd_rdv_bind_check(const char *bind, const char *spec, char *err, size_t errlen);
 
-/* Parse spec and start (mpi: MPI_Init).  *rdv_p set only on success.
- * -EINVAL bad spec (err says why), -ENOENT (static: bind not in the list),
- * or another negative errno. */
+/* Parse spec and start (mpi: MPI_Init; dir without N: claim my id).
+ * *rdv_p set only on success.  -EINVAL bad spec (err says why), -ENOENT
+ * (static: bind not in the list; dir: no such directory), -ENOSPC (dir
+ * without N: no free id), or another negative errno. */
 int shd_rdv_open(const char *spec, const struct shd_rdv_self *self, struct shd_rdv **rdv_p,
 		 char *err, size_t errlen);
-/* My node id when known before the exchange (mpi, static), else -1 (dir). */
+/* My node id when known before the exchange (mpi, static, dir without N),
+ * else -1 (dir:PATH:N). */
 int shd_rdv_my_node(const struct shd_rdv *r);
-/* Number of nodes (all kinds know it up front). */
+/* Number of nodes: known up front for mpi, static and dir:PATH:N; for dir
+ * without N, the ids claimed when open ran (highest + 1, a lower bound:
+ * later nodes claim more). */
 uint32_t shd_rdv_nodes(const struct shd_rdv *r);
+/* The incarnation published for this node (self->incarnation, or drawn). */
+uint64_t shd_rdv_incarnation(const struct shd_rdv *r);
 /* Internal: tests only (the daemon reads the kind from the result). */
 enum shd_rdv_kind shd_rdv_kind(const struct shd_rdv *r);
 
 /* Publish my address (addr_len <= SHD_RDV_ADDR_MAX; ignored by static) and
  * collect everyone's.  *out is written only on success; free it with
  * shd_rdv_result_fini().  -ETIMEDOUT after timeout_ms (err names what is
- * missing), -EBADMSG for a malformed record or file, -EEXIST when two
- * nodes use the same name or more than N files exist (dir).  Once only. */
+ * missing, and which stale files were ignored), -EBADMSG for a malformed
+ * record or file, -EEXIST when two live nodes use the same name, more than
+ * N live files exist (dir:PATH:N), or an address file has no id claim (dir
+ * without N: the directory was used with N).  Once only. */
 int shd_rdv_exchange(struct shd_rdv *r, const void *addr, size_t addr_len,
 		     struct shd_rdv_result *out, char *err, size_t errlen);
 

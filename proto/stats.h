@@ -55,6 +55,7 @@
 	X(credit_stalls, COUNTER, "times a full batch waited for credit")                     \
 	X(wire_bad, COUNTER, "wire messages rejected (bad magic, version, lengths, source)") \
 	X(msgs_unroutable, COUNTER, "received messages for a rank not on this node, dropped") \
+	X(wire_stale, COUNTER, "wire messages of an earlier or unknown session (a restart, a link flap), dropped") \
 	X(rx_drops_down, COUNTER, "received messages still parked when their sender went down, dropped") \
 	X(epochs, COUNTER, "job epochs completed on this node")                               \
 	X(epoch_ns_total, COUNTER, "total time of completed epochs (ns)")                     \
@@ -69,7 +70,8 @@
 	X(bytes_in, COUNTER, "bytes of batches received from this peer")                      \
 	X(msgs_in, COUNTER, "messages received from this peer")                               \
 	X(credit_stalls, COUNTER, "times a full batch to this peer waited for credit")        \
-	X(drops_down, COUNTER, "messages to this peer dropped because it was down")
+	X(drops_down, COUNTER, "messages to this peer dropped because it was down")            \
+	X(sessions, COUNTER, "sessions established with this peer (1 + rejoins)")
 
 /* The libfabric endpoint (daemon/fabric.c), daemon-wide. */
 #define SHF_FABRIC_STATS(X)                                                                  \

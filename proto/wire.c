@@ -16,37 +16,38 @@
 
 _Static_assert(sizeof(struct shf_wire_raw_hdr) == SHF_WIRE_HDR, "common header");
 _Static_assert(OFF(hdr, magic) == 0 && OFF(hdr, version) == 4 && OFF(hdr, kind) == 6 &&
-		       OFF(hdr, src_node) == 8 && OFF(hdr, dst_node) == 12,
-	       "common header layout");
+		       OFF(hdr, src_node) == 8 && OFF(hdr, dst_node) == 12 &&
+		       OFF(hdr, src_session) == 16 && OFF(hdr, dst_session) == 24,
+	       "common header layout (shf_wire_stamp() writes 16 and 24)");
 _Static_assert(sizeof(struct shf_wire_raw_batch) == SHF_WIRE_BATCH_HDR, "batch header");
-_Static_assert(OFF(batch, seq) == 16 && OFF(batch, job_hash) == 24 && OFF(batch, count) == 32 &&
-		       OFF(batch, bytes) == 36,
+_Static_assert(OFF(batch, seq) == 32 && OFF(batch, job_hash) == 40 && OFF(batch, count) == 48 &&
+		       OFF(batch, bytes) == 52,
 	       "batch header layout");
 _Static_assert(sizeof(struct shf_wire_raw_rec) == SHF_WIRE_REC_HDR, "record header");
 _Static_assert(OFF(rec, dst_rank) == 0 && OFF(rec, src_rank) == 4 && OFF(rec, type) == 8 &&
 		       OFF(rec, len) == 12,
 	       "record header layout");
 _Static_assert(sizeof(struct shf_wire_raw_ack) == SHF_WIRE_ACK_BYTES, "ack");
-_Static_assert(OFF(ack, acked_seq) == 16 && OFF(ack, window) == 24 && OFF(ack, dropped) == 28,
+_Static_assert(OFF(ack, acked_seq) == 32 && OFF(ack, window) == 40 && OFF(ack, dropped) == 44,
 	       "ack layout");
 _Static_assert(sizeof(struct shf_wire_raw_heartbeat) == SHF_WIRE_HEARTBEAT_BYTES, "heartbeat");
-_Static_assert(OFF(heartbeat, time_ns) == 16 && OFF(heartbeat, incarnation) == 24,
+_Static_assert(OFF(heartbeat, time_ns) == 32 && OFF(heartbeat, incarnation) == 40,
 	       "heartbeat layout");
 _Static_assert(sizeof(struct shf_wire_raw_join) == SHF_WIRE_JOIN_FIXED, "join");
-_Static_assert(OFF(join, job_hash) == 16 && OFF(join, world) == 24 && OFF(join, nranges) == 28 &&
-		       OFF(join, uid) == 32 && OFF(join, flags) == 36 && OFF(join, name) == 40,
+_Static_assert(OFF(join, job_hash) == 32 && OFF(join, world) == 40 && OFF(join, nranges) == 44 &&
+		       OFF(join, uid) == 48 && OFF(join, flags) == 52 && OFF(join, name) == 56,
 	       "join layout");
 _Static_assert(sizeof(struct shf_wire_raw_range) == SHF_WIRE_RANGE_BYTES, "range");
 _Static_assert(sizeof(struct shf_wire_raw_leave) == SHF_WIRE_LEAVE_BYTES, "leave");
-_Static_assert(OFF(leave, job_hash) == 16 && OFF(leave, rank) == 24 && OFF(leave, reason) == 28,
+_Static_assert(OFF(leave, job_hash) == 32 && OFF(leave, rank) == 40 && OFF(leave, reason) == 44,
 	       "leave layout");
 _Static_assert(sizeof(struct shf_wire_raw_epoch) == SHF_WIRE_EPOCH_BYTES, "epoch");
-_Static_assert(OFF(epoch, job_hash) == 16 && OFF(epoch, epoch) == 24 && OFF(epoch, phase) == 32 &&
-		       OFF(epoch, count) == 36,
+_Static_assert(OFF(epoch, job_hash) == 32 && OFF(epoch, epoch) == 40 && OFF(epoch, phase) == 48 &&
+		       OFF(epoch, count) == 52,
 	       "epoch layout");
 _Static_assert(sizeof(struct shf_wire_raw_drop) == SHF_WIRE_DROP_BYTES, "drop");
-_Static_assert(OFF(drop, job_hash) == 16 && OFF(drop, seq) == 24 && OFF(drop, src_rank) == 32 &&
-		       OFF(drop, dst_rank) == 36 && OFF(drop, count) == 40 && OFF(drop, reason) == 44,
+_Static_assert(OFF(drop, job_hash) == 32 && OFF(drop, seq) == 40 && OFF(drop, src_rank) == 48 &&
+		       OFF(drop, dst_rank) == 52 && OFF(drop, count) == 56 && OFF(drop, reason) == 60,
 	       "drop layout");
 _Static_assert(SHF_JOB_MAX == 64, "join name field is 64 bytes");
 _Static_assert(SHF_WIRE_BATCH_HDR % SHF_WIRE_REC_ALIGN == 0 &&
@@ -187,6 +188,8 @@ int shf_wire_check(const void *buf, size_t n, uint32_t n_nodes, uint32_t my_node
 	h.kind = G16(b, hdr, kind);
 	h.src_node = G32(b, hdr, src_node);
 	h.dst_node = G32(b, hdr, dst_node);
+	h.src_session = G64(b, hdr, src_session);
+	h.dst_session = G64(b, hdr, dst_session);
 	if (h.src_node >= n_nodes || h.dst_node >= n_nodes || h.dst_node != my_node ||
 	    h.src_node == h.dst_node)
 		return -EBADMSG;
@@ -328,6 +331,8 @@ static void put_hdr(uint8_t *b, unsigned kind, uint32_t src, uint32_t dst)
 	P16(b, hdr, kind, (uint16_t)kind);
 	P32(b, hdr, src_node, src);
 	P32(b, hdr, dst_node, dst);
+	P64(b, hdr, src_session, 0);
+	P64(b, hdr, dst_session, 0);
 }
 
 int shf_wire_batch_begin(struct shf_wire_batch_enc *e, void *buf, size_t cap,

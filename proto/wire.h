@@ -9,14 +9,25 @@
  * layout (their offsets are _Static_assert'ed in wire.c and used by the
  * encoder and decoder through offsetof()).
  *
- * Every message starts with the 16-byte common header:
+ * Every message starts with the 32-byte common header:
  *
  *   off size field
- *     0    4 magic     SHF_WIRE_MAGIC ("SHFW")
- *     4    2 version   SHF_WIRE_VERSION
- *     6    2 kind      enum shf_wire_kind
- *     8    4 src_node  sender's node id      (< number of nodes)
- *    12    4 dst_node  receiver's node id    (== the receiver, != src_node)
+ *     0    4 magic        SHF_WIRE_MAGIC ("SHFW")
+ *     4    2 version      SHF_WIRE_VERSION
+ *     6    2 kind         enum shf_wire_kind
+ *     8    4 src_node     sender's node id      (< number of nodes)
+ *    12    4 dst_node     receiver's node id    (== the receiver, != src_node)
+ *    16    8 src_session  the sender's tag of its session with the receiver
+ *    24    8 dst_session  the receiver's tag as the sender knows it (0: not
+ *                         known yet, HEARTBEAT only)
+ *
+ * Sessions: each daemon picks a fresh random tag for a peer whenever it
+ * (re)starts a session with it (start-up, and after declaring it down).  A
+ * message belongs to the session (src_session, dst_session); the receiver
+ * takes it only when both tags are the current ones, so nothing sent in an
+ * earlier session (before a restart or a link flap) is ever taken in a
+ * later one.  shf_wire_check() decodes the tags but does not judge them:
+ * that is the peer protocol's (daemon/net.c, docs/protocol-wire.md).
  *
  * then a body whose size is exact for every kind, except BATCH (records
  * follow) and JOB_JOIN (rank ranges follow), whose size is given by fields
@@ -27,8 +38,8 @@
  *
  * Byte cost of a BATCH carrying `count` records of payload lengths len_i:
  *   SHF_WIRE_BATCH_HDR + sum_i (SHF_WIRE_REC_HDR + pad8(len_i))
- *   = 40 + sum_i (16 + ((len_i + 7) & ~7))
- * i.e. per message 16 B + payload rounded up to 8 + 40 B / count amortised
+ *   = 56 + sum_i (16 + ((len_i + 7) & ~7))
+ * i.e. per message 16 B + payload rounded up to 8 + 56 B / count amortised
  * (plus the provider's own per-message header, outside this format).
  */
 #ifndef SHF_PROTO_WIRE_H
@@ -41,19 +52,19 @@
 #include "proto/ipc.h" /* SHF_JOB_MAX, SHF_WORLD_MAX, shf_ipc_job_check() */
 
 #define SHF_WIRE_MAGIC 0x57464853u /* "SHFW" as little-endian bytes */
-#define SHF_WIRE_VERSION 1u
+#define SHF_WIRE_VERSION 2u /* 2: session tags in the common header */
 
-#define SHF_WIRE_HDR 16u        /* common header */
-#define SHF_WIRE_BATCH_HDR 40u  /* common header + batch body; records start here */
+#define SHF_WIRE_HDR 32u        /* common header */
+#define SHF_WIRE_BATCH_HDR 56u  /* common header + batch body; records start here */
 #define SHF_WIRE_REC_HDR 16u    /* per-record header in a batch */
 #define SHF_WIRE_REC_ALIGN 8u   /* record payloads are padded to this */
-#define SHF_WIRE_ACK_BYTES 32u
-#define SHF_WIRE_HEARTBEAT_BYTES 32u
-#define SHF_WIRE_JOIN_FIXED 104u /* JOB_JOIN without its ranges */
+#define SHF_WIRE_ACK_BYTES 48u
+#define SHF_WIRE_HEARTBEAT_BYTES 48u
+#define SHF_WIRE_JOIN_FIXED 120u /* JOB_JOIN without its ranges */
 #define SHF_WIRE_RANGE_BYTES 8u  /* one (first, count) rank range */
-#define SHF_WIRE_LEAVE_BYTES 32u
-#define SHF_WIRE_EPOCH_BYTES 40u
-#define SHF_WIRE_DROP_BYTES 48u
+#define SHF_WIRE_LEAVE_BYTES 48u
+#define SHF_WIRE_EPOCH_BYTES 56u
+#define SHF_WIRE_DROP_BYTES 64u
 #define SHF_WIRE_WINDOW_MAX 65536u /* largest credit window an ACK may grant */
 
 enum shf_wire_kind {
@@ -82,6 +93,8 @@ struct shf_wire_raw_hdr {
 	uint16_t kind;     /* enum shf_wire_kind */
 	uint32_t src_node; /* sender */
 	uint32_t dst_node; /* receiver */
+	uint64_t src_session; /* sender's session tag toward the receiver */
+	uint64_t dst_session; /* receiver's tag as the sender knows it; 0 unknown */
 };
 
 struct shf_wire_raw_batch {
@@ -89,7 +102,7 @@ struct shf_wire_raw_batch {
 	uint64_t seq;      /* per (src, dst) batch number: 1, 2, 3, ... */
 	uint64_t job_hash; /* shf_wire_job_hash() of the job all records belong to */
 	uint32_t count;    /* records that follow, >= 1 */
-	uint32_t bytes;    /* bytes of all records == message length - 40 */
+	uint32_t bytes;    /* bytes of all records == message length - 56 */
 	/* count x { struct shf_wire_raw_rec; payload; zero padding to 8 } */
 };
 
@@ -218,6 +231,8 @@ struct shf_wire_hdr {
 	uint32_t src_node; /* < n_nodes, != dst_node */
 	uint32_t dst_node; /* == my_node */
 	uint32_t len;      /* message length (== n given to shf_wire_check) */
+	uint64_t src_session; /* as sent: not judged by shf_wire_check() */
+	uint64_t dst_session;
 	union {
 		struct shf_wire_batch batch;
 		struct shf_wire_ack ack;
@@ -286,6 +301,14 @@ static inline uint64_t shf_wire_join_bytes(uint32_t nranges)
 
 /* 64-bit FNV-1a of a job name (up to its NUL); the job's id on the wire. */
 uint64_t shf_wire_job_hash(const char *name);
+
+/* Write the session tags into an encoded message (the encoders leave them
+ * zero): the peer protocol stamps each message just before it is sent. */
+static inline void shf_wire_stamp(void *msg, uint64_t src_session, uint64_t dst_session)
+{
+	shf_wire_put64((uint8_t *)msg + 16, src_session);
+	shf_wire_put64((uint8_t *)msg + 24, dst_session);
+}
 
 /* ---- validation -------------------------------------------------------- */
 

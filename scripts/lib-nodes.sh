@@ -6,6 +6,7 @@
 #   nodes_init mytest            # private dir, cleanup on exit, paths
 #   nodes_up --mode loopback -n 4 --daemon-args "--peer-timeout-ms 1000"
 #   nodes_client 2 -- prog args  # background, on node 2; log kept
+#   nodes_restart 2              # kill -9 node 2's daemon, start it again
 #   nodes_wait_all || ...        # every background client exited 0?
 #   nodes_stat 1 '.daemon.wire_bad'
 #
@@ -60,6 +61,18 @@ nodes_up() {
 }
 
 nodes_down() { "$NODES_SCRIPT" down --dir "$NODES_DIR" "$@"; }
+
+# nodes_restart I [--signal SIG]: stop node I's daemon (SIGKILL by default)
+# and start it again with the same command line and environment (static or
+# dir rendezvous; refused for mpi-launched daemons); waits until its socket
+# answers, then reloads RUNDIR/env (SHF_NODES_PID_I is the new pid).
+nodes_restart() {
+  local i=$1
+  shift
+  "$NODES_SCRIPT" restart --dir "$NODES_DIR" --node "$i" --quiet "$@" || return $?
+  # shellcheck disable=SC1091
+  . "$NODES_DIR/env"
+}
 nodes() { "$NODES_SCRIPT" "$1" --dir "$NODES_DIR" "${@:2}"; }
 
 # nodes_var NAME I: the value of SHF_NODES_NAME_I.

@@ -205,6 +205,7 @@ static void test_strings(void)
 	ok("--iface=lo");
 
 	static const char *const rv_good[] = { "auto", "none", "mpi", "dir:/shared/rdv:4",
+					       "dir:/shared/rdv", /* N optional */
 					       "static:h1:7000", "static:h1:7000,h2:7001,10.0.0.3:1",
 					       "static:[fe80::1%eth0]:65535" };
 	for (size_t i = 0; i < sizeof(rv_good) / sizeof(rv_good[0]); i++) {
@@ -214,9 +215,8 @@ static void test_strings(void)
 	}
 	bad_opt("rendezvous", "pmix", "must be auto, none, mpi");
 	bad_opt("rendezvous", "MPI", "must be auto, none, mpi");
-	bad_opt("rendezvous", "dir:", "dir:PATH:N");
-	bad_opt("rendezvous", "dir:/shared/rdv", "dir:PATH:N");
-	bad_opt("rendezvous", "dir:/shared/rdv:0", "dir:PATH:N");
+	bad_opt("rendezvous", "dir:", "empty PATH");
+	bad_opt("rendezvous", "dir:/shared/rdv:0", "node count 0 out of range");
 	bad_opt("rendezvous", "static:", "entry 1");
 	bad_opt("rendezvous", "static:h1", "entry 1");
 	bad_opt("rendezvous", "static:h1:0", "port 1..65535");

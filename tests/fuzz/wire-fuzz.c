@@ -8,9 +8,11 @@
  * splicing) and fed to shf_wire_check() and the batch iterator from an
  * exactly-sized heap copy, so the sanitizer build turns any read past the
  * end into a crash.  Beyond "no crash", each accepted message must be
- * canonical: re-encoding the decoded fields with the encoders reproduces
- * it byte for byte, so no byte of an accepted message escaped validation,
- * and every record the iterator hands out lies inside the message.
+ * canonical: re-encoding the decoded fields with the encoders (and
+ * stamping the decoded session tags, which the encoders leave zero and the
+ * check does not judge) reproduces it byte for byte, so no byte of an
+ * accepted message escaped validation or decoding, and every record the
+ * iterator hands out lies inside the message.
  *
  * Default: a fixed seed and SHF_FUZZ_ITERS (default 200000) iterations,
  * a few seconds under ASan.  SHF_FUZZ_SEED picks another seed.  Built with
@@ -149,6 +151,10 @@ static void check_canonical(const uint8_t *buf, size_t n, const struct shf_wire_
 	}
 	ASSERT(m == (long)n, "re-encoded %s is %ld bytes, message %zu",
 	       shf_wire_kind_name(h->kind), m, n);
+	/* the encoders write zero tags: put the decoded ones back */
+	ASSERT(shf_wire_get64(re + 16) == 0 && shf_wire_get64(re + 24) == 0,
+	       "encoder wrote session tags");
+	shf_wire_stamp(re, h->src_session, h->dst_session);
 	ASSERT(!memcmp(re, buf, n), "accepted %s is not canonical", shf_wire_kind_name(h->kind));
 }
 
@@ -167,6 +173,10 @@ static int check_one(const uint8_t *data, size_t n, uint32_t n_nodes, uint32_t m
 	ASSERT(h.len == n && h.dst_node == me && h.src_node < n_nodes && h.src_node != me,
 	       "header fields unchecked");
 	ASSERT(h.kind > 0 && h.kind < SHF_WIRE_KIND_MAX, "kind");
+	ASSERT(h.version == SHF_WIRE_VERSION && n >= SHF_WIRE_HDR, "version or length unchecked");
+	ASSERT(h.src_session == shf_wire_get64(data + 16) &&
+		       h.dst_session == shf_wire_get64(data + 24),
+	       "session tags not decoded");
 	cnt.accepted++;
 	cnt.by_kind[h.kind]++;
 	check_canonical(data, n, &h, max_msg);
@@ -189,10 +199,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 #define NODES 8u
 
+/* A session tag as the peer protocol sends them: mostly random, sometimes
+ * 0 (unstamped, or a first heartbeat's dst) or all ones.  The check must
+ * take every value and decode it. */
+static uint64_t gen_tag(void)
+{
+	switch (below(8)) {
+	case 0: return 0;
+	case 1: return ~(uint64_t)0;
+	default: return rnd();
+	}
+}
+
 static size_t gen_batch(uint8_t *b, uint32_t src, uint32_t dst, uint32_t max_msg)
 {
 	struct shf_wire_batch_enc e;
-	uint32_t cap = 64 + below(MAX_BUF - 64);
+	uint32_t cap = SHF_WIRE_BATCH_HDR + 24 + below(MAX_BUF - SHF_WIRE_BATCH_HDR - 24);
 	ASSERT(shf_wire_batch_begin(&e, b, cap, src, dst, rnd()) == 0, "begin");
 	uint32_t want = 1 + below(24);
 	for (uint32_t i = 0; i < want; i++) {
@@ -216,7 +238,7 @@ static size_t gen(uint8_t *b, uint32_t src, uint32_t dst, uint32_t max_msg)
 	long n = 0;
 	switch (below(7)) {
 	case 0:
-	case 1: return gen_batch(b, src, dst, max_msg);
+	case 1: n = (long)gen_batch(b, src, dst, max_msg); break;
 	case 2: {
 		struct shf_wire_ack a = {rnd(), below(SHF_WIRE_WINDOW_MAX + 1), (uint32_t)rnd()};
 		n = shf_wire_enc_ack(b, MAX_BUF, src, dst, &a);
@@ -274,7 +296,9 @@ static size_t gen(uint8_t *b, uint32_t src, uint32_t dst, uint32_t max_msg)
 		break;
 	}
 	}
-	ASSERT(n > 0, "generator produced an invalid message (%ld)", n);
+	ASSERT(n >= (long)SHF_WIRE_HDR, "generator produced an invalid message (%ld)", n);
+	ASSERT(shf_wire_get64(b + 16) == 0 && shf_wire_get64(b + 24) == 0, "encoder tags not 0");
+	shf_wire_stamp(b, gen_tag(), gen_tag());
 	return (size_t)n;
 }
 
@@ -283,15 +307,16 @@ static size_t gen(uint8_t *b, uint32_t src, uint32_t dst, uint32_t max_msg)
 static uint32_t interesting32(size_t n)
 {
 	static const uint32_t v[] = {0,          1,          2,          7,          8,
-				     15,         16,         17,         40,         63,
-				     64,         0x7f,       0x80,       0xff,       0xffff,
+				     15,         16,         17,         31,         32,
+				     40,         48,         56,         63,         64,
+				     120,        0x7f,       0x80,       0xff,       0xffff,
 				     0x10000,    0x7fffffff, 0x80000000, 0xfffffff8, 0xffffffff,
 				     1u << 24,   (1u << 24) - 1};
 	uint32_t k = below(sizeof(v) / sizeof(v[0]) + 3);
 	if (k == sizeof(v) / sizeof(v[0]))
 		return (uint32_t)n;
 	if (k == sizeof(v) / sizeof(v[0]) + 1)
-		return (uint32_t)n - 40;
+		return (uint32_t)n - SHF_WIRE_BATCH_HDR; /* a batch's bytes */
 	if (k == sizeof(v) / sizeof(v[0]) + 2)
 		return (uint32_t)rnd();
 	return v[k];
@@ -301,7 +326,7 @@ static size_t mutate(uint8_t *b, size_t n)
 {
 	uint32_t rounds = 1 + below(3);
 	for (uint32_t r = 0; r < rounds; r++) {
-		switch (below(8)) {
+		switch (below(9)) {
 		case 0: /* bit flips */
 			for (uint32_t k = 1 + below(4); k-- && n;)
 				b[below((uint32_t)n)] ^= (uint8_t)(1u << below(8));
@@ -314,8 +339,10 @@ static size_t mutate(uint8_t *b, size_t n)
 		case 3:
 			if (n >= 4) {
 				size_t off = 4 * below((uint32_t)(n / 4));
-				if (below(2) && n > 48)
-					off = 32 + 4 * below(4); /* header fields */
+				if (below(2) && n > SHF_WIRE_BATCH_HDR + 8)
+					/* batch count/bytes, first record's ranks; a join's
+					 * uid/flags/name */
+					off = 48 + 4 * below(4);
 				shf_wire_put32(b + off, interesting32(n));
 			}
 			break;
@@ -334,8 +361,9 @@ static size_t mutate(uint8_t *b, size_t n)
 			break;
 		}
 		case 6: /* duplicate a chunk (records) somewhere else */
-			if (n > 40) {
-				uint32_t from = 40 + 8 * below((uint32_t)(n - 40) / 8);
+			if (n > SHF_WIRE_BATCH_HDR) {
+				uint32_t from = SHF_WIRE_BATCH_HDR +
+						8 * below((uint32_t)(n - SHF_WIRE_BATCH_HDR) / 8);
 				uint32_t len = 8 * (1 + below(8));
 				if (from + len > n || n + len > MAX_BUF)
 					break;
@@ -343,11 +371,15 @@ static size_t mutate(uint8_t *b, size_t n)
 				n += len;
 			}
 			break;
-		default: /* a 64-bit field gets 0 or ~0 */
+		case 7: /* a 64-bit field gets 0 or ~0 */
 			if (n >= 8) {
 				size_t off = 8 * below((uint32_t)(n / 8));
 				shf_wire_put64(b + off, below(2) ? 0 : ~(uint64_t)0);
 			}
+			break;
+		default: /* new session tags: still valid if the rest is */
+			if (n >= SHF_WIRE_HDR)
+				shf_wire_stamp(b, gen_tag(), gen_tag());
 			break;
 		}
 	}
@@ -375,6 +407,13 @@ int main(void)
 		uint8_t *copy = malloc(n ? n : 1);
 		memcpy(copy, msg, n);
 		ASSERT(check_one(copy, n, NODES, dst, max_msg) == 0, "valid message rejected");
+		/* ... whatever its session tags: the check does not judge them */
+		uint64_t ts = rnd(), td = below(2) ? 0 : rnd();
+		shf_wire_stamp(copy, ts, td);
+		struct shf_wire_hdr ht;
+		ASSERT(shf_wire_check(copy, n, NODES, dst, &ht) == 0 && ht.src_session == ts &&
+			       ht.dst_session == td && ht.kind == shf_wire_get16(msg + 6),
+		       "restamped message rejected or tags not decoded");
 		free(copy);
 		/* ... not by anyone else, and not with fewer nodes */
 		struct shf_wire_hdr h;

@@ -149,6 +149,20 @@ t_peer_is() { [ "$(nodes_peer_state "$1" "$2")" = "$3" ]; }
 t_peer_field() {
   nodes_json "$1" peers 2>/dev/null | jq -r --argjson p "$2" ".peers[] | select(.node == \$p) | .$3"
 }
+# t_peer_went_down NODE PEER_ID: NODE's session with PEER_ID ended at least
+# once (a down peer is probed and may rejoin at once as a new session, so
+# "down" alone can be too brief to see).
+t_peer_went_down() {
+  local st n
+  st=$(nodes_json "$1" peers 2>/dev/null | jq -r --argjson p "$2" \
+    '.peers[] | select(.node == $p) | "\(.state) \(.sessions)"') || return 1
+  read -r st n <<< "$st"
+  case "$st" in
+    failing|down) return 0 ;;
+    joining) [ "${n:-0}" -ge 1 ] ;;
+    *) [ "${n:-0}" -ge 2 ] ;;
+  esac
+}
 # t_idle NODE: no clients, no jobs on node NODE's daemon.
 t_idle() {
   local s

@@ -42,6 +42,6 @@ client=$(nodes_stat 1 '.clients_total | {msgs_remote, drops_down}' 2>/dev/null |
 t_note "node 1: peer node 2 $peer; clients_total $client"
 t_fault_fired 1
 t_fault_check_clean
-t_until 20000 "node 1 to show node 2 down after the failed send" t_peer_is 1 1 down
+t_until 20000 "node 1 to show node 2 down after the failed send" t_peer_went_down 1 1
 [ $ok = 1 ] || t_fail "records lost without a report, or wrong counts (see the rank logs above)"
 t_note "peer down during an append: every lost record reported: ok"

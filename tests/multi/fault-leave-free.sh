@@ -33,14 +33,14 @@ nodes_sync_wait E.0 E.1 || t_fault_fail "phase A did not complete"
 : > "$fault"
 nodes_sync_post armed
 nodes_sync_wait closed.0 || t_fault_fail "rank 0 did not close"
-t_until 20000 "node 1 to take node 2 down" t_peer_is 1 1 down
+t_until 20000 "node 1 to take node 2 down" t_peer_went_down 1 1
 t_fault_fired 1
 t_until 30000 "node 1 to end the job, with no client left" t_idle 1
 nodes_sync_post exit.1
 # node 2 hears nothing from node 1 any more: once it declares node 1 down,
 # rank 0 is lost there too and the job ends with no rank left (peer_down()
 # frees it while walking the jobs: the same hazard from the timeout side)
-node2_done() { t_peer_is 2 0 down && t_idle 2; }
+node2_done() { t_peer_went_down 2 0 && t_idle 2; }
 t_until 30000 "node 2 to declare node 1 down and end the job" node2_done
 ok=1
 nodes_wait_all || ok=0

@@ -39,7 +39,7 @@ t_note "node 2 parked node 1's batch ($(nodes_stat 2 .daemon.batches_parked) par
 : > "$fault"
 nodes_sync_post armed
 nodes_sync_wait sent.1 || t_fault_fail "rank 1 did not send its message"
-t_until 20000 "node 2 to take node 1 down" t_peer_is 2 0 down
+t_until 20000 "node 2 to take node 1 down" t_peer_went_down 2 0
 t_fault_fired 2
 t_note "node 2 took node 1 down; its batch still parked there: $(t_peer_field 2 0 parked)"
 

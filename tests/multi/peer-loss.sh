@@ -15,6 +15,14 @@
 #  - the survivors go on exchanging messages in the same job (exact counts,
 #    order), and a new job on the surviving nodes runs with epochs;
 #  - link: the cut-off daemon sees all its peers down too.
+# Then the lost node comes back, as a new session of every pair, with no
+# other daemon restarted (docs/protocol-wire.md, "Sessions"):
+#  - kill (static rendezvous): its daemon is restarted with the same
+#    arguments (scripts/nodes restart: a new incarnation);
+#  - link: its link comes back up (the daemons never restarted);
+# every node sees every other up again (time measured from the restart or
+# the link coming back, from the daemons' own logs), and a job on all four
+# nodes runs exactly (counts, order, epochs).
 T="multi-$([ "$2" = kill ] && echo peer-kill || echo link-down)-$1"
 # shellcheck source=tests/multi/common.sh
 . "$(dirname "$0")/common.sh"
@@ -97,3 +105,51 @@ for i in $(seq 1 $N); do
   "$SHF_NODES_SHUFFLECTL" -s "$(nodes_var SOCKET "$i")" status >/dev/null || t_fail "node $i died"
 done
 t_note "survivors carried on: same job (exact counts) and a new job (2 epochs): ok"
+
+# ------------------------------------------------------------------ rejoin
+if [ "$how" = kill ] && [ "${SHF_NODES_RDV:-static}" = mpi ]; then
+  t_note "rejoin not tried: an mpirun-launched daemon cannot be restarted alone"
+  exit 0
+fi
+pids=""
+for i in $(seq 1 $N); do [ $i = $V ] || pids+="$(nodes_var PID "$i") "; done
+t_back=$(date +%s.%N)
+case "$how" in
+  kill)
+    nodes_restart $V || t_fail "cannot restart node $V"
+    # from the moment the new daemon is ready (its own log)
+    line=$(grep -h "NOTICE: shuffled .* started" "$(nodes_var LOG "$V")" | tail -n 1)
+    t_back=$(date -d "${line%% *}" +%s.%N) || t_fail "no start line in node $V's log" ;;
+  link) nodes link --node $V up || t_fail "cannot bring node $V's link up" ;;
+esac
+all_up() {
+  local i p
+  for i in $(seq 1 $N); do
+    for p in $(seq 0 $((N - 1))); do
+      [ $p = $((i - 1)) ] && continue
+      [ "$(nodes_peer_state "$i" $p)" = up ] || return 1
+    done
+  done
+}
+t_until 30000 "every node to see every other up again" all_up
+# when each survivor logged the victim up again (its last "up" line)
+for i in $(seq 1 $N); do
+  [ $i = $V ] && continue
+  line=$(grep -h "peer node $((V - 1)) (.*) up" "$(nodes_var LOG "$i")" | tail -n 1)
+  ts=$(date -d "${line%% *}" +%s.%N 2>/dev/null) || continue
+  t_note "node $i sees node id $((V - 1)) up again $(awk -v a="$ts" -v b="$t_back" 'BEGIN { printf "%.0f", (a - b) * 1000 }') ms after the $([ "$how" = kill ] && echo restart || echo link came back)"
+  s=$(t_peer_field "$i" $((V - 1)) sessions)
+  [ "$s" -ge 2 ] || t_fail "node $i: $s session(s) with node id $((V - 1)), expected a new one"
+done
+now=""
+for i in $(seq 1 $N); do [ $i = $V ] || now+="$(nodes_var PID "$i") "; done
+[ "$now" = "$pids" ] || t_fail "a surviving daemon restarted ($pids-> $now)"
+rm -f "$NODES_SYNC"/held.* "$NODES_SYNC"/release
+export SHF_JOB=rejoined SHF_WORLD=$W
+for r in $(seq 0 $((W - 1))); do
+  SHF_RANK=$r nodes_client $((r / K + 1)) "rejoined$r" "$TCLIENT" traffic n=800 rounds=2 hold=release
+done
+t_release_held $(seq 0 $((W - 1)))
+nodes_wait_all || t_fail "a job on all $N nodes after the rejoin failed"
+t_note "node $V rejoined; a job on all $N nodes ran exactly (2 epochs); no survivor restarted: ok"
+

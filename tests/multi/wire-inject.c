@@ -6,6 +6,19 @@
  * (proto/wire.h) to real daemons: badly on purpose, or in an order no real
  * daemon would choose.
  *
+ * Sessions (docs/protocol-wire.md): toward each daemon it keeps a random
+ * tag of its own and the daemon's tag, learned from the daemon's
+ * heartbeats.  Before injecting it does the handshake with its targets:
+ * heartbeats (my tag, 0) until the daemon's heartbeat carries my tag, then
+ * at once a heartbeat (my tag, its tag), which makes the daemon UP; every
+ * later message follows that one on the same connection, so the daemon
+ * handles it as UP.  Every message it means to be well-formed is stamped
+ * (my tag, its tag); so are the malformed ones (the stamp only writes bytes
+ * 16..31, never past a message's length), so that each keeps exactly the one
+ * defect it is meant to have.  What the daemons send it must belong to the
+ * current sessions too (a heartbeat with a new tag of the daemon's starts a
+ * new one); anything else fails the run.
+ *
  *   wire-inject --me ID --nodes N --bind HOST:PORT --peer ID=HOST:PORT...
  *               [--hb-ms MS] [--timeout MS] MODE [ARGS]
  *
@@ -35,8 +48,10 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -70,6 +85,11 @@ static struct {
 	uint64_t job_hash;                        /* epochleave: our job */
 	uint64_t recv_seq[MAX_NODES];             /* batches from each node, to ACK */
 	uint64_t send_errors;
+	/* sessions, per daemon */
+	uint64_t my_session[MAX_NODES];           /* my tag toward it: random, != 0 */
+	uint64_t peer_session[MAX_NODES];         /* its tag; 0 until its heartbeat */
+	bool knows_me[MAX_NODES];                 /* its heartbeat carried my tag */
+	uint64_t stale_in;                        /* its messages outside the session */
 } g = {.hb_ms = 100, .timeout = 30000, .gap_ms = 300};
 
 static void usage(const char *why) __attribute__((noreturn));
@@ -108,6 +128,46 @@ static void sync_post(const char *name)
 /* ------------------------------------------------------------ fabric glue */
 
 static void send_raw(uint32_t node, const void *buf, size_t len);
+static void send_msg(uint32_t node, void *buf, size_t len);
+static void send_heartbeat(uint32_t node, int64_t t_ms);
+
+/* Session bookkeeping for a checked message from daemon s; true when it
+ * belongs to the current session and is to be used. */
+static bool session_take(uint32_t s, const struct shf_wire_hdr *h)
+{
+	uint64_t st = h->src_session, dt = h->dst_session;
+	if (st == 0 || (dt != 0 && dt != g.my_session[s])) {
+		g.stale_in++;
+		fprintf(stderr, "wire-inject: node %u sent a %s of another session (%#" PRIx64
+			" -> %#" PRIx64 ")\n", s, shf_wire_kind_name(h->kind), st, dt);
+		return false;
+	}
+	if (h->kind == SHF_WIRE_HEARTBEAT) {
+		bool news = false;
+		if (st != g.peer_session[s]) { /* its first, or a new session of its */
+			if (g.peer_session[s])
+				fprintf(stderr, "wire-inject: node %u started a new session\n", s);
+			g.peer_session[s] = st;
+			g.knows_me[s] = false;
+			news = true;
+		}
+		if (dt == g.my_session[s] && !g.knows_me[s]) {
+			g.knows_me[s] = true;
+			news = true;
+		}
+		if (news) /* answer at once, as a daemon does */
+			send_heartbeat(s, now_ms());
+		return true;
+	}
+	if (st != g.peer_session[s] || dt != g.my_session[s]) {
+		/* only heartbeats may come before the session is agreed */
+		g.stale_in++;
+		fprintf(stderr, "wire-inject: node %u sent a %s outside the session (%#" PRIx64
+			" -> %#" PRIx64 ")\n", s, shf_wire_kind_name(h->kind), st, dt);
+		return false;
+	}
+	return true;
+}
 
 static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 {
@@ -120,6 +180,8 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 		return 0;
 	}
 	uint32_t s = h.src_node;
+	if (!session_take(s, &h))
+		return 0;
 	switch (h.kind) {
 	case SHF_WIRE_EPOCH:
 		if (h.u.epoch.job_hash != g.job_hash)
@@ -143,7 +205,7 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 		struct shf_wire_ack ack = {g.recv_seq[s], 8, 0};
 		long l = shf_wire_enc_ack(a, sizeof(a), g.me, s, &ack);
 		if (l > 0)
-			send_raw(s, a, (size_t)l);
+			send_msg(s, a, (size_t)l);
 		break;
 	}
 	default:
@@ -232,6 +294,26 @@ static void send_raw(uint32_t node, const void *buf, size_t len)
 	}
 }
 
+/* Stamp an encoded message with the session of node and send it. */
+static void send_msg(uint32_t node, void *buf, size_t len)
+{
+	if (len < SHF_WIRE_HDR)
+		FAIL("send_msg: %zu bytes cannot be stamped", len);
+	shf_wire_stamp(buf, g.my_session[node], g.peer_session[node]);
+	send_raw(node, buf, len);
+}
+
+/* A heartbeat of the session: (my tag, its tag or 0 while unknown). */
+static void send_heartbeat(uint32_t node, int64_t t_ms)
+{
+	uint8_t b[SHF_WIRE_HEARTBEAT_BYTES];
+	struct shf_wire_heartbeat hb = {(uint64_t)t_ms * 1000000u, g.incarnation};
+	long l = shf_wire_enc_heartbeat(b, sizeof(b), g.me, node, &hb);
+	if (l <= 0)
+		FAIL("encode heartbeat: %ld", l);
+	send_msg(node, b, (size_t)l);
+}
+
 static void heartbeat_due(void)
 {
 	int64_t t = now_ms();
@@ -241,12 +323,7 @@ static void heartbeat_due(void)
 	for (uint32_t i = 0; i < g.n; i++) {
 		if (i == g.me || !shd_fabric_has_node(g.f, i))
 			continue;
-		uint8_t b[SHF_WIRE_HEARTBEAT_BYTES];
-		struct shf_wire_heartbeat hb = {(uint64_t)t * 1000000u, g.incarnation};
-		long l = shf_wire_enc_heartbeat(b, sizeof(b), g.me, i, &hb);
-		if (l <= 0)
-			FAIL("encode heartbeat: %ld", l);
-		send_raw(i, b, (size_t)l);
+		send_heartbeat(i, t);
 	}
 }
 
@@ -264,9 +341,38 @@ static bool pump(int ms, bool (*done)(void))
 	}
 }
 
+/* ------------------------------------------------------------ sessions */
+
+static const uint32_t *g_hs_nodes;
+static size_t g_hs_n;
+
+static bool handshaken(void)
+{
+	for (size_t i = 0; i < g_hs_n; i++)
+		if (!g.knows_me[g_hs_nodes[i]] || !g.peer_session[g_hs_nodes[i]])
+			return false;
+	return true;
+}
+
+/* Do the handshake with each of nodes[]: wait until its heartbeat carried
+ * my tag (its reply to mine); session_take() answered that one at once
+ * with (my tag, its tag), which makes it UP.  Whatever is sent after this
+ * follows that answer, so the daemon takes it in the UP state. */
+static void handshake(const uint32_t *nodes, size_t nn)
+{
+	g_hs_nodes = nodes;
+	g_hs_n = nn;
+	g.next_hb = 0; /* the first heartbeats now */
+	if (!pump(g.timeout, handshaken))
+		FAIL("no session with the target daemons within %d ms", g.timeout);
+	for (size_t i = 0; i < nn; i++)
+		printf("session with node %u: mine %016" PRIx64 ", its %016" PRIx64 "\n", nodes[i],
+		       g.my_session[nodes[i]], g.peer_session[nodes[i]]);
+}
+
 /* ------------------------------------------------------------ garbage */
 
-/* A valid heartbeat from me to t, as raw bytes (32). */
+/* A valid heartbeat from me to t, as raw bytes (48), not stamped. */
 static void make_hb(uint8_t *b, uint32_t src, uint32_t dst, uint64_t incarnation)
 {
 	struct shf_wire_heartbeat hb = {1, incarnation};
@@ -275,7 +381,7 @@ static void make_hb(uint8_t *b, uint32_t src, uint32_t dst, uint64_t incarnation
 		FAIL("encode heartbeat %u->%u: %ld", src, dst, l);
 }
 
-/* A valid one-record batch me -> t of seq; returns its length. */
+/* A valid one-record batch me -> t of seq, not stamped; returns its length. */
 static size_t make_batch(uint8_t *b, size_t cap, uint32_t t, uint64_t seq, uint32_t paylen)
 {
 	struct shf_wire_batch_enc e;
@@ -290,78 +396,103 @@ static size_t make_batch(uint8_t *b, size_t cap, uint32_t t, uint64_t seq, uint3
 	return l;
 }
 
+/* Stamp b (at least SHF_WIRE_HDR bytes of buffer) with the session of t. */
+static void stamp(uint8_t *b, uint32_t t)
+{
+	shf_wire_stamp(b, g.my_session[t], g.peer_session[t]);
+}
+
 static int mode_garbage(uint32_t t)
 {
 	uint8_t b[1024];
-	unsigned counted = 0;
+	unsigned counted = 0, stale = 0;
 	size_t l;
 	uint32_t other = 0; /* a real node that is neither t nor me */
 	while (other == t || other == g.me)
 		other++;
 	if (other >= g.n)
 		FAIL("garbage needs at least 3 nodes (the target, another real node, me)");
-	/* be known as alive first: the checks that come after the header
-	 * (batch records, ACK bounds, duplicates) only run for a live peer */
-	pump(500, NULL);
+	/* be a peer in a session first: the checks that come after the header
+	 * and the session (batch records, ACK bounds, duplicates) only run
+	 * for an UP peer's messages of the current session */
+	uint32_t both[2] = {t, other};
+	handshake(both, 2);
 
-	/* 1. noise */
+	/* Each of 1-18 raises wire_bad by exactly one.  Those meant to fail
+	 * shf_wire_check() are stamped with the session too (bytes 16..31, all
+	 * inside them but the 1-byte one, which is not stamped): a session
+	 * defect would be judged only after the check, so the one defect each
+	 * has is what counts.  The well-formed ones (12, 13, 16, 18) must be of
+	 * the session to reach the daemon's checks at all. */
+	/* 1. noise (its bytes 16..31 too) */
 	for (size_t i = 0; i < 64; i++)
 		b[i] = (uint8_t)(i * 37 + 11);
 	shf_wire_put32(b, 0xdeadbeefu);
 	send_raw(t, b, 64), counted++;
 	/* 2. bad magic */
 	make_hb(b, g.me, t, g.incarnation);
+	stamp(b, t);
 	shf_wire_put32(b, SHF_WIRE_MAGIC ^ 0x01000000u);
 	send_raw(t, b, SHF_WIRE_HEARTBEAT_BYTES), counted++;
 	/* 3. bad version */
 	make_hb(b, g.me, t, g.incarnation);
+	stamp(b, t);
 	shf_wire_put16(b + 4, SHF_WIRE_VERSION + 1);
 	send_raw(t, b, SHF_WIRE_HEARTBEAT_BYTES), counted++;
 	/* 4. unknown kind */
 	make_hb(b, g.me, t, g.incarnation);
+	stamp(b, t);
 	shf_wire_put16(b + 6, 99);
 	send_raw(t, b, SHF_WIRE_HEARTBEAT_BYTES), counted++;
 	/* 5. a kind with the wrong length */
 	memset(b, 0, sizeof(b));
 	make_hb(b, g.me, t, g.incarnation);
+	stamp(b, t);
 	send_raw(t, b, SHF_WIRE_HEARTBEAT_BYTES + 8), counted++;
-	/* 6. shorter than any header */
+	/* 6. shorter than any header (1 byte: nothing to stamp) */
 	send_raw(t, b, 1), counted++;
 	/* 7. addressed to another node */
 	make_hb(b, g.me, other, g.incarnation);
+	stamp(b, other);
 	send_raw(t, b, SHF_WIRE_HEARTBEAT_BYTES), counted++;
 	/* 8. src == dst */
 	make_hb(b, g.me, t, g.incarnation);
+	stamp(b, t);
 	shf_wire_put32(b + 8, t);
 	send_raw(t, b, SHF_WIRE_HEARTBEAT_BYTES), counted++;
 	/* 9. src out of range */
 	make_hb(b, g.me, t, g.incarnation);
+	stamp(b, t);
 	shf_wire_put32(b + 8, g.n + 5);
 	send_raw(t, b, SHF_WIRE_HEARTBEAT_BYTES), counted++;
 	/* 10. a forged source: a valid heartbeat of `other` with a new
-	 * incarnation.  Taken at face value it would declare `other` restarted,
-	 * hence down, and the real traffic would fail. */
+	 * incarnation, opening a new session (tag made up, dst 0).  Taken at
+	 * face value it would end t's session with `other` (a restart), and
+	 * the real traffic would fail. */
 	make_hb(b, other, t, 0x1234567u);
+	shf_wire_stamp(b, 0x5e55107u, 0);
 	send_raw(t, b, SHF_WIRE_HEARTBEAT_BYTES), counted++;
-	/* 11. a truncated batch: its header promises more than arrives */
+	/* 11. a truncated batch: its header promises more than arrives (the
+	 * stamp is inside the 64 bytes sent) */
 	l = make_batch(b, sizeof(b), t, 1, 100);
+	stamp(b, t);
 	send_raw(t, b, 64), counted++;
 	/* 12. a record whose length runs past the end of the batch */
 	l = make_batch(b, sizeof(b), t, 1, 104);
 	shf_wire_put32(b + SHF_WIRE_BATCH_HDR + 12, 4096);
-	send_raw(t, b, l), counted++;
+	send_msg(t, b, l), counted++;
 	/* 13. count says two records, there is one */
 	l = make_batch(b, sizeof(b), t, 1, 104);
-	shf_wire_put32(b + 32, 2);
-	send_raw(t, b, l), counted++;
+	shf_wire_put32(b + offsetof(struct shf_wire_raw_batch, count), 2);
+	send_msg(t, b, l), counted++;
 	/* 14. an epoch step of an unknown phase */
 	{
 		struct shf_wire_epoch ep = {shf_wire_job_hash("wire-inject-nojob"), 1, 1, 1};
 		long el = shf_wire_enc_epoch(b, sizeof(b), g.me, t, &ep);
 		if (el != SHF_WIRE_EPOCH_BYTES)
 			FAIL("encode epoch");
-		shf_wire_put32(b + 32, 3);
-		send_raw(t, b, (size_t)el), counted++;
+		shf_wire_put32(b + offsetof(struct shf_wire_raw_epoch, phase), 3);
+		send_msg(t, b, (size_t)el), counted++;
 	}
 	/* 15. a JOIN with flags set */
 	{
@@ -372,8 +503,8 @@ static int mode_garbage(uint32_t t)
 		long jl = shf_wire_enc_join(b, sizeof(b), g.me, t, &j, &rg, 1);
 		if (jl <= 0)
 			FAIL("encode join");
-		shf_wire_put32(b + 36, 1);
-		send_raw(t, b, (size_t)jl), counted++;
+		shf_wire_put32(b + offsetof(struct shf_wire_raw_join, flags), 1);
+		send_msg(t, b, (size_t)jl), counted++;
 	}
 	/* 16. an ACK for batches never sent to me */
 	{
@@ -381,7 +512,7 @@ static int mode_garbage(uint32_t t)
 		long al = shf_wire_enc_ack(b, sizeof(b), g.me, t, &a);
 		if (al != SHF_WIRE_ACK_BYTES)
 			FAIL("encode ack");
-		send_raw(t, b, (size_t)al), counted++;
+		send_msg(t, b, (size_t)al), counted++;
 	}
 	/* 17. a DROP report of zero records */
 	{
@@ -389,17 +520,33 @@ static int mode_garbage(uint32_t t)
 		long dl = shf_wire_enc_drop(b, sizeof(b), g.me, t, &d);
 		if (dl != SHF_WIRE_DROP_BYTES)
 			FAIL("encode drop");
-		shf_wire_put32(b + 40, 0);
-		send_raw(t, b, (size_t)dl), counted++;
+		shf_wire_put32(b + offsetof(struct shf_wire_raw_drop, count), 0);
+		send_msg(t, b, (size_t)dl), counted++;
 	}
 	/* 18. a valid batch (for a job nobody has: dropped, not counted as
 	 * bad), then the same batch again: a duplicate */
 	l = make_batch(b, sizeof(b), t, 1, 104);
-	send_raw(t, b, l);
+	send_msg(t, b, l);
 	pump(100, NULL);
-	send_raw(t, b, l), counted++;
+	send_msg(t, b, l), counted++;
+	/* 19. well-formed, but of another session: an ACK for nothing (it
+	 * would be wire_bad if it got that far) whose dst_session is a tag t
+	 * never gave out.  It must be dropped as stale (wire_stale + 1) before
+	 * anything looks at its body, and not count as bad. */
+	{
+		uint64_t madeup = g.peer_session[t] ^ UINT64_C(0x00c0ffee00c0ffee);
+		if (madeup == 0) /* 0 would be "not known yet", not stale */
+			madeup = ~g.peer_session[t];
+		struct shf_wire_ack a = {1000, 8, 0};
+		long al = shf_wire_enc_ack(b, sizeof(b), g.me, t, &a);
+		if (al != SHF_WIRE_ACK_BYTES)
+			FAIL("encode ack");
+		shf_wire_stamp(b, g.my_session[t], madeup);
+		send_raw(t, b, (size_t)al), stale++;
+	}
 	pump(200, NULL);
 	printf("sent %u counted\n", counted);
+	printf("sent %u stale\n", stale);
 	fflush(stdout);
 	sync_post("inject-sent");
 
@@ -415,6 +562,7 @@ static int mode_garbage(uint32_t t)
 			if (!p)
 				FAIL("out of memory");
 			make_hb(p, g.me, t, g.incarnation);
+			stamp(p, t);
 			send_raw(t, p, big);
 			free(p);
 			oversized = true;
@@ -426,6 +574,8 @@ static int mode_garbage(uint32_t t)
 	}
 	if (g.bad_in)
 		FAIL("the daemons sent %" PRIu64 " malformed messages", g.bad_in);
+	if (g.stale_in)
+		FAIL("the daemons sent %" PRIu64 " messages outside their sessions", g.stale_in);
 	return 0;
 }
 
@@ -445,7 +595,7 @@ static void send_epoch(uint32_t to, uint32_t phase)
 	long l = shf_wire_enc_epoch(b, sizeof(b), g.me, to, &ep);
 	if (l != SHF_WIRE_EPOCH_BYTES)
 		FAIL("encode epoch: %ld", l);
-	send_raw(to, b, (size_t)l);
+	send_msg(to, b, (size_t)l);
 }
 
 static int mode_epochleave(const char *job, uint32_t a, uint32_t bn)
@@ -455,7 +605,14 @@ static int mode_epochleave(const char *job, uint32_t a, uint32_t bn)
 	if (a >= g.n || bn >= g.n || a == g.me || bn == g.me || a == bn)
 		usage("epochleave: bad A/B");
 	g.job_hash = shf_wire_job_hash(job);
-	pump(300, NULL);
+	/* a session with every daemon first: a JOIN or an EPOCH is taken only
+	 * from an UP peer, in its current session */
+	uint32_t peers[MAX_NODES];
+	size_t np = 0;
+	for (uint32_t to = 0; to < g.n; to++)
+		if (to != g.me && shd_fabric_has_node(g.f, to))
+			peers[np++] = to;
+	handshake(peers, np);
 	/* rank 2 of the job lives here */
 	uint8_t b[256];
 	struct shf_wire_join j = {0};
@@ -469,7 +626,7 @@ static int mode_epochleave(const char *job, uint32_t a, uint32_t bn)
 		long l = shf_wire_enc_join(b, sizeof(b), g.me, to, &j, &rg, 1);
 		if (l <= 0)
 			FAIL("encode join: %ld", l);
-		send_raw(to, b, (size_t)l);
+		send_msg(to, b, (size_t)l);
 	}
 	printf("joined job %s as rank 2\n", job);
 	if (!pump(g.timeout, placed_both))
@@ -491,6 +648,9 @@ static int mode_epochleave(const char *job, uint32_t a, uint32_t bn)
 			FAIL("node %u never reported rank 1 leaving", bn);
 		sync_post("close.0"); /* rank 0 may leave now */
 		pump(200, NULL);
+		if (g.bad_in || g.stale_in)
+			FAIL("the daemons sent %" PRIu64 " malformed messages, %" PRIu64
+			     " outside their sessions", g.bad_in, g.stale_in);
 		return 0;
 	}
 	send_epoch(bn, SHF_WIRE_EPOCH_DRAINED);
@@ -506,6 +666,8 @@ static int mode_epochleave(const char *job, uint32_t a, uint32_t bn)
 	pump(200, NULL);
 	if (g.bad_in)
 		FAIL("the daemons sent %" PRIu64 " malformed messages", g.bad_in);
+	if (g.stale_in)
+		FAIL("the daemons sent %" PRIu64 " messages outside their sessions", g.stale_in);
 	return 0;
 }
 
@@ -554,6 +716,12 @@ int main(int argc, char **argv)
 	const char *s = getenv("SHF_TEST_SYNC");
 	g.sync = s && *s ? s : ".";
 	g.incarnation = ((uint64_t)getpid() << 20) ^ (uint64_t)now_ms() ^ 1u;
+	for (uint32_t k = 0; k < g.n; k++) { /* my session tags: random, never 0 */
+		uint64_t tag = 0;
+		if (getrandom(&tag, sizeof(tag), 0) != (ssize_t)sizeof(tag))
+			tag = g.incarnation * UINT64_C(0x9e3779b97f4a7c15) + k;
+		g.my_session[k] = tag ? tag : 1;
+	}
 
 	char *host, *port;
 	split_hostport(bind, &host, &port);

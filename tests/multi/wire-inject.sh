@@ -8,6 +8,16 @@
 # must raise node 1's stats.daemon.wire_bad by exactly one; then one
 # message larger than any receive buffer.  Meanwhile and afterwards real
 # traffic between nodes 1 and 2 must complete, and node 1 must live on.
+#
+# Sessions (wire v2): the injector first does the session handshake with
+# nodes 1 and 2 and stamps what it sends with (its tag, the daemon's tag),
+# so the well-formed-but-wrong messages (a bad record, an ACK for nothing,
+# a duplicate batch) still reach the checks that count wire_bad: the
+# expected wire_bad is unchanged (the injector says how many, 18).  One
+# more message is well-formed but of a session node 1 never had (a made-up
+# dst_session): it must raise stats.daemon.wire_stale by exactly one and
+# not wire_bad.  Nothing else in this run may be stale: every daemon and
+# the injector only ever send in their current sessions.
 T=multi-wire-inject
 # shellcheck source=tests/multi/common.sh
 . "$(dirname "$0")/common.sh"
@@ -24,6 +34,8 @@ done
 NODES_SYNC_TIMEOUT_MS=20000 nodes_sync_wait inject-sent || { cat "$NODES_TMP/logs/inject.log" >&2; t_fail "injector failed"; }
 want=$(sed -n 's/^sent \([0-9]*\) counted$/\1/p' "$NODES_TMP/logs/inject.log")
 [ -n "$want" ] || t_fail "the injector did not say what it sent"
+want_stale=$(sed -n 's/^sent \([0-9]*\) stale$/\1/p' "$NODES_TMP/logs/inject.log")
+[ "$want_stale" = 1 ] || t_fail "the injector did not send its one stale message"
 [ "$(nodes_peer_state 1 2)" = up ] || t_fail "node 1 does not see the injector as up"
 end=$(( $(nodes_now_ms) + 10000 ))
 while bad=$(nodes_stat 1 .daemon.wire_bad); [ "$bad" -lt "$want" ]; do
@@ -31,9 +43,16 @@ while bad=$(nodes_stat 1 .daemon.wire_bad); [ "$bad" -lt "$want" ]; do
   sleep 0.05
 done
 sleep 0.5
+while stale=$(nodes_stat 1 .daemon.wire_stale); [ "$stale" -lt "$want_stale" ]; do
+  [ "$(nodes_now_ms)" -lt "$end" ] || t_fail "wire_stale $stale of the $want_stale stale messages"
+  sleep 0.05
+done
+sleep 0.5
 bad=$(nodes_stat 1 .daemon.wire_bad)
-t_note "node 1: wire_bad $bad after $want malformed messages"
+stale=$(nodes_stat 1 .daemon.wire_stale)
+t_note "node 1: wire_bad $bad after $want malformed messages, wire_stale $stale after $want_stale"
 [ "$bad" = "$want" ] || t_fail "wire_bad $bad, expected exactly $want"
+[ "$stale" = "$want_stale" ] || t_fail "wire_stale $stale, expected exactly $want_stale"
 nodes_sync_post oversize
 NODES_SYNC_TIMEOUT_MS=10000 nodes_sync_wait oversize-sent ||
   { cat "$NODES_TMP/logs/inject.log" >&2; t_fail "the injector did not send the oversized message"; }
@@ -54,5 +73,8 @@ nodes_sync_post inject-exit
 wait $inj || { cat "$NODES_TMP/logs/inject.log" >&2; t_fail "the injector failed"; }
 b2=$(nodes_stat 2 .daemon.wire_bad)
 [ "$b2" = 0 ] || t_fail "node 2 counted $b2 bad messages (it was sent none)"
+s1=$(nodes_stat 1 .daemon.wire_stale) s2=$(nodes_stat 2 .daemon.wire_stale)
+[ "$s1" = "$want_stale" ] && [ "$s2" = 0 ] ||
+  t_fail "wire_stale: node 1 $s1 (want $want_stale), node 2 $s2 (want 0)"
 t_daemons_alive
 t_note "malformed messages counted and dropped; real traffic unaffected: ok"

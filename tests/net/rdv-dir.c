@@ -6,8 +6,10 @@
  * not the start order) open endpoints on 127.0.0.10..12, publish through
  * the directory, and then every node sends one wire message to every
  * other (t_mesh_run), which fails unless all three tables agree.  Then the
- * error paths: timeout naming the count, more files than N (stale files),
- * a malformed file, bad specs and names.
+ * error paths: the dead children's files are stale and ignored (timeout
+ * naming them), more live files than N, timeout naming the count, a
+ * malformed file, bad specs and names.  Restarts and dir:PATH without N:
+ * rdv-dir-restart.c.
  */
 #include "net-common.h"
 
@@ -94,10 +96,18 @@ int main(void)
 		t_wait_child(pids[i], names[i]);
 	fprintf(stderr, "%s: 3-node rendezvous and mesh exchange ok\n", t_name);
 
-	/* More files than N: a fourth node in the same directory. */
+	/* The three children are gone: their files are stale (dead pids on
+	 * this boot), so a fourth node waits for 3 live ones and says which
+	 * files it ignored. */
 	snprintf(spec, sizeof(spec), "dir:%s:3", dir);
 	int r = run_alone(spec, "zz", err, sizeof(err));
-	T_ASSERT(r == -EEXIST && strstr(err, "4 nodes"), "stale/extra files: %d %s", r, err);
+	T_ASSERT(r == -ETIMEDOUT && strstr(err, "1 of 3") && strstr(err, "stale") &&
+			 strstr(err, "n-a, n-b, n-c"),
+		 "stale files ignored: %d %s", r, err);
+	/* More live files than N: zz (this process, alive) and yy. */
+	snprintf(spec, sizeof(spec), "dir:%s:1", dir);
+	r = run_alone(spec, "yy", err, sizeof(err));
+	T_ASSERT(r == -EEXIST && strstr(err, "2 live nodes"), "extra live files: %d %s", r, err);
 
 	char d2[] = "/tmp/shf-rdv-dir-XXXXXX";
 	T_ASSERT(mkdtemp(d2), "mkdtemp");
@@ -112,17 +122,25 @@ int main(void)
 	snprintf(fn, sizeof(fn), "%s/broken.addr", d2);
 	FILE *fp = fopen(fn, "w");
 	T_ASSERT(fp, "fopen");
-	fputs("shuffle-rdv 1 broken 12zz\n", fp);
+	fputs("shuffle-rdv 2 broken 12zz 0000000000000001 1 - 0 0\n", fp);
 	fclose(fp);
 	r = run_alone(spec, "lonely", err, sizeof(err));
 	T_ASSERT(r == -EBADMSG && strstr(err, "broken"), "malformed: %d %s", r, err);
 	rm_dir(d2);
 
 	/* Bad specs and names. */
-	T_ASSERT(run_alone("dir:/tmp", "x", err, sizeof(err)) == -EINVAL, "no count");
+	T_ASSERT(run_alone("dir:", "x", err, sizeof(err)) == -EINVAL, "no path");
+	T_ASSERT(run_alone("dir:/tmp:", "x", err, sizeof(err)) == -EINVAL, "empty count");
 	T_ASSERT(run_alone("dir:/tmp:0", "x", err, sizeof(err)) == -EINVAL, "count 0");
-	T_ASSERT(run_alone("dir:/tmp:3x", "x", err, sizeof(err)) == -EINVAL, "count junk");
+	T_ASSERT(run_alone("dir:/tmp:1048577", "x", err, sizeof(err)) == -EINVAL, "count > max");
+	T_ASSERT(run_alone("dir:/tmp:99999999999999999999", "x", err, sizeof(err)) == -EINVAL,
+		 "count overflow");
 	T_ASSERT(run_alone("dir::3", "x", err, sizeof(err)) == -EINVAL, "empty path");
+	T_ASSERT(shd_rdv_spec_check("dir:/tmp:1048576", err, sizeof(err)) == 0, "max count");
+	/* not all digits after the last ':': part of PATH, no N */
+	T_ASSERT(shd_rdv_spec_check("dir:/tmp:3x", err, sizeof(err)) == 0, "PATH with ':'");
+	T_ASSERT(run_alone("dir:/nonexistent-shf:3x", "x", err, sizeof(err)) == -ENOENT,
+		 "no-N missing directory: %s", err);
 	T_ASSERT(run_alone("dir:/tmp:2", "../x", err, sizeof(err)) == -EINVAL, "name with /");
 	T_ASSERT(run_alone("dir:/tmp:2", ".hidden", err, sizeof(err)) == -EINVAL, "dot name");
 	T_ASSERT(run_alone("nonsense", "x", err, sizeof(err)) == -EINVAL && strstr(err, "unknown"),

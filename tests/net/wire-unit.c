@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/net/wire-unit.c - proto/wire: byte layout, round trip of every
- * kind, and rejection of each malformed field.
+ * kind, and rejection of each malformed field.  Wire version 2: a 32-byte
+ * common header whose session tags (offsets 16 and 24) are written by
+ * shf_wire_stamp(), decoded by shf_wire_check() and never judged by it.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +30,11 @@ static int failures;
 #define SRC 2u
 #define DST 1u
 #define MAX_MSG 4096u
+#define B SHF_WIRE_BATCH_HDR /* 56: where a batch's records start */
+
+/* Session tags used below: arbitrary, with every byte distinct. */
+#define TAG_S UINT64_C(0x0123456789abcdef)
+#define TAG_D UINT64_C(0xfedcba9876543210)
 
 /* Check buf as node DST of NODES; the result code. */
 static int chk(const void *buf, size_t n, struct shf_wire_hdr *h)
@@ -92,21 +100,50 @@ static void test_golden_ack(void)
 {
 	uint8_t b[64];
 	struct shf_wire_ack a = {UINT64_C(0x1122334455667788), 8, 3};
+	memset(b, 0xee, sizeof(b)); /* the encoder must write every byte */
 	long n = shf_wire_enc_ack(b, sizeof(b), SRC, DST, &a);
-	static const uint8_t want[32] = {
-		'S',  'H',  'F',  'W',  1,    0,    2,    0,    /* magic, version, kind */
+	static const uint8_t want[48] = {
+		'S',  'H',  'F',  'W',  2,    0,    2,    0,    /* magic, version 2, kind */
 		2,    0,    0,    0,    1,    0,    0,    0,    /* src 2, dst 1 */
+		0,    0,    0,    0,    0,    0,    0,    0,    /* src_session: encoders 0 */
+		0,    0,    0,    0,    0,    0,    0,    0,    /* dst_session: encoders 0 */
 		0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, /* acked_seq */
 		8,    0,    0,    0,    3,    0,    0,    0,    /* window, dropped */
 	};
-	CHECK(n == 32 && !memcmp(b, want, 32), "ack bytes (n=%ld)", n);
+	CHECK(n == 48 && !memcmp(b, want, 48), "ack bytes (n=%ld)", n);
+	CHECK(b[48] == 0xee, "the encoder wrote past the message");
+	struct shf_wire_hdr h;
+	CHECK(chk(b, (size_t)n, &h) == 0 && h.src_session == 0 && h.dst_session == 0,
+	      "unstamped tags decode as 0 (and are not judged)");
+
+	/* stamped: the tags land at 16 and 24, little-endian, nothing else moves */
+	shf_wire_stamp(b, TAG_S, TAG_D);
+	static const uint8_t tags[16] = {
+		0xef, 0xcd, 0xab, 0x89, 0x67, 0x45, 0x23, 0x01, /* src_session */
+		0x10, 0x32, 0x54, 0x76, 0x98, 0xba, 0xdc, 0xfe, /* dst_session */
+	};
+	CHECK(!memcmp(b, want, 16) && !memcmp(b + 16, tags, 16) && !memcmp(b + 32, want + 32, 16) &&
+		      b[48] == 0xee,
+	      "stamped ack bytes");
+	CHECK(chk(b, (size_t)n, &h) == 0 && h.src_session == TAG_S && h.dst_session == TAG_D &&
+		      h.u.ack.acked_seq == a.acked_seq && h.u.ack.window == 8 && h.u.ack.dropped == 3,
+	      "stamped ack decodes its tags and body");
+	/* restamping overwrites; the checker takes any tags (the peer protocol
+	 * judges them) */
+	shf_wire_stamp(b, 0, ~(uint64_t)0);
+	CHECK(chk(b, (size_t)n, &h) == 0 && h.src_session == 0 && h.dst_session == ~(uint64_t)0,
+	      "tags 0 and ~0 pass the check");
+	shf_wire_stamp(b, 0, 0);
+	CHECK(!memcmp(b, want, 48), "stamp(0, 0) gives the encoder's bytes back");
 }
 
 static void test_batch(void)
 {
 	uint8_t buf[1024];
 	struct shf_wire_batch_enc e;
-	CHECK(shf_wire_batch_begin(&e, buf, 40, SRC, DST, 77) == -ENOBUFS, "tiny buffer");
+	CHECK(shf_wire_batch_begin(&e, buf, B, SRC, DST, 77) == -ENOBUFS, "tiny buffer");
+	CHECK(shf_wire_batch_begin(&e, buf, B + SHF_WIRE_REC_HDR - 1, SRC, DST, 77) == -ENOBUFS,
+	      "no room for one empty record");
 	CHECK(shf_wire_batch_begin(&e, buf, sizeof(buf), SRC, DST, 77) == 0, "begin");
 	CHECK(shf_wire_batch_end(&e, 5) == 0, "empty batch is not a message");
 	const char *p1 = "hello";
@@ -121,16 +158,34 @@ static void test_batch(void)
 	CHECK(!shf_wire_batch_fits(&e, 2000) && shf_wire_batch_put(&e, 1, 1, 1, buf, 2000) == -ENOSPC,
 	      "does not fit");
 	size_t n = shf_wire_batch_end(&e, 42);
-	size_t want = 40 + shf_wire_rec_bytes(5) + shf_wire_rec_bytes(0) + shf_wire_rec_bytes(16);
-	CHECK(n == want && n == 40 + 24 + 16 + 32, "batch length %zu, want %zu", n, want);
+	size_t want = B + shf_wire_rec_bytes(5) + shf_wire_rec_bytes(0) + shf_wire_rec_bytes(16);
+	CHECK(n == want && n == 56 + 24 + 16 + 32, "batch length %zu, want %zu", n, want);
+	CHECK(shf_wire_get64(buf + 32) == 42 && shf_wire_get64(buf + 40) == 77 &&
+		      shf_wire_get32(buf + 48) == 3 && shf_wire_get32(buf + 52) == n - B,
+	      "batch body at 32..55");
 
 	struct shf_wire_hdr h;
 	CHECK(chk(buf, n, &h) == 0, "check");
-	CHECK(h.kind == SHF_WIRE_BATCH && h.src_node == SRC && h.dst_node == DST && h.len == n,
+	CHECK(h.kind == SHF_WIRE_BATCH && h.src_node == SRC && h.dst_node == DST && h.len == n &&
+		      h.version == SHF_WIRE_VERSION && h.src_session == 0 && h.dst_session == 0,
 	      "header");
 	CHECK(h.u.batch.seq == 42 && h.u.batch.job_hash == 77 && h.u.batch.count == 3 &&
-		      h.u.batch.bytes == n - 40,
+		      h.u.batch.bytes == n - B,
 	      "batch fields");
+	/* a stamped batch: same fields and records, the tags decoded */
+	{
+		uint8_t b2[1024];
+		struct shf_wire_hdr h2;
+		memcpy(b2, buf, n);
+		shf_wire_stamp(b2, TAG_S, TAG_D);
+		CHECK(!memcmp(b2 + 32, buf + 32, n - 32) && shf_wire_get64(b2 + 16) == TAG_S &&
+			      shf_wire_get64(b2 + 24) == TAG_D,
+		      "stamp writes bytes 16..31 only");
+		CHECK(chk(b2, n, &h2) == 0 && h2.src_session == TAG_S && h2.dst_session == TAG_D &&
+			      h2.u.batch.seq == 42 && h2.u.batch.count == 3 &&
+			      shf_wire_batch_verify(b2, &h2, MAX_MSG) == 0,
+		      "stamped batch");
+	}
 	struct shf_wire_iter it;
 	struct shf_wire_rec r;
 	shf_wire_iter_init(&it, buf, &h, MAX_MSG);
@@ -148,19 +203,25 @@ static void test_batch(void)
 
 	/* header field corruption */
 	CHECK(chk_patched32(buf, n, 0, 0x12345678) == -EPROTO, "magic");
-	CHECK(chk_patched8(buf, n, 4, 2) == -EPROTO, "version");
+	CHECK(chk_patched8(buf, n, 4, 1) == -EPROTO, "version 1 (16-byte header)");
+	CHECK(chk_patched8(buf, n, 4, SHF_WIRE_VERSION + 1) == -EPROTO, "version 3");
 	CHECK(chk_patched8(buf, n, 6, 0) == -EBADMSG, "kind 0");
 	CHECK(chk_patched8(buf, n, 6, SHF_WIRE_KIND_MAX) == -EBADMSG, "kind max");
 	CHECK(chk_patched32(buf, n, 8, NODES) == -EBADMSG, "src out of range");
 	CHECK(chk_patched32(buf, n, 8, DST) == -EBADMSG, "src == dst");
 	CHECK(chk_patched32(buf, n, 12, 0) == -EBADMSG, "not for me");
-	CHECK(chk_patched64(buf, n, 16, 0) == -EBADMSG, "seq 0");
-	CHECK(chk_patched32(buf, n, 32, 0) == -EBADMSG, "count 0");
-	CHECK(chk_patched32(buf, n, 36, (uint32_t)(n - 40 + 8)) == -EBADMSG, "bytes too big");
-	CHECK(chk_patched32(buf, n, 36, (uint32_t)(n - 40 - 8)) == -EBADMSG, "bytes too small");
-	CHECK(chk_patched32(buf, n, 32, (uint32_t)(n - 40) / 16 + 1) == -EBADMSG,
+	CHECK(chk_patched64(buf, n, 16, 0) == 0 && chk_patched64(buf, n, 24, ~(uint64_t)0) == 0,
+	      "session tags are not judged by the check");
+	CHECK(chk_patched64(buf, n, 32, 0) == -EBADMSG, "seq 0");
+	CHECK(chk_patched32(buf, n, 48, 0) == -EBADMSG, "count 0");
+	CHECK(chk_patched32(buf, n, 52, (uint32_t)(n - B + 8)) == -EBADMSG, "bytes too big");
+	CHECK(chk_patched32(buf, n, 52, (uint32_t)(n - B - 8)) == -EBADMSG, "bytes too small");
+	CHECK(chk_patched32(buf, n, 48, (uint32_t)(n - B) / 16 + 1) == -EBADMSG,
 	      "count cannot fit in bytes");
-	CHECK(chk(buf, n - 8, NULL) == -EBADMSG && chk(buf, 15, NULL) == -EBADMSG, "truncated");
+	CHECK(chk(buf, n - 8, NULL) == -EBADMSG && chk(buf, 15, NULL) == -EBADMSG &&
+		      chk(buf, SHF_WIRE_HDR - 1, NULL) == -EBADMSG &&
+		      chk(buf, SHF_WIRE_HDR, NULL) == -EBADMSG && chk(buf, B, NULL) == -EBADMSG,
+	      "truncated");
 	CHECK(chk(buf, 0, NULL) == -EBADMSG, "empty");
 
 	/* record corruption: each must stop the iterator */
@@ -169,13 +230,13 @@ static void test_batch(void)
 		uint32_t v;
 		const char *what;
 	} recbad[] = {
-		{40 + 0, (uint32_t)-1, "negative dst"},
-		{40 + 4, SHF_WORLD_MAX, "src too big"},
-		{40 + 12, 9, "len one past its padding: later records misparse"},
-		{40 + 12, 100000, "len > max_msg"},
-		{40 + 12, 4000, "len beyond the batch"},
-		{32, 2, "count smaller than records"},
-		{32, 4, "count larger than records"},
+		{B + 0, (uint32_t)-1, "negative dst"},
+		{B + 4, SHF_WORLD_MAX, "src too big"},
+		{B + 12, 9, "len one past its padding: later records misparse"},
+		{B + 12, 100000, "len > max_msg"},
+		{B + 12, 4000, "len beyond the batch"},
+		{48, 2, "count smaller than records"},
+		{48, 4, "count larger than records"},
 	};
 	for (size_t i = 0; i < sizeof(recbad) / sizeof(recbad[0]); i++) {
 		uint8_t b2[1024];
@@ -191,7 +252,7 @@ static void test_batch(void)
 	{
 		uint8_t b2[1024];
 		memcpy(b2, buf, n);
-		b2[40 + 16 + 6] = 1;
+		b2[B + 16 + 6] = 1;
 		struct shf_wire_hdr h2;
 		CHECK(chk(b2, n, &h2) == 0 && shf_wire_batch_verify(b2, &h2, MAX_MSG) == -EBADMSG,
 		      "padding must be zero");
@@ -200,7 +261,7 @@ static void test_batch(void)
 	{
 		uint8_t b2[1024];
 		memcpy(b2, buf, n);
-		shf_wire_put32(b2 + 40 + 24 + 0, (uint32_t)-5); /* record 2 dst */
+		shf_wire_put32(b2 + B + 24 + 0, (uint32_t)-5); /* record 2 dst */
 		struct shf_wire_hdr h2;
 		CHECK(chk(b2, n, &h2) == 0, "header still fine");
 		shf_wire_iter_init(&it, b2, &h2, MAX_MSG);
@@ -217,7 +278,7 @@ static void test_batch(void)
 	}
 	/* a full batch: fill to the byte */
 	{
-		uint8_t big[40 + 16 * 4];
+		uint8_t big[B + 16 * 4];
 		CHECK(shf_wire_batch_begin(&e, big, sizeof(big), SRC, DST, 1) == 0, "begin");
 		int k = 0;
 		while (shf_wire_batch_add(&e, 1, 2, 3, 0))
@@ -242,7 +303,7 @@ static void test_small_kinds(void)
 		      h.u.ack.acked_seq == 9 && h.u.ack.window == 16 && h.u.ack.dropped == 2,
 	      "ack round trip");
 	CHECK(chk(b, (size_t)n + 1, NULL) == -EBADMSG, "ack with a trailing byte");
-	CHECK(shf_wire_enc_ack(b, 31, SRC, DST, &a) == -ENOBUFS, "ack cap");
+	CHECK(shf_wire_enc_ack(b, SHF_WIRE_ACK_BYTES - 1, SRC, DST, &a) == -ENOBUFS, "ack cap");
 	a.window = SHF_WIRE_WINDOW_MAX + 1;
 	CHECK(shf_wire_enc_ack(b, sizeof(b), SRC, DST, &a) == -EINVAL, "ack window");
 	CHECK(shf_wire_enc_ack(b, sizeof(b), SRC, SRC, &a) == -EINVAL, "to myself");
@@ -305,7 +366,12 @@ static void test_join(void)
 	snprintf(j.name, sizeof(j.name), "job.42");
 	struct shf_wire_range rg[3] = {{0, 4}, {10, 1}, {60, 4}};
 	long n = shf_wire_enc_join(b, sizeof(b), SRC, DST, &j, rg, 3);
-	CHECK(n == (long)shf_wire_join_bytes(3) && n == 104 + 24, "join length %ld", n);
+	CHECK(n == (long)shf_wire_join_bytes(3) && n == 120 + 24, "join length %ld", n);
+	CHECK(shf_wire_get64(b + 32) == shf_wire_job_hash("job.42") && shf_wire_get32(b + 40) == 64 &&
+		      shf_wire_get32(b + 44) == 3 && shf_wire_get32(b + 48) == 1000 &&
+		      !strcmp((const char *)b + 56, "job.42") && shf_wire_get32(b + 120) == 0 &&
+		      shf_wire_get32(b + 124) == 4,
+	      "join body at 32..119, ranges from 120");
 	CHECK(chk(b, (size_t)n, &h) == 0, "join checks");
 	CHECK(h.kind == SHF_WIRE_JOB_JOIN && h.u.join.world == 64 && h.u.join.uid == 1000 &&
 		      h.u.join.nranges == 3 && !strcmp(h.u.join.name, "job.42") &&
@@ -315,7 +381,7 @@ static void test_join(void)
 		struct shf_wire_range r = shf_wire_join_range(&h.u.join, i);
 		CHECK(r.first == rg[i].first && r.count == rg[i].count, "range %u", i);
 	}
-	CHECK(shf_wire_enc_join(b, 100, SRC, DST, &j, rg, 3) == -ENOBUFS, "join cap");
+	CHECK(shf_wire_enc_join(b, (size_t)n - 1, SRC, DST, &j, rg, 3) == -ENOBUFS, "join cap");
 
 	/* encoder refuses what the checker would refuse */
 	struct shf_wire_range overlap[2] = {{0, 4}, {3, 2}};
@@ -340,12 +406,87 @@ static void test_join(void)
 
 	/* raw corruption of a good join */
 	n = shf_wire_enc_join(b, sizeof(b), SRC, DST, &j, rg, 3);
-	CHECK(chk_patched64(b, (size_t)n, 16, 1) == -EBADMSG, "hash mismatch");
-	CHECK(chk_patched32(b, (size_t)n, 28, 2) == -EBADMSG, "nranges vs length");
-	CHECK(chk_patched32(b, (size_t)n, 36, 1) == -EBADMSG, "flags");
-	CHECK(chk_patched8(b, (size_t)n, 40 + 63, 'x') == -EBADMSG, "name not terminated");
-	CHECK(chk_patched8(b, (size_t)n, 40 + 10, 'x') == -EBADMSG, "junk after the NUL");
+	CHECK(chk_patched64(b, (size_t)n, 32, 1) == -EBADMSG, "hash mismatch");
+	CHECK(chk_patched32(b, (size_t)n, 44, 2) == -EBADMSG, "nranges vs length");
+	CHECK(chk_patched32(b, (size_t)n, 52, 1) == -EBADMSG, "flags");
+	CHECK(chk_patched8(b, (size_t)n, 56 + 63, 'x') == -EBADMSG, "name not terminated");
+	CHECK(chk_patched8(b, (size_t)n, 56 + 10, 'x') == -EBADMSG, "junk after the NUL");
 	CHECK(chk(b, (size_t)n - 8, NULL) == -EBADMSG, "truncated join");
+}
+
+/* Every kind: the encoders leave both tags 0; stamped, it still checks, its
+ * tags decode, and nothing but bytes 16..31 changed. */
+static void stamp_round_trip(uint8_t *b, long n, unsigned kind, const char *what)
+{
+	struct shf_wire_hdr h0, h1;
+	uint8_t before[512];
+	CHECK(n >= (long)SHF_WIRE_HDR && (size_t)n <= sizeof(before), "%s: length %ld", what, n);
+	if (n < (long)SHF_WIRE_HDR || (size_t)n > sizeof(before))
+		return;
+	memcpy(before, b, (size_t)n);
+	CHECK(shf_wire_get64(b + 16) == 0 && shf_wire_get64(b + 24) == 0, "%s: encoder tags", what);
+	CHECK(chk(b, (size_t)n, &h0) == 0 && h0.kind == kind && h0.src_session == 0 &&
+		      h0.dst_session == 0,
+	      "%s: unstamped", what);
+	shf_wire_stamp(b, TAG_S + kind, TAG_D - kind);
+	CHECK(!memcmp(b, before, 16) && !memcmp(b + 32, before + 32, (size_t)n - 32),
+	      "%s: stamp wrote outside 16..31", what);
+	CHECK(chk(b, (size_t)n, &h1) == 0 && h1.kind == kind && h1.len == (uint32_t)n &&
+		      h1.src_node == SRC && h1.dst_node == DST && h1.src_session == TAG_S + kind &&
+		      h1.dst_session == TAG_D - kind,
+	      "%s: stamped", what);
+	/* a heartbeat's first probe: our tag, theirs not known yet */
+	shf_wire_stamp(b, TAG_S, 0);
+	CHECK(chk(b, (size_t)n, &h1) == 0 && h1.src_session == TAG_S && h1.dst_session == 0,
+	      "%s: stamped (s, 0)", what);
+	/* truncating into the tags is a short message whatever the tags */
+	CHECK(chk(b, 24, NULL) == -EBADMSG && chk(b, SHF_WIRE_HDR - 1, NULL) == -EBADMSG,
+	      "%s: cut in the tags", what);
+}
+
+static void test_stamp(void)
+{
+	_Static_assert(offsetof(struct shf_wire_raw_hdr, src_session) == 16 &&
+			       offsetof(struct shf_wire_raw_hdr, dst_session) == 24 &&
+			       sizeof(struct shf_wire_raw_hdr) == 32 && SHF_WIRE_HDR == 32,
+		       "v2 common header");
+	_Static_assert(SHF_WIRE_VERSION == 2 && SHF_WIRE_BATCH_HDR == 56 &&
+			       SHF_WIRE_ACK_BYTES == 48 && SHF_WIRE_HEARTBEAT_BYTES == 48 &&
+			       SHF_WIRE_JOIN_FIXED == 120 && SHF_WIRE_LEAVE_BYTES == 48 &&
+			       SHF_WIRE_EPOCH_BYTES == 56 && SHF_WIRE_DROP_BYTES == 64,
+		       "v2 sizes");
+	uint8_t b[512];
+	struct shf_wire_batch_enc e;
+	CHECK(shf_wire_batch_begin(&e, b, sizeof(b), SRC, DST, 5) == 0 &&
+		      shf_wire_batch_put(&e, 1, 2, 3, "xyz", 3) == 0,
+	      "batch");
+	stamp_round_trip(b, (long)shf_wire_batch_end(&e, 1), SHF_WIRE_BATCH, "batch");
+	struct shf_wire_ack a = {1, 2, 3};
+	stamp_round_trip(b, shf_wire_enc_ack(b, sizeof(b), SRC, DST, &a), SHF_WIRE_ACK, "ack");
+	struct shf_wire_heartbeat hb = {1, 2};
+	stamp_round_trip(b, shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb),
+			 SHF_WIRE_HEARTBEAT, "heartbeat");
+	CHECK(shf_wire_get64(b + 32) == 1 && shf_wire_get64(b + 40) == 2, "heartbeat body at 32");
+	struct shf_wire_join j = {.world = 4, .uid = 1};
+	snprintf(j.name, sizeof(j.name), "j");
+	struct shf_wire_range rg[1] = {{0, 4}};
+	stamp_round_trip(b, shf_wire_enc_join(b, sizeof(b), SRC, DST, &j, rg, 1), SHF_WIRE_JOB_JOIN,
+			 "join");
+	struct shf_wire_leave l = {7, 1, 0};
+	stamp_round_trip(b, shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l), SHF_WIRE_JOB_LEAVE,
+			 "leave");
+	CHECK(shf_wire_get64(b + 32) == 7 && shf_wire_get32(b + 40) == 1, "leave body at 32");
+	struct shf_wire_epoch ep = {8, 9, SHF_WIRE_EPOCH_PLACED, 1};
+	stamp_round_trip(b, shf_wire_enc_epoch(b, sizeof(b), SRC, DST, &ep), SHF_WIRE_EPOCH,
+			 "epoch");
+	CHECK(shf_wire_get64(b + 32) == 8 && shf_wire_get64(b + 40) == 9 &&
+		      shf_wire_get32(b + 48) == SHF_WIRE_EPOCH_PLACED && shf_wire_get32(b + 52) == 1,
+	      "epoch body at 32");
+	struct shf_wire_drop d = {10, 11, 1, 2, 3, -ESRCH};
+	stamp_round_trip(b, shf_wire_enc_drop(b, sizeof(b), SRC, DST, &d), SHF_WIRE_DROP, "drop");
+	CHECK(shf_wire_get64(b + 32) == 10 && shf_wire_get64(b + 40) == 11 &&
+		      shf_wire_get32(b + 56) == 3 && (int32_t)shf_wire_get32(b + 60) == -ESRCH,
+	      "drop body at 32");
 }
 
 int main(void)
@@ -355,6 +496,7 @@ int main(void)
 	test_batch();
 	test_small_kinds();
 	test_join();
+	test_stamp();
 	if (failures) {
 		fprintf(stderr, "wire-unit: %d failures\n", failures);
 		return 1;

@@ -19,6 +19,7 @@ struct shd_fabric {
 	size_t buf_bytes;
 	bool inserted[FAKE_MAX_NODES];
 	bool removed[FAKE_MAX_NODES];
+	uint32_t removals[FAKE_MAX_NODES];
 	uint32_t mr_regions;
 };
 
@@ -47,6 +48,7 @@ static struct {
 	bool eagain, queued;
 	uint64_t n_failed, n_eagain, n_unreachable;
 	struct shf_fabric_stats st;
+	uint64_t sess[FAKE_MAX_NODES][2]; /* fake_set_session() */
 } F;
 
 /* ------------------------------------------------------------- test side */
@@ -62,12 +64,20 @@ const struct fake_send *fake_send_at(size_t i)
 	return &F.sends[i];
 }
 
+static bool send_is(const struct fake_send *s, uint32_t node, unsigned kind)
+{
+	if (node != FAKE_ANY_NODE && s->node != node)
+		return false;
+	if (kind == FAKE_NO_HEARTBEAT)
+		return s->kind != SHF_WIRE_HEARTBEAT;
+	return kind == FAKE_ANY_KIND || s->kind == kind;
+}
+
 size_t fake_count(uint32_t node, unsigned kind)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < F.n_sends; i++)
-		if ((node == FAKE_ANY_NODE || F.sends[i].node == node) &&
-		    (kind == FAKE_ANY_KIND || F.sends[i].kind == kind))
+		if (send_is(&F.sends[i], node, kind))
 			n++;
 	return n;
 }
@@ -75,8 +85,7 @@ size_t fake_count(uint32_t node, unsigned kind)
 long fake_find(uint32_t node, unsigned kind, size_t k)
 {
 	for (size_t i = 0; i < F.n_sends; i++)
-		if ((node == FAKE_ANY_NODE || F.sends[i].node == node) &&
-		    (kind == FAKE_ANY_KIND || F.sends[i].kind == kind) && k-- == 0)
+		if (send_is(&F.sends[i], node, kind) && k-- == 0)
 			return (long)i;
 	return -1;
 }
@@ -202,12 +211,42 @@ static int deliver_recv(uint32_t node, uint8_t *b, size_t len)
 	return r;
 }
 
+void fake_set_session(uint32_t node, uint64_t src_session, uint64_t dst_session)
+{
+	CHECK(node < FAKE_MAX_NODES);
+	F.sess[node][0] = src_session;
+	F.sess[node][1] = dst_session;
+}
+
+/* The receive buffer of a message from node, stamped with node's session
+ * when it carries none (a message shorter than a header stays as it is:
+ * the receiver must reject it). */
+static uint8_t *stamped(uint32_t node, const void *buf, size_t len)
+{
+	uint8_t *b = recv_buf(buf, len);
+	if (node < FAKE_MAX_NODES && len >= SHF_WIRE_HDR && shf_wire_get64(b + 16) == 0 &&
+	    shf_wire_get64(b + 24) == 0 && (F.sess[node][0] || F.sess[node][1]))
+		shf_wire_stamp(b, F.sess[node][0], F.sess[node][1]);
+	return b;
+}
+
 int fake_inject_now(uint32_t node, const void *buf, size_t len)
+{
+	return deliver_recv(node, stamped(node, buf, len), len);
+}
+
+void fake_inject(uint32_t node, const void *buf, size_t len)
+{
+	push_ev((struct fake_ev){.kind = FEV_RECV, .node = node, .buf = stamped(node, buf, len),
+				 .len = len});
+}
+
+int fake_inject_raw_now(uint32_t node, const void *buf, size_t len)
 {
 	return deliver_recv(node, recv_buf(buf, len), len);
 }
 
-void fake_inject(uint32_t node, const void *buf, size_t len)
+void fake_inject_raw(uint32_t node, const void *buf, size_t len)
 {
 	push_ev((struct fake_ev){.kind = FEV_RECV, .node = node, .buf = recv_buf(buf, len),
 				 .len = len});
@@ -221,6 +260,11 @@ size_t fake_n_queued(void)
 bool fake_node_removed(uint32_t node)
 {
 	return F.f && node < FAKE_MAX_NODES && F.f->removed[node];
+}
+
+uint32_t fake_removals(uint32_t node)
+{
+	return F.f && node < FAKE_MAX_NODES ? F.f->removals[node] : 0;
 }
 
 uint32_t fake_mr_regions(void)
@@ -319,6 +363,7 @@ int shd_fabric_remove(struct shd_fabric *f, uint32_t node)
 		return -EINVAL;
 	f->inserted[node] = false;
 	f->removed[node] = true;
+	f->removals[node]++;
 	return 0;
 }
 
@@ -361,6 +406,8 @@ static int do_send(struct shd_fabric *f, enum fake_which which, uint32_t node, c
 	CHECK(s->bytes);
 	memcpy(s->bytes, buf, len);
 	s->kind = shf_wire_get16(s->bytes + 6);
+	s->src_session = shf_wire_get64(s->bytes + 16);
+	s->dst_session = shf_wire_get64(s->bytes + 24);
 	F.st.sends++;
 	return which == FAKE_BATCH && F.queued ? 1 : 0;
 }

@@ -15,6 +15,12 @@
  *     that keeps pointers into it is caught).
  * Sends to a node removed with shd_fabric_remove() fail with -EHOSTUNREACH
  * (counted, not recorded), as the real endpoint does.
+ *
+ * Sessions (wire version 2): every message injected from a node whose two
+ * session tags are zero (as the encoders leave them) is stamped with the
+ * tags set for that node by fake_set_session(), as the peer's daemon would
+ * stamp it; the *_raw injections deliver a message exactly as given (a
+ * test's own tags: stale or forged ones).
  */
 #ifndef SHF_TESTS_NETUNIT_FAKE_FABRIC_H
 #define SHF_TESTS_NETUNIT_FAKE_FABRIC_H
@@ -27,6 +33,9 @@
 
 #define FAKE_ANY_NODE UINT32_MAX
 #define FAKE_ANY_KIND 0
+/* a pseudo-kind for fake_count/fake_find: any kind but HEARTBEAT (the
+ * handshake and the liveness traffic, which come and go with the clock) */
+#define FAKE_NO_HEARTBEAT 0x10000u
 
 /* Which calls a scripted failure counts. */
 enum fake_which {
@@ -41,6 +50,7 @@ struct fake_send {
 	uint16_t kind;  /* wire kind from the message header */
 	bool small;     /* through shd_fabric_send_small() */
 	bool done;      /* its completion was delivered or queued */
+	uint64_t src_session, dst_session; /* its session tags, as sent */
 	void *ctx;
 	uint8_t *bytes; /* a copy of the message */
 };
@@ -48,7 +58,8 @@ struct fake_send {
 /* Accepted sends so far, in call order. */
 size_t fake_n_sends(void);
 const struct fake_send *fake_send_at(size_t i);
-/* Accepted sends to node (FAKE_ANY_NODE: any) of wire kind (FAKE_ANY_KIND: any). */
+/* Accepted sends to node (FAKE_ANY_NODE: any) of wire kind (FAKE_ANY_KIND:
+ * any; FAKE_NO_HEARTBEAT: any but HEARTBEAT). */
 size_t fake_count(uint32_t node, unsigned kind);
 /* Index of the k-th (0-based) such send, or -1. */
 long fake_find(uint32_t node, unsigned kind, size_t k);
@@ -79,10 +90,19 @@ void fake_complete_all_now(int status);
  * next progress. */
 int fake_inject_now(uint32_t node, const void *buf, size_t len);
 void fake_inject(uint32_t node, const void *buf, size_t len);
+/* The same, never stamped (see above). */
+int fake_inject_raw_now(uint32_t node, const void *buf, size_t len);
+void fake_inject_raw(uint32_t node, const void *buf, size_t len);
+/* Tags stamped into node's zero-tagged injected messages; (0, 0): none. */
+void fake_set_session(uint32_t node, uint64_t src_session, uint64_t dst_session);
 /* Events queued for the next progress. */
 size_t fake_n_queued(void);
 
+/* node is out of the address vector now (removed, not put back) */
 bool fake_node_removed(uint32_t node);
+/* shd_fabric_remove() calls for node so far (a peer carried out is
+ * removed, then put back so that it can rejoin) */
+uint32_t fake_removals(uint32_t node);
 uint32_t fake_mr_regions(void);
 bool fake_is_open(void);
 

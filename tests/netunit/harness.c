@@ -27,6 +27,14 @@ static struct h_opts O;
 static struct h_client *clients[H_MAX_RANKS * 4];
 static unsigned n_clients;
 
+/* the fake peers' sessions */
+static struct {
+	uint64_t tag, dtag;         /* its tag; the daemon's as it knows it */
+	uint64_t old_tag, old_dtag; /* before the last h_restart */
+	uint64_t incarnation;
+} S[H_MAX_NODES];
+static uint64_t tag_gen;
+
 /* ------------------------------------------------------------- fake loop */
 
 enum fl_type { FL_FD, FL_TIMER, FL_DEFER, FL_SIGNAL };
@@ -343,6 +351,11 @@ void h_open(const struct h_opts *o)
 	cfg->peer_credits = o->peer_credits;
 	cfg->max_inflight = o->max_inflight;
 	cfg->linger_us = o->linger_us;
+	if (o->heartbeat_ms)
+		cfg->heartbeat_ms = o->heartbeat_ms;
+	if (o->peer_timeout_ms)
+		cfg->peer_timeout_ms = o->peer_timeout_ms;
+	CHECK(cfg->heartbeat_ms < cfg->peer_timeout_ms);
 	uint32_t cap = SHF_WIRE_BATCH_HDR +
 		       (uint32_t)(o->batch_bytes > shf_wire_rec_bytes(o->max_msg)
 					  ? o->batch_bytes
@@ -366,6 +379,19 @@ void h_open(const struct h_opts *o)
 	CHECKF(fake_mr_regions() == 1, "the batch slab is registered once");
 	fake_bind(&D->net->cb, D->net);
 	h_run(); /* the kick of open */
+	memset(S, 0, sizeof(S));
+	for (uint32_t k = 1; k < o->n_nodes; k++) {
+		/* every peer was probed at once: a heartbeat of the daemon's tag,
+		 * ours unknown */
+		CHECKF(fake_count(k, SHF_WIRE_HEARTBEAT) == 1, "node %u: %zu probes at open", k,
+		       fake_count(k, SHF_WIRE_HEARTBEAT));
+		const struct fake_send *s = fake_send_at((size_t)h_last_send(k, SHF_WIRE_HEARTBEAT));
+		CHECK(s->src_session != 0 && s->dst_session == 0);
+		CHECK(h_peer(k)->state == PEER_UNKNOWN);
+		S[k].incarnation = 0x1c0000000000ull + k;
+		if (!o->manual_up)
+			h_up(k);
+	}
 }
 
 struct shd_net *h_net(void)
@@ -382,6 +408,7 @@ struct shd_peer *h_peer(uint32_t node)
 void h_close(void)
 {
 	shd_net_close(D);
+	memset(S, 0, sizeof(S));
 	CHECK(!fake_is_open());
 	for (unsigned i = 0; i < n_clients; i++) {
 		struct h_client *c = clients[i];
@@ -509,6 +536,104 @@ void h_recv_heartbeat(uint32_t node, uint64_t incarnation)
 	CHECK(n == SHF_WIRE_HEARTBEAT_BYTES);
 	CHECK(fake_inject_now(node, buf, (size_t)n) == 0);
 }
+
+/* ------------------------------------------------------------- sessions */
+
+uint64_t h_new_tag(uint32_t node)
+{
+	return 0x7a60000000000000ull | (uint64_t)node << 32 | ++tag_gen;
+}
+
+uint64_t h_tag(uint32_t node)
+{
+	CHECK(node < H_MAX_NODES);
+	return S[node].tag;
+}
+
+uint64_t h_dtag(uint32_t node)
+{
+	CHECK(node < H_MAX_NODES);
+	return S[node].dtag;
+}
+
+uint64_t h_old_tag(uint32_t node)
+{
+	CHECK(node < H_MAX_NODES);
+	return S[node].old_tag;
+}
+
+uint64_t h_old_dtag(uint32_t node)
+{
+	CHECK(node < H_MAX_NODES);
+	return S[node].old_dtag;
+}
+
+void h_stamp(void *msg, uint64_t src_session, uint64_t dst_session)
+{
+	shf_wire_stamp(msg, src_session, dst_session);
+}
+
+long h_last_send(uint32_t node, unsigned kind)
+{
+	size_t n = fake_count(node, kind);
+	return n ? fake_find(node, kind, n - 1) : -1;
+}
+
+static void set_session(uint32_t node, uint64_t tag, uint64_t dtag)
+{
+	S[node].tag = tag;
+	S[node].dtag = dtag;
+	fake_set_session(node, tag, dtag);
+}
+
+uint64_t h_up(uint32_t node)
+{
+	CHECK(node >= 1 && node < D->net->n_nodes);
+	struct shd_peer *p = h_peer(node);
+	CHECKF(p->state == PEER_UNKNOWN || p->state == PEER_DOWN || p->state == PEER_JOINING,
+	       "h_up(%u): state %d", node, (int)p->state);
+	if (!S[node].tag)
+		set_session(node, h_new_tag(node), 0);
+	if (!S[node].incarnation)
+		S[node].incarnation = 0x1c0000000000ull + node;
+	uint64_t ups = H.peer_up[node];
+	/* 1. its heartbeat: its tag, ours unknown */
+	set_session(node, S[node].tag, 0);
+	size_t hbs = fake_count(node, SHF_WIRE_HEARTBEAT);
+	h_recv_heartbeat(node, S[node].incarnation);
+	CHECKF(p->state == PEER_JOINING, "node %u: state %d after its first heartbeat", node,
+	       (int)p->state);
+	CHECK(p->peer_session == S[node].tag);
+	/* 2. the daemon answers at once with its tag */
+	CHECKF(fake_count(node, SHF_WIRE_HEARTBEAT) == hbs + 1,
+	       "node %u: %zu heartbeats in reply to its first one", node,
+	       fake_count(node, SHF_WIRE_HEARTBEAT) - hbs);
+	struct shf_wire_hdr h;
+	h_decode((size_t)h_last_send(node, SHF_WIRE_HEARTBEAT), &h);
+	CHECKF(h.dst_session == S[node].tag, "node %u: the reply is for tag %llx, not %llx", node,
+	       (unsigned long long)h.dst_session, (unsigned long long)S[node].tag);
+	CHECK(h.src_session != 0 && h.src_session == p->my_session);
+	CHECK(H.peer_up[node] == ups);
+	/* 3. a message with both tags: UP */
+	set_session(node, S[node].tag, h.src_session);
+	h_recv_heartbeat(node, S[node].incarnation);
+	CHECKF(p->state == PEER_UP, "node %u: state %d after the handshake", node, (int)p->state);
+	CHECK(H.peer_up[node] == ups + 1);
+	CHECK(p->peer_session == S[node].tag && p->my_session == S[node].dtag);
+	return S[node].dtag;
+}
+
+void h_restart(uint32_t node, uint64_t incarnation)
+{
+	CHECK(node >= 1 && node < H_MAX_NODES);
+	S[node].old_tag = S[node].tag;
+	S[node].old_dtag = S[node].dtag;
+	S[node].incarnation = incarnation;
+	set_session(node, h_new_tag(node), 0);
+	h_recv_heartbeat(node, incarnation);
+}
+
+/* ------------------------------------------------------------- decoding */
 
 void h_decode(size_t i, struct shf_wire_hdr *h)
 {

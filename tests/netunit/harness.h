@@ -15,6 +15,17 @@
  *
  * The daemon is node 0 of opts.n_nodes, opened through shd_net_open()
  * with a static rendezvous (no I/O); peers are nodes 1..n-1.
+ *
+ * Sessions (wire version 2): each fake peer has a session tag of its own
+ * and knows the daemon's tag toward it once the handshake has shown it.
+ * h_open() brings every peer UP through the real handshake (h_up: the
+ * peer's heartbeat with dst_session 0, the daemon's reply read from the
+ * sends, a heartbeat with both tags), unless opts.manual_up.  Every
+ * message injected afterwards (fake_inject*, h_recv_*) is stamped with the
+ * peer's current (tag, daemon tag) by the fake fabric; fake_inject_raw*
+ * with h_stamp() injects other tags.  So the sends include the handshake's
+ * heartbeats (and JOB_JOINs for jobs that exist at the handshake): tests
+ * count sends by kind (FAKE_NO_HEARTBEAT: all but heartbeats).
  */
 #ifndef SHF_TESTS_NETUNIT_HARNESS_H
 #define SHF_TESTS_NETUNIT_HARNESS_H
@@ -43,6 +54,9 @@ struct h_opts {
 	uint32_t max_inflight;
 	uint32_t linger_us;
 	uint64_t batch_budget; /* 0: 16 batches */
+	uint32_t heartbeat_ms;    /* 0: the default (1000) */
+	uint32_t peer_timeout_ms; /* 0: the default (5000) */
+	bool manual_up;        /* peers stay UNKNOWN: the test calls h_up() */
 };
 
 /* A local session with a real delivery ring over heap memory and a
@@ -121,6 +135,31 @@ size_t h_batch_end(struct h_batch *b, uint64_t seq);
 /* Control messages from node to us, delivered at once (fake_inject_now). */
 void h_recv_ack(uint32_t node, uint64_t acked_seq);
 void h_recv_heartbeat(uint32_t node, uint64_t incarnation);
+
+/* ---- sessions: the fake peers' side */
+
+/* The handshake with node (UNKNOWN, DOWN or JOINING): node's heartbeat
+ * with its tag (a fresh one when it has none) and dst_session 0, the
+ * daemon's heartbeat in reply (read from the sends: its src_session is the
+ * daemon's tag), node's heartbeat with both tags: the peer is UP (checked,
+ * ev->peer_up once more).  Returns the daemon's tag. */
+uint64_t h_up(uint32_t node);
+/* node restarts (or starts a new session): a fresh tag of its own, the
+ * daemon's unknown; it sends a heartbeat (tag, 0) of incarnation inc.  The
+ * session it leaves stays in h_old_tag/h_old_dtag. */
+void h_restart(uint32_t node, uint64_t incarnation);
+/* node's current tag, the daemon's tag as node knows it (0: not yet), and
+ * those of the session before the last h_restart (0: none). */
+uint64_t h_tag(uint32_t node);
+uint64_t h_dtag(uint32_t node);
+uint64_t h_old_tag(uint32_t node);
+uint64_t h_old_dtag(uint32_t node);
+/* A fresh tag, never used before in this process (non-zero). */
+uint64_t h_new_tag(uint32_t node);
+/* Write tags into an encoded message (for fake_inject_raw*). */
+void h_stamp(void *msg, uint64_t src_session, uint64_t dst_session);
+/* Index of the last send to node of kind (fake_find semantics), or -1. */
+long h_last_send(uint32_t node, unsigned kind);
 
 /* Decode send i (checked as the receiver, its node, would). */
 void h_decode(size_t i, struct shf_wire_hdr *h);

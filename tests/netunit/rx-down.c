@@ -4,21 +4,22 @@
  * shd_net_rx_down, with net.c's shd_net_reap and on_recv).
  *
  * Three nodes; local ranks 0 and 1 with 4096-byte rings.  Checks:
- *   A. node 2 (restarts: its heartbeat's incarnation changes) with batch 1
+ *   A. node 2 (restarts: a heartbeat of a new session tag) with batch 1
  *      placed and not yet acknowledged, batch 2 parked on rank 0's full
  *      ring with 3 records left (after one unroutable record, whose DROP
  *      went out at park time), and batch 4 kept behind a gap (2 records):
  *      - once it fails, no ACK (the network step) and no DROP go to it,
  *        room in rank 0's ring places nothing more of its batches, and a
- *        batch it sends now is ignored;
+ *        batch of the old session that arrives now is ignored (wire_stale);
  *      - shd_net_reap(): peer_lost(2) once, rx_drops_down counts exactly
  *        the 5 records never placed, nothing of node 2 is left queued;
- *        afterwards no message at all goes to node 2;
+ *        afterwards (node 2 JOINING its new session) an old-session batch
+ *        is still ignored, and nothing but heartbeats goes to node 2;
  *   B. node 1 with a batch parked on rank 1's full ring (2 records left)
  *      fails when the ACK of its earlier batch cannot be sent; after the
  *      reap rank 1's ring has no waiter left (room then places nothing),
  *      rx_drops_down grows by exactly 2, peer_lost(1) once, nothing more
- *      is sent to node 1.
+ *      is sent to node 1 (heartbeats aside: it is probed).
  */
 #include "tests/netunit/harness.h"
 
@@ -64,36 +65,37 @@ int main(void)
 	CHECK(fake_inject_now(2, b.buf, len) == 0);
 	CHECK(p2->seq_recv == 1);
 
-	h_recv_heartbeat(2, 78); /* restarted */
+	h_restart(2, 78); /* a new session */
 	CHECK(p2->state == PEER_FAILED);
-	const size_t to2 = fake_count(2, FAKE_ANY_KIND);
+	const size_t to2 = fake_count(2, FAKE_NO_HEARTBEAT);
 	CHECK(fake_count(2, SHF_WIRE_ACK) == 0 && to2 == 1);
 
 	/* before the peers step */
 	shd_deliver_publish(D);
 	shd_net_after_publish(D);
 	h_run();
-	CHECK(fake_count(2, FAKE_ANY_KIND) == to2);
+	CHECK(fake_count(2, FAKE_NO_HEARTBEAT) == to2);
 	CHECK(h_consume(c0, 64, NULL, NULL) == filled);
 	CHECK(h_consume(c1, 64, NULL, NULL) == 1);
 	shd_deliver_wake(&c0->c); /* room: nothing of node 2 may be placed now */
 	h_run();
-	uint64_t in = D->st.batches_in;
+	uint64_t in = D->st.batches_in, stale = D->st.wire_stale;
 	h_batch_begin(&b, 2, j->hash);
 	h_batch_put(&b, 0, 5, 20, 16);
 	len = h_batch_end(&b, 3);
-	CHECK(fake_inject_now(2, b.buf, len) == 0); /* a ghost: ignored */
-	CHECK(D->st.batches_in == in);
+	h_stamp(b.buf, h_old_tag(2), h_old_dtag(2)); /* sent before the restart */
+	CHECK(fake_inject_raw_now(2, b.buf, len) == 0); /* a ghost: ignored */
+	CHECK(D->st.batches_in == in && D->st.wire_stale == stale + 1);
 	shd_deliver_publish(D);
 	CHECK(h_consume(c0, 64, NULL, NULL) == 0);
 	CHECK(h_consume(c1, 64, NULL, NULL) == 0);
 	CHECK(p2->seq_recv == 1);
-	CHECK(fake_count(2, FAKE_ANY_KIND) == to2);
+	CHECK(fake_count(2, FAKE_NO_HEARTBEAT) == to2);
 	CHECK(D->st.rx_drops_down == 0 && H.peer_lost[2] == 0);
 
 	/* the peers step */
 	shd_net_reap(D);
-	CHECK(H.peer_lost[2] == 1 && p2->state == PEER_DOWN);
+	CHECK(H.peer_lost[2] == 1 && p2->state == PEER_JOINING && p2->peer_session == h_tag(2));
 	CHECKF(D->st.rx_drops_down == 3 + 2, "rx_drops_down %llu, want 5",
 	       (unsigned long long)D->st.rx_drops_down);
 	CHECK(shd_list_empty(&p2->rxq) && !p2->rx_waiting);
@@ -101,17 +103,21 @@ int main(void)
 	shd_net_reap(D);
 	CHECK(H.peer_lost[2] == 1);
 
-	/* afterwards */
+	/* afterwards: the old session's batch is still a ghost; the new
+	 * session's heartbeat only continues its handshake */
 	len = h_batch_end(&b, 3);
-	CHECK(fake_inject_now(2, b.buf, len) == 0);
+	h_stamp(b.buf, h_old_tag(2), h_old_dtag(2));
+	CHECK(fake_inject_raw_now(2, b.buf, len) == 0);
+	CHECK(D->st.batches_in == in && D->st.wire_stale == stale + 2);
 	h_recv_heartbeat(2, 78);
+	CHECK(p2->state == PEER_JOINING);
 	shd_deliver_wake(&c0->c);
 	shd_deliver_publish(D);
 	shd_net_after_publish(D);
 	h_run();
 	CHECK(h_consume(c0, 64, NULL, NULL) == 0);
-	CHECKF(fake_count(2, FAKE_ANY_KIND) == to2, "%zu messages to node 2 after it failed",
-	       fake_count(2, FAKE_ANY_KIND) - to2);
+	CHECKF(fake_count(2, FAKE_NO_HEARTBEAT) == to2, "%zu messages to node 2 after it failed",
+	       fake_count(2, FAKE_NO_HEARTBEAT) - to2);
 	CHECK(fake_n_unreachable() == 0);
 	CHECK(D->st.rx_drops_down == 5 && H.peer_lost[2] == 1);
 
@@ -133,7 +139,7 @@ int main(void)
 	shd_net_after_publish(D); /* the ACK of batch 1 cannot be sent */
 	CHECK(fake_n_failed() == 1);
 	CHECK(p1->state == PEER_FAILED);
-	const size_t to1 = fake_count(1, FAKE_ANY_KIND);
+	const size_t to1 = fake_count(1, FAKE_NO_HEARTBEAT);
 	CHECK(to1 == 0);
 	shd_net_reap(D);
 	CHECK(H.peer_lost[1] == 1 && p1->state == PEER_DOWN);
@@ -147,7 +153,7 @@ int main(void)
 	h_run();
 	CHECK(h_consume(c1, 64, NULL, NULL) == 0);
 	CHECK(h_consume(c0, 64, NULL, NULL) == 1); /* batch 1 of node 1 */
-	CHECK(fake_count(1, FAKE_ANY_KIND) == to1);
+	CHECK(fake_count(1, FAKE_NO_HEARTBEAT) == to1);
 	CHECK(H.peer_lost[1] == 1 && H.peer_lost[2] == 1);
 	CHECK(H.drops_calls == 0);
 	h_close();

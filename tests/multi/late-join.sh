@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# tests/multi/late-join.sh - partial membership: a node that boots late.
+#
+# 4 loopback nodes (static rendezvous), node 4's daemon deferred.  Nodes
+# 1-3 show node 4 as "unknown" (never heard from: neither up nor a
+# failure), and a job on nodes 1-3 runs to the end (exact counts, order,
+# epochs): a job needs only the nodes that host its ranks.  Then node 4
+# starts; every node shows every other up, and a job on all 4 nodes runs
+# exactly.  No daemon but node 4 is (re)started.
+T=multi-late-join
+# shellcheck source=tests/multi/common.sh
+. "$(dirname "$0")/common.sh"
+t_need "$TCLIENT"
+N=4 K=2
+t_up --mode loopback -n $N --defer 4 --daemon-args "--peer-timeout-ms 1000 --heartbeat-ms 200"
+pids=$(for i in 1 2 3; do nodes_var PID "$i"; done | tr '\n' ' ')
+
+# node 4 never started: unknown, on every node, even after several
+# peer timeouts (it is not a failure)
+sleep 2.5
+for i in 1 2 3; do
+  st=$(nodes_peer_state "$i" 3)
+  [ "$st" = unknown ] || t_fail "node $i sees node 4 (never started) as '$st', not 'unknown'"
+done
+
+run_job() {  # run_job NAME NODES...: K ranks on each node, tclient traffic
+  local job=$1 i k r=0
+  shift
+  local w=$(( $# * K ))
+  rm -f "$NODES_SYNC"/held.* "$NODES_SYNC"/release  # the previous job's
+  for i in "$@"; do
+    for k in $(seq 1 $K); do
+      SHF_JOB=$job SHF_WORLD=$w SHF_RANK=$r nodes_client "$i" "$job$r" "$TCLIENT" \
+        traffic n=1000 rounds=2 maxlen=400 hold=release timeout=40000
+      r=$((r + 1))
+    done
+  done
+  t_release_held $(seq 0 $((w - 1)))
+  nodes_wait_all || t_fail "job $job failed"
+}
+run_job three 1 2 3
+t_note "job on nodes 1-3 while node 4 is unknown: exact, 2 epochs: ok"
+
+t0=$(nodes_now_ms)
+nodes start --node 4 || t_fail "cannot start node 4"
+all_up() {
+  local i p
+  for i in $(seq 1 $N); do
+    for p in $(seq 0 $((N - 1))); do
+      [ $p = $((i - 1)) ] && continue
+      [ "$(nodes_peer_state "$i" $p)" = up ] || return 1
+    done
+  done
+}
+t_until 20000 "every node to see every other up" all_up
+t_note "node 4 started: every node sees every other up $(( $(nodes_now_ms) - t0 )) ms after its start"
+run_job four 1 2 3 4
+now=$(for i in 1 2 3; do nodes_var PID "$i"; done | tr '\n' ' ')
+[ "$now" = "$pids" ] || t_fail "a daemon of nodes 1-3 restarted ($pids -> $now)"
+t_note "job on all 4 nodes after the late join: exact; nodes 1-3 never restarted: ok"
