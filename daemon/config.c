@@ -129,6 +129,11 @@ static const struct opt opts[SHD_OPT_MAX] = {
 		"How daemons find each other: auto (mpi when started by mpirun or srun, else "
 		"none), none, mpi, static:HOST:PORT,HOST:PORT,... (IPv6 as [ADDR]:PORT), "
 		"dir:PATH:N.", check_rendezvous },
+	[SHD_OPT_MAX_NODES] = {
+		"max_nodes", "SHF_MAX_NODES", T_UINT, 0, FIELD(max_nodes), 2, 1048576, "1024", "N",
+		"tcp rendezvous: the most nodes the set can hold (node ids below N); costs "
+		"about 1.3 KiB per node in every daemon. The other kinds size the set "
+		"themselves.", NULL },
 	[SHD_OPT_PEER_TIMEOUT_MS] = {
 		"peer_timeout_ms", "SHF_PEER_TIMEOUT_MS", T_UINT, 0, FIELD(peer_timeout_ms),
 		100, 3600000, "5000", "MSEC",

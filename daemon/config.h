@@ -41,6 +41,7 @@ enum shd_config_opt {
 	SHD_OPT_IFACE,
 	SHD_OPT_MR_LOCAL,
 	SHD_OPT_RENDEZVOUS,
+	SHD_OPT_MAX_NODES,
 	SHD_OPT_PEER_TIMEOUT_MS,
 	SHD_OPT_HEARTBEAT_MS,
 	SHD_OPT_MAX_CLIENTS,
@@ -102,6 +103,7 @@ struct shd_config {
 	 * "static:HOST:PORT,HOST:PORT,...", "dir:PATH:N"; syntax checked at
 	 * load by shd_rdv_spec_check(), the parse the rendezvous itself runs */
 	char rendezvous[SHD_CONFIG_PATH_MAX];
+	uint32_t max_nodes;        /* tcp rendezvous: node ids < max_nodes */
 	uint32_t peer_timeout_ms;  /* silent peer declared down after this */
 	uint32_t heartbeat_ms;     /* keepalive period toward peers */
 	uint32_t max_clients;      /* concurrent client sessions */

@@ -72,6 +72,47 @@ static void stale(struct shd_net *n, struct shd_peer *p, const struct shf_wire_h
 		   "(state %d)", p->node, shf_wire_kind_name(h->kind), (int)p->state);
 }
 
+#define STORE_WAIT_MS 5000
+
+static bool has_address(const struct shd_peer *p)
+{
+	return p->raw_len || p->port[0];
+}
+
+static void reinsert(struct shd_peer *p);
+
+/* A node we have no address for contacted us (tcp: it published itself
+ * after our rendezvous): look it up in the store, at most once a second
+ * per node (a lookup blocks the loop for up to LOOKUP_MS). */
+#define LOOKUP_MS 300
+
+static bool learn_address(struct shd_peer *p)
+{
+	struct shd_net *n = p->net;
+	uint64_t now = shd_now_ns();
+	if (!n->rdv || now - p->last_lookup_ns < 1000000000u) {
+		n->d->st.wire_stale++;
+		return false;
+	}
+	p->last_lookup_ns = now;
+	struct shd_rdv_node rn;
+	char err[256] = "";
+	int r = shd_rdv_lookup(n->rdv, p->node, LOOKUP_MS, &rn, err, sizeof(err));
+	if (r < 0) {
+		n->d->st.wire_stale++;
+		shd_log_rl(&shd_net_rl_wire, SHD_LOG_WARN, "node %u contacted us but its address "
+			   "is not known: %s", p->node, r == -ENOENT ? "not in the store (yet)" : err);
+		return false;
+	}
+	snprintf(p->host, sizeof(p->host), "%s", rn.host);
+	p->raw_len = rn.addr_len;
+	memcpy(p->raw_addr, rn.addr, rn.addr_len);
+	shd_fabric_addr_str(n->fab, p->raw_addr, p->raw_len, p->addr, sizeof(p->addr));
+	reinsert(p);
+	shd_info("node %u (%s) joined the set: %s", p->node, p->host, p->addr);
+	return true;
+}
+
 /*
  * The session rules (docs/protocol-wire.md, "Sessions").  A message is
  * taken only when its tags are the current ones of an UP peer; a heartbeat
@@ -149,6 +190,8 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 		return 0;
 	}
 	struct shd_peer *p = &n->peers[h.src_node];
+	if (!has_address(p) && !learn_address(p))
+		return 0; /* cannot answer it (yet): counted in wire_stale */
 	if (!session_admit(p, &h))
 		return 0;
 	p->last_heard_ns = shd_now_ns();
@@ -263,7 +306,7 @@ static void on_heartbeat(int fd, void *arg)
 			break;
 		case PEER_UNKNOWN:
 		case PEER_DOWN:
-			if (now - p->last_probe_ns >= probe_ns) {
+			if (has_address(p) && now - p->last_probe_ns >= probe_ns) {
 				p->last_probe_ns = now;
 				shd_net_heartbeat(p, now);
 			}
@@ -339,6 +382,8 @@ json_t *shd_net_json(struct shd_daemon *d)
 		if (i == d->node_id)
 			continue;
 		const struct shd_peer *p = &n->peers[i];
+		if (!has_address(p) && p->state == PEER_UNKNOWN)
+			continue; /* tcp: an id nobody has claimed, or not learned yet */
 		json_t *o = json_object();
 		json_object_set_new(o, "node", json_integer(i));
 		json_object_set_new(o, "host", json_string(p->host));
@@ -400,11 +445,25 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 	if (getrandom(&incarnation, sizeof(incarnation), 0) != sizeof(incarnation))
 		incarnation = shd_now_ns() ^ ((uint64_t)getpid() << 32);
 	incarnation |= 1u; /* never 0: 0 means "not known" */
-	struct shd_rdv_self self = {cfg->node_name, cfg->bind, 0, incarnation};
+	struct shd_rdv_self self = {cfg->node_name, cfg->bind, 0, incarnation, cfg->max_nodes};
 	struct shd_rdv *rdv = NULL;
-	if ((r = shd_rdv_open(spec, &self, &rdv, err, sizeof(err))) < 0) {
-		shd_err("rendezvous %s: %s", spec, err);
-		return r;
+	/* a store (tcp) may be down for a while: wait for it in steps of
+	 * STORE_WAIT_MS, saying why each time, for up to a minute */
+	bool tcp = !strncmp(spec, "tcp://", 6);
+	if (tcp)
+		self.timeout_ms = STORE_WAIT_MS;
+	for (int tries = 1;; tries++) {
+		r = shd_rdv_open(spec, &self, &rdv, err, sizeof(err));
+		if (r == 0)
+			break;
+		bool transient = r == -ECONNREFUSED || r == -ETIMEDOUT || r == -ECONNRESET ||
+				 r == -EHOSTUNREACH;
+		if (!tcp || !transient || tries * STORE_WAIT_MS >= 60000) {
+			shd_err("rendezvous %s: %s", spec, err);
+			return r;
+		}
+		shd_warn("rendezvous %s: %s; still waiting for the store (%d s)", spec, err,
+			 tries * STORE_WAIT_MS / 1000);
 	}
 	int my = shd_rdv_my_node(rdv);
 	uint32_t nn = shd_rdv_nodes(rdv);
@@ -458,7 +517,10 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 		shd_err("rendezvous %s: %s", spec, err);
 		goto fail_fab;
 	}
-	shd_rdv_close(rdv);
+	if (res.kind == SHD_RDV_TCP)
+		n->rdv = rdv; /* kept: nodes that publish later are looked up */
+	else
+		shd_rdv_close(rdv);
 	rdv = NULL;
 	n->n_nodes = res.n_nodes;
 	d->node_id = res.my_node;
@@ -516,8 +578,9 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 			/* dir without N: a node that claimed an id but has no live
 			 * address file, or beyond what the endpoint was sized for
 			 * (ids claimed after we looked): unknown, not probed */
-			shd_info("node %u (%s): no address known; it stays unknown", i,
-				 p->host[0] ? p->host : "?");
+			if (p->host[0]) /* (tcp: most ids are simply not claimed yet) */
+				shd_info("node %u (%s): no address known; it stays unknown", i,
+					 p->host);
 			continue;
 		} else {
 			p->raw_len = (uint32_t)res.nodes[i].addr_len;
@@ -547,7 +610,7 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 		   d->node_id, d->n_nodes, res.nodes[d->node_id].host, shd_fabric_provider(n->fab),
 		   me);
 	for (uint32_t i = 0; i < n->n_nodes; i++)
-		if (i != d->node_id)
+		if (i != d->node_id && has_address(&n->peers[i]))
 			shd_info("peer node %u: %s %s", i, n->peers[i].host, n->peers[i].addr);
 	shd_rdv_result_fini(&res);
 	d->net = n;
@@ -591,6 +654,7 @@ void shd_net_close(struct shd_daemon *d)
 	 * buffers (posted or not) go with the slab after it */
 	shd_fabric_close(n->fab);
 	shd_net_pool_fini(n);
+	shd_rdv_close(n->rdv);
 	free(n->peers);
 	free(n->joins);
 	free(n);

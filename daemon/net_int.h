@@ -85,6 +85,7 @@ struct shd_peer {
 	uint64_t next_incarnation;
 	uint64_t state_since_ns;    /* when it entered its state */
 	uint64_t last_probe_ns;     /* UNKNOWN, DOWN: last heartbeat sent */
+	uint64_t last_lookup_ns;    /* tcp: last store lookup of its address */
 	/* how to put it back into the address vector after a down */
 	uint8_t raw_addr[SHD_RDV_ADDR_MAX];
 	uint32_t raw_len;           /* 0: by host and port (static) */
@@ -124,6 +125,7 @@ struct shd_net {
 	struct shd_daemon *d;
 	const struct shd_net_events *ev;
 	struct shd_fabric *fab;
+	struct shd_rdv *rdv;        /* tcp: kept open for lookups; else NULL */
 	struct shd_fabric_cb cb;
 	struct shd_peer *peers;     /* [n_nodes]; peers[my node] unused */
 	uint32_t n_nodes;

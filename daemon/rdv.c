@@ -263,8 +263,13 @@ static int parse_spec(struct shd_rdv *r, const char *spec, char *err, size_t err
 		r->kind = SHD_RDV_DIR;
 		return parse_dir(r, spec + 4, err, errlen);
 	}
+	if (!strncmp(spec, "tcp://", 6)) {
+		r->kind = SHD_RDV_TCP;
+		return shd_rdv_tcp_parse(r, spec + 6, err, errlen);
+	}
 	shd_errf(err, errlen, "unknown kind \"%.40s\"; must be auto, none, mpi, "
-			      "static:HOST:PORT,..., static:@FILE, dir:PATH or dir:PATH:N", spec);
+			      "static:HOST:PORT,..., static:@FILE, dir:PATH, dir:PATH:N or "
+			      "tcp://HOST:PORT", spec);
 	return -EINVAL;
 }
 
@@ -438,6 +443,7 @@ int shd_rdv_open(const char *spec, const struct shd_rdv_self *self, struct shd_r
 	case SHD_RDV_MPI: ret = shd_rdv_mpi_open(r, err, errlen); break;
 	case SHD_RDV_STATIC: ret = open_static(r, self, err, errlen); break;
 	case SHD_RDV_DIR: ret = shd_rdv_dir_open(r, err, errlen); break;
+	case SHD_RDV_TCP: ret = shd_rdv_tcp_open(r, self->max_nodes, err, errlen); break;
 	default:
 		shd_errf(err, errlen, "\"%.40s\" is not a rendezvous to run: the caller resolves "
 				      "none and auto", spec);
@@ -489,8 +495,17 @@ int shd_rdv_exchange(struct shd_rdv *r, const void *addr, size_t addr_len,
 	case SHD_RDV_MPI: return shd_rdv_mpi_exchange(r, addr, addr_len, out, err, errlen);
 	case SHD_RDV_STATIC: return exchange_static(r, out);
 	case SHD_RDV_DIR: return shd_rdv_dir_exchange(r, addr, addr_len, out, err, errlen);
+	case SHD_RDV_TCP: return shd_rdv_tcp_exchange(r, addr, addr_len, out, err, errlen);
 	default: return -EINVAL;
 	}
+}
+
+int shd_rdv_lookup(struct shd_rdv *r, uint32_t node, int timeout_ms, struct shd_rdv_node *out,
+		   char *err, size_t errlen)
+{
+	if (r->kind != SHD_RDV_TCP)
+		return -ENOTSUP;
+	return shd_rdv_tcp_lookup(r, node, timeout_ms, out, err, errlen);
 }
 
 void shd_rdv_close(struct shd_rdv *r)
@@ -499,6 +514,8 @@ void shd_rdv_close(struct shd_rdv *r)
 		return;
 	if (r->kind == SHD_RDV_MPI)
 		shd_rdv_mpi_close(r);
+	if (r->kind == SHD_RDV_TCP)
+		shd_rdv_tcp_close(r);
 	free(r->list);
 	free(r);
 }

@@ -96,6 +96,7 @@ enum shd_rdv_kind {
 	SHD_RDV_MPI = 1,
 	SHD_RDV_STATIC,
 	SHD_RDV_DIR,
+	SHD_RDV_TCP,
 	SHD_RDV_KIND_MAX
 };
 
@@ -125,6 +126,8 @@ struct shd_rdv_self {
 	                         one (shd_rdv_incarnation() tells which).  Keep
 	                         it last: callers initialise this struct by
 	                         position. */
+	uint32_t max_nodes;   /* tcp: node ids < max_nodes (the set's capacity);
+	                         0: 1024 */
 };
 
 struct shd_rdv;
@@ -175,6 +178,14 @@ enum shd_rdv_kind shd_rdv_kind(const struct shd_rdv *r);
  * without N: the directory was used with N).  Once only. */
 int shd_rdv_exchange(struct shd_rdv *r, const void *addr, size_t addr_len,
 		     struct shd_rdv_result *out, char *err, size_t errlen);
+
+/* tcp: the set grows after the exchange.  Look node up in the store (a
+ * node that published itself later): 0 and *out filled, -ENOENT when the
+ * store does not know it (yet), -ENOTSUP for the other kinds, or the store's
+ * error (-ECONNREFUSED, -ETIMEDOUT...; the next call reconnects).  Blocks
+ * for at most timeout_ms per store round trip. */
+int shd_rdv_lookup(struct shd_rdv *r, uint32_t node, int timeout_ms, struct shd_rdv_node *out,
+		   char *err, size_t errlen);
 
 /* Finish (mpi: MPI_Finalize if we initialised MPI and the exchange did not
  * fail half-way; after a failed collective the process should exit and let

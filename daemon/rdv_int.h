@@ -43,6 +43,10 @@ struct shd_rdv {
 	bool dir_n;            /* dir: N given */
 	struct shd_rdv_node *list; /* static: parsed entries */
 	struct ident me;       /* incarnation; dir: what my file says about me */
+	/* tcp */
+	char store_host[SHD_RDV_HOST_MAX];
+	char store_port[SHD_RDV_PORT_MAX];
+	struct shd_sc *sc;     /* connection to the store; NULL after a failure */
 };
 
 static inline int64_t now_ms(void)
@@ -79,5 +83,14 @@ int shd_rdv_mpi_exchange(struct shd_rdv *r, const void *addr, size_t addr_len,
 			 struct shd_rdv_result *out, char *err, size_t errlen);
 /* MPI_Finalize if we initialised MPI and no collective failed. */
 void shd_rdv_mpi_close(struct shd_rdv *r);
+
+/* rdv_tcp.c */
+int shd_rdv_tcp_parse(struct shd_rdv *r, const char *rest, char *err, size_t errlen);
+int shd_rdv_tcp_open(struct shd_rdv *r, uint32_t max_nodes, char *err, size_t errlen);
+int shd_rdv_tcp_exchange(struct shd_rdv *r, const void *addr, size_t addr_len,
+			 struct shd_rdv_result *out, char *err, size_t errlen);
+int shd_rdv_tcp_lookup(struct shd_rdv *r, uint32_t node, int timeout_ms,
+		       struct shd_rdv_node *out, char *err, size_t errlen);
+void shd_rdv_tcp_close(struct shd_rdv *r);
 
 #endif /* SHD_RDV_INT_H */

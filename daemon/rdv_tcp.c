@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * daemon/rdv_tcp.c - the tcp://HOST:PORT rendezvous: daemons meet through a
+ * key-value store that speaks PyTorch's TCPStore protocol (ours,
+ * `shuffled --store-listen`, or one a PyTorch program serves), through the
+ * blocking client of store_client.c.
+ *
+ * Keys (all under "shuffle/"):
+ *   shuffle/next        ADD counter: the next node id to hand out
+ *   shuffle/id/NAME     NAME's node id, decimal: claimed once with
+ *                       COMPARE_SET("", id), so the same name gets the same
+ *                       id across restarts (ids are never reused)
+ *   shuffle/node/ID     "v1 INCARNATION ADDRHEX NAME": the node's current
+ *                       fabric address; a restart overwrites it
+ *
+ * The set's capacity (max_nodes) is fixed at open: node ids are below it.
+ * exchange() publishes this node and reads every node published so far;
+ * nodes that publish later are found with shd_rdv_lookup() when they first
+ * contact this one.  A store that cannot be reached is retried until the
+ * rendezvous timeout; after the exchange the store is needed only to learn
+ * new nodes: running daemons do not depend on it.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/errbuf.h"
+#include "daemon/rdv_int.h"
+#include "daemon/store_client.h"
+
+#define TCP_DEFAULT_NODES 1024u
+#define IO_MS 2000 /* bound on one store round trip during the rendezvous */
+
+int shd_rdv_tcp_parse(struct shd_rdv *r, const char *rest, char *err, size_t errlen)
+{
+	const char *why = NULL;
+	if (shf_addr_parse(rest, strlen(rest), SHF_ADDR_NEED_PORT, r->store_host,
+			   sizeof(r->store_host), r->store_port, sizeof(r->store_port), &why) < 0) {
+		shd_errf(err, errlen, "tcp://%.80s: %s (want tcp://HOST:PORT or "
+				      "tcp://[IPV6]:PORT, port 1..65535)", rest, why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Connect (again) to the store, retrying until the deadline (-1: never). */
+static int store_connect(struct shd_rdv *r, int64_t deadline, char *err, size_t errlen)
+{
+	long ns = POLL_MIN_NS;
+	char last[256] = "";
+	for (;;) {
+		if (r->sc)
+			return 0;
+		int ret = shd_sc_connect(r->store_host, r->store_port, IO_MS, &r->sc, last,
+					 sizeof(last));
+		if (ret == 0)
+			return 0;
+		if (deadline >= 0 && expired(deadline)) {
+			shd_errf(err, errlen, "store tcp://%s:%s not reachable: %s", r->store_host,
+				 r->store_port, last);
+			return ret;
+		}
+		backoff(&ns);
+	}
+}
+
+/* A store call failed: drop the connection so that the next one reconnects. */
+static int store_failed(struct shd_rdv *r, int ret)
+{
+	shd_sc_close(r->sc);
+	r->sc = NULL;
+	return ret;
+}
+
+static int claim_id(struct shd_rdv *r, char *err, size_t errlen)
+{
+	char key[SHD_RDV_HOST_MAX + 32], want[24];
+	void *cur = NULL;
+	size_t cur_len = 0;
+	int64_t next = 0;
+	snprintf(key, sizeof(key), "shuffle/id/%s", r->name);
+	const char *const keys[] = {key};
+	int ret = shd_sc_check(r->sc, keys, 1, err, errlen);
+	if (ret < 0)
+		return store_failed(r, ret);
+	if (ret == 0) { /* not claimed yet: take the next id, unless someone races us */
+		ret = shd_sc_add(r->sc, "shuffle/next", 1, &next, err, errlen);
+		if (ret < 0)
+			return store_failed(r, ret);
+		snprintf(want, sizeof(want), "%" PRId64, next - 1);
+		ret = shd_sc_compare_set(r->sc, key, "", 0, want, strlen(want), &cur, &cur_len,
+					 err, errlen);
+	} else {
+		ret = shd_sc_get(r->sc, key, IO_MS, &cur, &cur_len, err, errlen);
+	}
+	if (ret < 0)
+		return store_failed(r, ret);
+	char *end = NULL;
+	long id = strtol(cur ? (char *)cur : "", &end, 10);
+	bool ok = cur && cur_len > 0 && end && *end == '\0' && id >= 0;
+	free(cur);
+	if (!ok) {
+		shd_errf(err, errlen, "store: %s holds no node id", key);
+		return -EBADMSG;
+	}
+	if ((uint32_t)id >= r->n_nodes) {
+		shd_errf(err, errlen, "store: node id %ld for %s, but this set holds %u nodes "
+				      "(max_nodes)", id, r->name, r->n_nodes);
+		return -ENOSPC;
+	}
+	r->my_node = (int)id;
+	return 0;
+}
+
+int shd_rdv_tcp_open(struct shd_rdv *r, uint32_t max_nodes, char *err, size_t errlen)
+{
+	const char *why = NULL;
+	if (shf_node_name_check(r->name, &why) < 0) {
+		shd_errf(err, errlen, "tcp: node name \"%.64s\": %s", r->name, why);
+		return -EINVAL;
+	}
+	r->n_nodes = max_nodes ? max_nodes : TCP_DEFAULT_NODES;
+	if (r->n_nodes > SHD_RDV_NODES_MAX) {
+		shd_errf(err, errlen, "tcp: max_nodes %u above %u", r->n_nodes, SHD_RDV_NODES_MAX);
+		return -EINVAL;
+	}
+	int64_t deadline = r->timeout_ms < 0 ? -1 : now_ms() + r->timeout_ms;
+	for (;;) {
+		int ret = store_connect(r, deadline, err, errlen);
+		if (ret < 0)
+			return ret;
+		ret = claim_id(r, err, errlen);
+		if (ret == 0 || ret == -EBADMSG || ret == -ENOSPC || (deadline >= 0 && expired(deadline)))
+			return ret;
+		/* the store went away in the middle: connect again */
+	}
+}
+
+static void hex(char *out, const uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+/* "v1 INCARNATION ADDRHEX NAME" into node; 0 or -EBADMSG. */
+static int parse_record(const char *v, size_t len, struct shd_rdv_node *node)
+{
+	char inc[32], addr[2 * SHD_RDV_ADDR_MAX + 2], name[SHD_RDV_HOST_MAX];
+	if (len > sizeof(inc) + sizeof(addr) + sizeof(name) + 8 ||
+	    sscanf(v, "v1 %31s %257s %255s", inc, addr, name) != 3)
+		return -EBADMSG;
+	size_t al = strlen(addr);
+	if (al == 0 || al % 2 || al / 2 > SHD_RDV_ADDR_MAX)
+		return -EBADMSG;
+	memset(node, 0, sizeof(*node));
+	for (size_t i = 0; i < al / 2; i++) {
+		unsigned x;
+		if (sscanf(addr + 2 * i, "%2x", &x) != 1)
+			return -EBADMSG;
+		node->addr[i] = (uint8_t)x;
+	}
+	node->addr_len = (uint32_t)(al / 2);
+	node->incarnation = strtoull(inc, NULL, 16);
+	snprintf(node->host, sizeof(node->host), "%s", name);
+	return 0;
+}
+
+/* Read node's record if the store has one: 0, -ENOENT, or an error. */
+static int read_node(struct shd_rdv *r, uint32_t node, struct shd_rdv_node *out, char *err,
+		     size_t errlen)
+{
+	char key[48];
+	snprintf(key, sizeof(key), "shuffle/node/%u", node);
+	const char *const keys[] = {key};
+	int ret = shd_sc_check(r->sc, keys, 1, err, errlen);
+	if (ret < 0)
+		return store_failed(r, ret);
+	if (ret == 0)
+		return -ENOENT;
+	void *v = NULL;
+	size_t len = 0;
+	ret = shd_sc_get(r->sc, key, IO_MS, &v, &len, err, errlen);
+	if (ret < 0)
+		return store_failed(r, ret);
+	ret = parse_record(v, len, out);
+	free(v);
+	if (ret < 0)
+		shd_errf(err, errlen, "store: %s is not a node record", key);
+	return ret;
+}
+
+int shd_rdv_tcp_exchange(struct shd_rdv *r, const void *addr, size_t addr_len,
+			 struct shd_rdv_result *out, char *err, size_t errlen)
+{
+	char rec[2 * SHD_RDV_ADDR_MAX + SHD_RDV_HOST_MAX + 48], hexaddr[2 * SHD_RDV_ADDR_MAX + 1];
+	char key[48];
+	int64_t deadline = r->timeout_ms < 0 ? -1 : now_ms() + r->timeout_ms;
+	hex(hexaddr, addr, addr_len);
+	snprintf(rec, sizeof(rec), "v1 %016" PRIx64 " %s %s", r->me.incarnation, hexaddr, r->name);
+	snprintf(key, sizeof(key), "shuffle/node/%d", r->my_node);
+	struct shd_rdv_node *nodes = calloc(r->n_nodes, sizeof(*nodes));
+	if (!nodes)
+		return -ENOMEM;
+	int ret;
+	int64_t count = 0;
+	for (;;) {
+		ret = store_connect(r, deadline, err, errlen);
+		if (ret < 0)
+			goto fail;
+		ret = shd_sc_set(r->sc, key, rec, strlen(rec), err, errlen);
+		if (ret == 0)
+			ret = shd_sc_add(r->sc, "shuffle/next", 0, &count, err, errlen);
+		if (ret == 0)
+			break;
+		store_failed(r, ret);
+		if (deadline >= 0 && expired(deadline))
+			goto fail;
+	}
+	if (count > (int64_t)r->n_nodes)
+		count = r->n_nodes;
+	for (uint32_t i = 0; i < (uint32_t)count; i++) {
+		if ((int)i == r->my_node)
+			continue;
+		ret = read_node(r, i, &nodes[i], err, errlen);
+		if (ret == -ENOENT || ret == -EBADMSG)
+			continue; /* claimed, never published (or garbage): unknown */
+		if (ret < 0)
+			goto fail; /* the store went away: the caller may retry the start */
+	}
+	struct shd_rdv_node *me = &nodes[r->my_node];
+	snprintf(me->host, sizeof(me->host), "%s", r->name);
+	memcpy(me->addr, addr, addr_len);
+	me->addr_len = (uint32_t)addr_len;
+	me->incarnation = r->me.incarnation;
+	out->kind = SHD_RDV_TCP;
+	out->n_nodes = r->n_nodes;
+	out->my_node = (uint32_t)r->my_node;
+	out->nodes = nodes;
+	/* later lookups connect afresh, with their own short timeout */
+	store_failed(r, 0);
+	return 0;
+fail:
+	free(nodes);
+	return ret;
+}
+
+int shd_rdv_tcp_lookup(struct shd_rdv *r, uint32_t node, int timeout_ms,
+		       struct shd_rdv_node *out, char *err, size_t errlen)
+{
+	if (node >= r->n_nodes)
+		return -ENOENT;
+	if (!r->sc) {
+		int ret = shd_sc_connect(r->store_host, r->store_port, timeout_ms, &r->sc, err,
+					 errlen);
+		if (ret < 0) {
+			r->sc = NULL;
+			return ret;
+		}
+	}
+	return read_node(r, node, out, err, errlen);
+}
+
+void shd_rdv_tcp_close(struct shd_rdv *r)
+{
+	shd_sc_close(r->sc);
+	r->sc = NULL;
+}
