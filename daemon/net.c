@@ -412,6 +412,31 @@ json_t *shd_net_json(struct shd_daemon *d)
 	return a;
 }
 
+int shd_net_not_up(struct shd_daemon *d, char *buf, size_t len)
+{
+	struct shd_net *n = d->net;
+	size_t o = 0;
+	int count = 0;
+	buf[0] = '\0';
+	for (uint32_t i = 0; i < n->n_nodes; i++) {
+		const struct shd_peer *p = &n->peers[i];
+		if (i == d->node_id || p->state == PEER_UP || (!has_address(p) && !p->host[0]))
+			continue;
+		char item[96];
+		snprintf(item, sizeof(item), "%s%u (%.40s, %s)", count ? ", " : "nodes not up: ", i,
+			 p->host[0] ? p->host : "?", peer_state_names[p->state]);
+		if (o + strlen(item) + 5 >= len) {
+			if (o + 5 < len)
+				snprintf(buf + o, len - o, ",...");
+			count++;
+			break;
+		}
+		o += (size_t)snprintf(buf + o, len - o, "%s", item);
+		count++;
+	}
+	return count;
+}
+
 void shd_net_fabric_stats(struct shd_daemon *d, struct shf_fabric_stats *s)
 {
 	shd_fabric_stats_get(d->net->fab, s);

@@ -37,6 +37,10 @@ void shd_net_after_publish(struct shd_daemon *d);
 /* The peers step of the pass: carry out the peers that failed. */
 void shd_net_reap(struct shd_daemon *d);
 
+/* "nodes not up: 2 (n3, unknown), 5 (n6, down)" into buf (truncated with
+ * ",..."); returns how many peers are not up (0: buf is ""). */
+int shd_net_not_up(struct shd_daemon *d, char *buf, size_t len);
+
 /* JSON array describing the peers, for shufflectl. */
 struct json_t;
 struct json_t *shd_net_json(struct shd_daemon *d);

@@ -31,6 +31,7 @@
 #include "daemon/job.h"
 #include "daemon/jobtab.h"
 #include "daemon/log.h"
+#include "daemon/net.h"
 #include "daemon/region.h"
 #include "daemon/relay.h"
 #include "daemon/sched.h"
@@ -197,11 +198,17 @@ static void world_timeout(int fd, void *arg)
 	struct shd_client *c = arg;
 	struct shd_job *j = c->job;
 	struct shd_daemon *d = c->d;
-	char missing[400];
+	char missing[400], nodes[200] = "";
 	(void)fd;
 	shd_jobtab_missing(j, missing, sizeof(missing));
-	shd_warn("job %s: world of %d incomplete after rank %d's timeout; missing ranks %s",
-		 j->name, j->world, c->rank, missing);
+	/* a missing rank's node is known only once it registers; say which
+	 * nodes it may be waiting for: those not up */
+	if (d->net && shd_net_not_up(d, nodes + 2, sizeof(nodes) - 2) > 0)
+		memcpy(nodes, "; ", 2);
+	else
+		nodes[0] = '\0';
+	shd_warn("job %s: world of %d incomplete after rank %d's timeout; missing ranks %s%s",
+		 j->name, j->world, c->rank, missing, nodes);
 	int32_t registered = j->registered;
 	/* each leave takes its client off j->waiting; j itself is freed no
 	 * earlier than the reap step */
@@ -209,8 +216,8 @@ static void world_timeout(int fd, void *arg)
 		struct shd_client *w = shd_container_of(j->waiting.next, struct shd_client, job_link);
 		d->st.disc_timeout++;
 		shd_client_error(w, 0, -ETIMEDOUT,
-				 "job %s: %d of %d ranks registered; missing ranks %s", j->name,
-				 registered, j->world, missing);
+				 "job %s: %d of %d ranks registered; missing ranks %s%s", j->name,
+				 registered, j->world, missing, nodes);
 		/* unregistered, so the rank can try again */
 		shd_job_leave(w, false, false);
 		shd_client_close_sock(w);

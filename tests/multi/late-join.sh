@@ -41,6 +41,13 @@ run_job() {  # run_job NAME NODES...: K ranks on each node, tclient traffic
 run_job three 1 2 3
 t_note "job on nodes 1-3 while node 4 is unknown: exact, 2 epochs: ok"
 
+# a job whose world needs a rank nobody starts: shf_open times out naming
+# the missing rank, and the node it may be waiting for (not up)
+SHF_JOB=needs4 SHF_WORLD=2 SHF_RANK=0 nodes_client 1 needs4 "$TCLIENT" open expect=ETIMEDOUT \
+  detail="nodes not up: 3 (" timeout=1500
+nodes_wait_all || t_fail "shf_open did not time out naming node 4 as not up"
+t_note "a world that needs node 4: -ETIMEDOUT naming missing rank 1 and node 3 (node 4, unknown) as not up"
+
 t0=$(nodes_now_ms)
 nodes start --node 4 || t_fail "cannot start node 4"
 all_up() {
