@@ -270,6 +270,26 @@ void shd_net_reap(struct shd_daemon *d)
 	}
 }
 
+/* tcp: keep our id claim and address in the store (one round trip a
+ * second; a store that restarted empty gets them again).  Blocks the loop
+ * for at most LOOKUP_MS per round trip while the store is unreachable. */
+static void store_refresh(struct shd_net *n)
+{
+	char err[256] = "";
+	int r = shd_rdv_refresh(n->rdv, LOOKUP_MS, err, sizeof(err));
+	if (r < 0) {
+		if (!n->store_lost)
+			shd_warn("store: %s; running jobs are not affected, nodes that start "
+				 "meanwhile cannot join", err);
+		n->store_lost = true;
+		return;
+	}
+	if (n->store_lost || r == 1)
+		shd_notice("store reachable again%s", r == 1 ? "; it had lost our id and "
+							     "address: published again" : "");
+	n->store_lost = false;
+}
+
 /* Probes to peers that are not up (unknown or down): often enough that a
  * node that comes back is seen within a second or two, rarely enough that
  * a dead node costs nothing. */
@@ -315,6 +335,10 @@ static void on_heartbeat(int fd, void *arg)
 		case PEER_STATE_MAX:
 			break;
 		}
+	}
+	if (n->rdv && now - n->last_refresh_ns >= 1000000000u) {
+		n->last_refresh_ns = now;
+		store_refresh(n);
 	}
 	shd_ev_arm(n->hb_ev, (uint64_t)d->cfg.heartbeat_ms * 1000u);
 }

@@ -126,6 +126,8 @@ struct shd_net {
 	const struct shd_net_events *ev;
 	struct shd_fabric *fab;
 	struct shd_rdv *rdv;        /* tcp: kept open for lookups; else NULL */
+	uint64_t last_refresh_ns;   /* tcp: last check of our records in the store */
+	bool store_lost;            /* tcp: the last check could not reach the store */
 	struct shd_fabric_cb cb;
 	struct shd_peer *peers;     /* [n_nodes]; peers[my node] unused */
 	uint32_t n_nodes;

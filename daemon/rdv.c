@@ -500,6 +500,13 @@ int shd_rdv_exchange(struct shd_rdv *r, const void *addr, size_t addr_len,
 	}
 }
 
+int shd_rdv_refresh(struct shd_rdv *r, int timeout_ms, char *err, size_t errlen)
+{
+	if (r->kind != SHD_RDV_TCP)
+		return -ENOTSUP;
+	return shd_rdv_tcp_refresh(r, timeout_ms, err, errlen);
+}
+
 int shd_rdv_lookup(struct shd_rdv *r, uint32_t node, int timeout_ms, struct shd_rdv_node *out,
 		   char *err, size_t errlen)
 {

@@ -187,6 +187,12 @@ int shd_rdv_exchange(struct shd_rdv *r, const void *addr, size_t addr_len,
 int shd_rdv_lookup(struct shd_rdv *r, uint32_t node, int timeout_ms, struct shd_rdv_node *out,
 		   char *err, size_t errlen);
 
+/* tcp: make sure the store still holds this node's id claim and record
+ * (a store that restarted is empty) and publish them again if not: 1
+ * published again, 0 nothing to do, -ENOTSUP for the other kinds, or the
+ * store's error.  At most timeout_ms per round trip. */
+int shd_rdv_refresh(struct shd_rdv *r, int timeout_ms, char *err, size_t errlen);
+
 /* Finish (mpi: MPI_Finalize if we initialised MPI and the exchange did not
  * fail half-way; after a failed collective the process should exit and let
  * the launcher clean up).  NULL ok. */

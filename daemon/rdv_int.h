@@ -47,6 +47,7 @@ struct shd_rdv {
 	char store_host[SHD_RDV_HOST_MAX];
 	char store_port[SHD_RDV_PORT_MAX];
 	struct shd_sc *sc;     /* connection to the store; NULL after a failure */
+	char record[2 * SHD_RDV_ADDR_MAX + SHD_RDV_HOST_MAX + 48]; /* my published record */
 };
 
 static inline int64_t now_ms(void)
@@ -92,5 +93,6 @@ int shd_rdv_tcp_exchange(struct shd_rdv *r, const void *addr, size_t addr_len,
 int shd_rdv_tcp_lookup(struct shd_rdv *r, uint32_t node, int timeout_ms,
 		       struct shd_rdv_node *out, char *err, size_t errlen);
 void shd_rdv_tcp_close(struct shd_rdv *r);
+int shd_rdv_tcp_refresh(struct shd_rdv *r, int timeout_ms, char *err, size_t errlen);
 
 #endif /* SHD_RDV_INT_H */

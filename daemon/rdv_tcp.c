@@ -5,13 +5,19 @@
  * `shuffled --store-listen`, or one a PyTorch program serves), through the
  * blocking client of store_client.c.
  *
- * Keys (all under "shuffle/"):
- *   shuffle/next        ADD counter: the next node id to hand out
- *   shuffle/id/NAME     NAME's node id, decimal: claimed once with
+ * Keys (all under "/shuffle/": PyTorch's Python client puts "/" before
+ * every key, so store.get("shuffle/next") there reads ours):
+ *   /shuffle/next       ADD counter: the next node id to hand out
+ *   /shuffle/id/NAME    NAME's node id, decimal: claimed once with
  *                       COMPARE_SET("", id), so the same name gets the same
  *                       id across restarts (ids are never reused)
- *   shuffle/node/ID     "v1 INCARNATION ADDRHEX NAME": the node's current
+ *   /shuffle/node/ID    "v1 INCARNATION ADDRHEX NAME": the node's current
  *                       fabric address; a restart overwrites it
+ *
+ * A store that restarts empty would hand out ids again: every daemon checks
+ * its own keys once a second (shd_rdv_refresh) and publishes them again
+ * when they are gone, and a daemon that had to wait for the store gives
+ * the running set two such periods to do so before it claims an id.
  *
  * The set's capacity (max_nodes) is fixed at open: node ids are below it.
  * exchange() publishes this node and reads every node published so far;
@@ -80,13 +86,13 @@ static int claim_id(struct shd_rdv *r, char *err, size_t errlen)
 	void *cur = NULL;
 	size_t cur_len = 0;
 	int64_t next = 0;
-	snprintf(key, sizeof(key), "shuffle/id/%s", r->name);
+	snprintf(key, sizeof(key), "/shuffle/id/%s", r->name);
 	const char *const keys[] = {key};
 	int ret = shd_sc_check(r->sc, keys, 1, err, errlen);
 	if (ret < 0)
 		return store_failed(r, ret);
 	if (ret == 0) { /* not claimed yet: take the next id, unless someone races us */
-		ret = shd_sc_add(r->sc, "shuffle/next", 1, &next, err, errlen);
+		ret = shd_sc_add(r->sc, "/shuffle/next", 1, &next, err, errlen);
 		if (ret < 0)
 			return store_failed(r, ret);
 		snprintf(want, sizeof(want), "%" PRId64, next - 1);
@@ -127,10 +133,19 @@ int shd_rdv_tcp_open(struct shd_rdv *r, uint32_t max_nodes, char *err, size_t er
 		return -EINVAL;
 	}
 	int64_t deadline = r->timeout_ms < 0 ? -1 : now_ms() + r->timeout_ms;
+	bool waited = shd_sc_connect(r->store_host, r->store_port, IO_MS, &r->sc, err, errlen) < 0;
 	for (;;) {
 		int ret = store_connect(r, deadline, err, errlen);
 		if (ret < 0)
 			return ret;
+		if (waited) {
+			/* the store was down: it may have come back empty; let the
+			 * running daemons publish their ids again first (they check
+			 * once a second) so that ours is not one of theirs */
+			struct timespec ts = {2, 0};
+			nanosleep(&ts, NULL);
+			waited = false;
+		}
 		ret = claim_id(r, err, errlen);
 		if (ret == 0 || ret == -EBADMSG || ret == -ENOSPC || (deadline >= 0 && expired(deadline)))
 			return ret;
@@ -172,7 +187,7 @@ static int read_node(struct shd_rdv *r, uint32_t node, struct shd_rdv_node *out,
 		     size_t errlen)
 {
 	char key[48];
-	snprintf(key, sizeof(key), "shuffle/node/%u", node);
+	snprintf(key, sizeof(key), "/shuffle/node/%u", node);
 	const char *const keys[] = {key};
 	int ret = shd_sc_check(r->sc, keys, 1, err, errlen);
 	if (ret < 0)
@@ -194,12 +209,13 @@ static int read_node(struct shd_rdv *r, uint32_t node, struct shd_rdv_node *out,
 int shd_rdv_tcp_exchange(struct shd_rdv *r, const void *addr, size_t addr_len,
 			 struct shd_rdv_result *out, char *err, size_t errlen)
 {
-	char rec[2 * SHD_RDV_ADDR_MAX + SHD_RDV_HOST_MAX + 48], hexaddr[2 * SHD_RDV_ADDR_MAX + 1];
+	char *rec = r->record, hexaddr[2 * SHD_RDV_ADDR_MAX + 1];
 	char key[48];
 	int64_t deadline = r->timeout_ms < 0 ? -1 : now_ms() + r->timeout_ms;
 	hex(hexaddr, addr, addr_len);
-	snprintf(rec, sizeof(rec), "v1 %016" PRIx64 " %s %s", r->me.incarnation, hexaddr, r->name);
-	snprintf(key, sizeof(key), "shuffle/node/%d", r->my_node);
+	snprintf(rec, sizeof(r->record), "v1 %016" PRIx64 " %s %s", r->me.incarnation, hexaddr,
+		 r->name);
+	snprintf(key, sizeof(key), "/shuffle/node/%d", r->my_node);
 	struct shd_rdv_node *nodes = calloc(r->n_nodes, sizeof(*nodes));
 	if (!nodes)
 		return -ENOMEM;
@@ -211,7 +227,7 @@ int shd_rdv_tcp_exchange(struct shd_rdv *r, const void *addr, size_t addr_len,
 			goto fail;
 		ret = shd_sc_set(r->sc, key, rec, strlen(rec), err, errlen);
 		if (ret == 0)
-			ret = shd_sc_add(r->sc, "shuffle/next", 0, &count, err, errlen);
+			ret = shd_sc_add(r->sc, "/shuffle/next", 0, &count, err, errlen);
 		if (ret == 0)
 			break;
 		store_failed(r, ret);
@@ -267,3 +283,50 @@ void shd_rdv_tcp_close(struct shd_rdv *r)
 	shd_sc_close(r->sc);
 	r->sc = NULL;
 }
+
+int shd_rdv_tcp_refresh(struct shd_rdv *r, int timeout_ms, char *err, size_t errlen)
+{
+	char idkey[SHD_RDV_HOST_MAX + 32], nodekey[48], id[24];
+	if (r->my_node < 0 || !r->record[0])
+		return 0;
+	if (!r->sc) {
+		int ret = shd_sc_connect(r->store_host, r->store_port, timeout_ms, &r->sc, err,
+					 errlen);
+		if (ret < 0) {
+			r->sc = NULL;
+			return ret;
+		}
+	}
+	snprintf(idkey, sizeof(idkey), "/shuffle/id/%s", r->name);
+	snprintf(nodekey, sizeof(nodekey), "/shuffle/node/%d", r->my_node);
+	const char *const keys[] = {idkey, nodekey};
+	int ret = shd_sc_check(r->sc, keys, 2, err, errlen);
+	if (ret < 0)
+		return store_failed(r, ret);
+	if (ret == 1)
+		return 0; /* both there: the store kept them */
+	/* gone: claim my id again (unless another name took it meanwhile),
+	 * make sure it is never handed out again, and publish my record */
+	snprintf(id, sizeof(id), "%d", r->my_node);
+	void *cur = NULL;
+	size_t cur_len = 0;
+	ret = shd_sc_compare_set(r->sc, idkey, "", 0, id, strlen(id), &cur, &cur_len, err, errlen);
+	if (ret < 0)
+		return store_failed(r, ret);
+	bool mine = cur && !strcmp(cur, id);
+	free(cur);
+	if (!mine) {
+		shd_errf(err, errlen, "store: %s now names another id: not published again", idkey);
+		return -EEXIST;
+	}
+	int64_t next = 0;
+	ret = shd_sc_add(r->sc, "/shuffle/next", 0, &next, err, errlen);
+	if (ret == 0 && next <= r->my_node)
+		ret = shd_sc_add(r->sc, "/shuffle/next", r->my_node + 1 - next, &next, err, errlen);
+	if (ret == 0)
+		ret = shd_sc_set(r->sc, nodekey, r->record, strlen(r->record), err, errlen);
+	if (ret < 0)
+		return store_failed(r, ret);
+	return 1;
+}
+

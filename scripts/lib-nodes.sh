@@ -7,6 +7,7 @@
 #   nodes_up --mode loopback -n 4 --daemon-args "--peer-timeout-ms 1000"
 #   nodes_client 2 -- prog args  # background, on node 2; log kept
 #   nodes_restart 2              # kill -9 node 2's daemon, start it again
+#   nodes_store_kill; nodes_store_start   # --rdv tcp: the store daemon
 #   nodes_wait_all || ...        # every background client exited 0?
 #   nodes_stat 1 '.daemon.wire_bad'
 #
@@ -70,6 +71,23 @@ nodes_restart() {
   local i=$1
   shift
   "$NODES_SCRIPT" restart --dir "$NODES_DIR" --node "$i" --quiet "$@" || return $?
+  # shellcheck disable=SC1091
+  . "$NODES_DIR/env"
+}
+
+# nodes_store_kill [--signal SIG]: (--rdv tcp) stop the store daemon
+# (SIGKILL by default); the nodes keep running.
+nodes_store_kill() {
+  "$NODES_SCRIPT" store-kill --dir "$NODES_DIR" --quiet "$@" || return $?
+  # shellcheck disable=SC1091
+  . "$NODES_DIR/env"
+}
+
+# nodes_store_start: (--rdv tcp) start the store daemon again, same command
+# line and environment (an empty store); waits until it listens, then
+# reloads RUNDIR/env (SHF_NODES_STORE_PID is the new pid).
+nodes_store_start() {
+  "$NODES_SCRIPT" store-start --dir "$NODES_DIR" --quiet "$@" || return $?
   # shellcheck disable=SC1091
   . "$NODES_DIR/env"
 }
@@ -217,4 +235,8 @@ nodes_logs() {
     f=$(nodes_var LOG "$i")
     [ -f "$f" ] && { echo "--- daemon log of node $i ($f):"; tail -n "${1:-15}" "$f"; }
   done >&2
+  local s=${SHF_NODES_STORE_LOG-}
+  if [ -n "$s" ] && [ -f "$s" ]; then
+    { echo "--- store daemon log ($s):"; tail -n "${1:-15}" "$s"; } >&2
+  fi
 }
