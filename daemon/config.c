@@ -131,7 +131,7 @@ static const struct opt opts[SHD_OPT_MAX] = {
 		"dir:PATH:N.", check_rendezvous },
 	[SHD_OPT_MAX_NODES] = {
 		"max_nodes", "SHF_MAX_NODES", T_UINT, 0, FIELD(max_nodes), 2, 1048576, "1024", "N",
-		"tcp rendezvous: the most nodes the set can hold (node ids below N); costs "
+		"tcp and dir without N: the most nodes the set can hold (node ids below N); costs "
 		"about 1.3 KiB per node in every daemon. The other kinds size the set "
 		"themselves.", NULL },
 	[SHD_OPT_PEER_TIMEOUT_MS] = {

@@ -81,9 +81,10 @@ static bool has_address(const struct shd_peer *p)
 
 static void reinsert(struct shd_peer *p);
 
-/* A node we have no address for contacted us (tcp: it published itself
- * after our rendezvous): look it up in the store, at most once a second
- * per node (a lookup blocks the loop for up to LOOKUP_MS). */
+/* A node we have no address for contacted us (tcp, dir without N: it
+ * published itself after our rendezvous): look it up in the store or the
+ * directory, at most once a second per node (a store lookup blocks the
+ * loop for up to LOOKUP_MS). */
 #define LOOKUP_MS 300
 
 static bool learn_address(struct shd_peer *p)
@@ -91,7 +92,8 @@ static bool learn_address(struct shd_peer *p)
 	struct shd_net *n = p->net;
 	uint64_t now = shd_now_ns();
 	if (!n->rdv || now - p->last_lookup_ns < 1000000000u) {
-		n->d->st.wire_stale++;
+		if (!has_address(p))
+			n->d->st.wire_stale++;
 		return false;
 	}
 	p->last_lookup_ns = now;
@@ -104,12 +106,18 @@ static bool learn_address(struct shd_peer *p)
 			   "is not known: %s", p->node, r == -ENOENT ? "not in the store (yet)" : err);
 		return false;
 	}
+	if (p->raw_len == rn.addr_len && !memcmp(p->raw_addr, rn.addr, rn.addr_len))
+		return true; /* the same address: nothing learned */
+	bool moved = has_address(p);
+	if (moved)
+		shd_fabric_remove(n->fab, p->node);
 	snprintf(p->host, sizeof(p->host), "%s", rn.host);
 	p->raw_len = rn.addr_len;
 	memcpy(p->raw_addr, rn.addr, rn.addr_len);
 	shd_fabric_addr_str(n->fab, p->raw_addr, p->raw_len, p->addr, sizeof(p->addr));
 	reinsert(p);
-	shd_info("node %u (%s) joined the set: %s", p->node, p->host, p->addr);
+	shd_info("node %u (%s) %s: %s", p->node, p->host, moved ? "has a new address"
+								: "joined the set", p->addr);
 	return true;
 }
 
@@ -190,7 +198,12 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 		return 0;
 	}
 	struct shd_peer *p = &n->peers[h.src_node];
-	if (!has_address(p) && !learn_address(p))
+	/* from an address we do not know: a node that joined after our
+	 * rendezvous, or one that restarted on another address (a growing
+	 * set publishes it) */
+	if (node == SHD_FABRIC_NODE_UNKNOWN && n->rdv && !p->port[0])
+		learn_address(p);
+	if (!has_address(p))
 		return 0; /* cannot answer it (yet): counted in wire_stale */
 	if (!session_admit(p, &h))
 		return 0;
@@ -336,7 +349,8 @@ static void on_heartbeat(int fd, void *arg)
 			break;
 		}
 	}
-	if (n->rdv && now - n->last_refresh_ns >= 1000000000u) {
+	if (n->rdv && shd_rdv_kind(n->rdv) == SHD_RDV_TCP &&
+	    now - n->last_refresh_ns >= 1000000000u) {
 		n->last_refresh_ns = now;
 		store_refresh(n);
 	}
@@ -566,7 +580,7 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 		shd_err("rendezvous %s: %s", spec, err);
 		goto fail_fab;
 	}
-	if (res.kind == SHD_RDV_TCP)
+	if (res.grows)
 		n->rdv = rdv; /* kept: nodes that publish later are looked up */
 	else
 		shd_rdv_close(rdv);

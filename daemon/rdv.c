@@ -442,7 +442,7 @@ int shd_rdv_open(const char *spec, const struct shd_rdv_self *self, struct shd_r
 	switch (r->kind) {
 	case SHD_RDV_MPI: ret = shd_rdv_mpi_open(r, err, errlen); break;
 	case SHD_RDV_STATIC: ret = open_static(r, self, err, errlen); break;
-	case SHD_RDV_DIR: ret = shd_rdv_dir_open(r, err, errlen); break;
+	case SHD_RDV_DIR: ret = shd_rdv_dir_open(r, self->max_nodes, err, errlen); break;
 	case SHD_RDV_TCP: ret = shd_rdv_tcp_open(r, self->max_nodes, err, errlen); break;
 	default:
 		shd_errf(err, errlen, "\"%.40s\" is not a rendezvous to run: the caller resolves "
@@ -510,9 +510,11 @@ int shd_rdv_refresh(struct shd_rdv *r, int timeout_ms, char *err, size_t errlen)
 int shd_rdv_lookup(struct shd_rdv *r, uint32_t node, int timeout_ms, struct shd_rdv_node *out,
 		   char *err, size_t errlen)
 {
-	if (r->kind != SHD_RDV_TCP)
-		return -ENOTSUP;
-	return shd_rdv_tcp_lookup(r, node, timeout_ms, out, err, errlen);
+	if (r->kind == SHD_RDV_TCP)
+		return shd_rdv_tcp_lookup(r, node, timeout_ms, out, err, errlen);
+	if (r->kind == SHD_RDV_DIR && !r->dir_n)
+		return shd_rdv_dir_lookup(r, node, out, err, errlen);
+	return -ENOTSUP;
 }
 
 void shd_rdv_close(struct shd_rdv *r)

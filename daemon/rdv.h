@@ -84,6 +84,7 @@
 #ifndef SHD_RDV_H
 #define SHD_RDV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -111,6 +112,9 @@ struct shd_rdv_node {
 
 struct shd_rdv_result {
 	enum shd_rdv_kind kind;
+	bool grows;                 /* tcp, dir without N: nodes may appear later
+	                               (shd_rdv_lookup() finds them); n_nodes is
+	                               then the set's capacity */
 	uint32_t n_nodes;           /* >= 1 */
 	uint32_t my_node;           /* < n_nodes */
 	struct shd_rdv_node *nodes; /* [n_nodes], indexed by node id; heap */
@@ -126,8 +130,8 @@ struct shd_rdv_self {
 	                         one (shd_rdv_incarnation() tells which).  Keep
 	                         it last: callers initialise this struct by
 	                         position. */
-	uint32_t max_nodes;   /* tcp: node ids < max_nodes (the set's capacity);
-	                         0: 1024 */
+	uint32_t max_nodes;   /* tcp, dir without N: node ids < max_nodes (the
+	                         set's capacity); 0: 1024 */
 };
 
 struct shd_rdv;
@@ -179,11 +183,12 @@ enum shd_rdv_kind shd_rdv_kind(const struct shd_rdv *r);
 int shd_rdv_exchange(struct shd_rdv *r, const void *addr, size_t addr_len,
 		     struct shd_rdv_result *out, char *err, size_t errlen);
 
-/* tcp: the set grows after the exchange.  Look node up in the store (a
- * node that published itself later): 0 and *out filled, -ENOENT when the
- * store does not know it (yet), -ENOTSUP for the other kinds, or the store's
- * error (-ECONNREFUSED, -ETIMEDOUT...; the next call reconnects).  Blocks
- * for at most timeout_ms per store round trip. */
+/* tcp and dir without N: the set grows after the exchange.  Look node up
+ * (a node that published itself later): 0 and *out filled, -ENOENT when it
+ * is not known (yet) or its file is stale, -ENOTSUP for the other kinds, or
+ * the store's error (-ECONNREFUSED, -ETIMEDOUT...; the next call
+ * reconnects).  Blocks for at most timeout_ms per store round trip (dir:
+ * two small file reads). */
 int shd_rdv_lookup(struct shd_rdv *r, uint32_t node, int timeout_ms, struct shd_rdv_node *out,
 		   char *err, size_t errlen);
 

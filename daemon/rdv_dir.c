@@ -515,6 +515,12 @@ static int claim_id(struct shd_rdv *r, char *err, size_t errlen)
 	}
 	r->my_node = (int)mine;
 	r->n_nodes = (uint32_t)(top > mine ? top : mine + 1);
+	if (r->n_nodes > r->cap) {
+		shd_errf(err, errlen, "rdv dir: %u ids claimed in %s, but the set holds %u "
+				      "(max_nodes)", r->n_nodes, r->path, r->cap);
+		return -ENOSPC;
+	}
+	r->n_nodes = r->cap; /* the set's capacity: nodes may come later */
 	return 0;
 }
 
@@ -540,7 +546,9 @@ static int exchange_dir_free(struct shd_rdv *r, struct shd_rdv_result *out, char
 		return (int)top;
 	}
 	uint32_t nn = (uint32_t)top > (uint32_t)r->my_node ? (uint32_t)top : (uint32_t)r->my_node + 1;
-	nodes = calloc(nn, sizeof(*nodes));
+	if (nn > r->cap)
+		nn = r->cap; /* claimed beyond the capacity: never reachable here */
+	nodes = calloc(r->cap, sizeof(*nodes));
 	struct name_list sorted = {0};
 	if (!nodes) {
 		ret = -ENOMEM;
@@ -589,7 +597,8 @@ static int exchange_dir_free(struct shd_rdv *r, struct shd_rdv_result *out, char
 		}
 	}
 	out->kind = SHD_RDV_DIR;
-	out->n_nodes = nn;
+	out->grows = true;
+	out->n_nodes = r->cap;
 	out->my_node = (uint32_t)r->my_node;
 	out->nodes = nodes;
 	nodes = NULL;
@@ -602,8 +611,34 @@ out:
 	return ret;
 }
 
-int shd_rdv_dir_open(struct shd_rdv *r, char *err, size_t errlen)
+int shd_rdv_dir_lookup(struct shd_rdv *r, uint32_t node, struct shd_rdv_node *out, char *err,
+		       size_t errlen)
 {
+	char name[NAME_MAX_DIR];
+	struct ident who;
+	int ret = read_claim(r->path, node, name);
+	if (ret == -ENOENT || ret == -EBADMSG)
+		return -ENOENT;
+	if (ret < 0) {
+		shd_errf(err, errlen, "rdv dir: %s/" CLAIM_PREFIX "%u: %s", r->path, node,
+			 strerror(-ret));
+		return ret;
+	}
+	memset(out, 0, sizeof(*out));
+	ret = read_file(r->path, name, out, &who);
+	if (ret == -ENOENT || ret == -EBADMSG || (ret == 0 && ident_stale(&who, &r->me)))
+		return -ENOENT;
+	if (ret < 0) {
+		shd_errf(err, errlen, "rdv dir: %s/%s.addr: %s", r->path, name, strerror(-ret));
+		return ret;
+	}
+	snprintf(out->host, sizeof(out->host), "%s", name);
+	return 0;
+}
+
+int shd_rdv_dir_open(struct shd_rdv *r, uint32_t max_nodes, char *err, size_t errlen)
+{
+	r->cap = max_nodes ? max_nodes : 1024u;
 	const char *why = "";
 	if (shf_node_name_check(r->name, &why) < 0) {
 		shd_errf(err, errlen, "rdv dir: node name \"%.64s\": %s", r->name, why);

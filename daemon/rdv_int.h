@@ -41,6 +41,7 @@ struct shd_rdv {
 	char name[SHD_RDV_HOST_MAX];
 	char path[PATH_MAX];   /* dir */
 	bool dir_n;            /* dir: N given */
+	uint32_t cap;          /* dir without N: the set's capacity (max_nodes) */
 	struct shd_rdv_node *list; /* static: parsed entries */
 	struct ident me;       /* incarnation; dir: what my file says about me */
 	/* tcp */
@@ -74,7 +75,9 @@ static inline bool expired(int64_t deadline)
 /* Who I am, for my file (and the incarnation of every kind).  inc 0: draw
  * one. */
 void shd_rdv_dir_ident(struct ident *me, uint64_t inc);
-int shd_rdv_dir_open(struct shd_rdv *r, char *err, size_t errlen);
+int shd_rdv_dir_open(struct shd_rdv *r, uint32_t max_nodes, char *err, size_t errlen);
+int shd_rdv_dir_lookup(struct shd_rdv *r, uint32_t node, struct shd_rdv_node *out, char *err,
+		       size_t errlen);
 int shd_rdv_dir_exchange(struct shd_rdv *r, const void *addr, size_t addr_len,
 			 struct shd_rdv_result *out, char *err, size_t errlen);
 

@@ -120,7 +120,11 @@ case "$how" in
     # from the moment the new daemon is ready (its own log)
     line=$(grep -h "NOTICE: shuffled .* started" "$(nodes_var LOG "$V")" | tail -n 1)
     t_back=$(date -d "${line%% *}" +%s.%N) || t_fail "no start line in node $V's log" ;;
-  link) nodes link --node $V up || t_fail "cannot bring node $V's link up" ;;
+  link)
+    # the issue's flap: at least 3 s down
+    while [ $(( $(nodes_now_ms) - t_kill )) -lt 3000 ]; do sleep 0.05; done
+    t_note "node $V's link was down for $(( $(nodes_now_ms) - t_kill )) ms, under traffic"
+    nodes link --node $V up || t_fail "cannot bring node $V's link up" ;;
 esac
 all_up() {
   local i p

@@ -10,12 +10,18 @@
 # restart, and their RSS after cycle 20 must be within 2 MiB of their RSS
 # after cycle 3 (not checked under sanitizers: their RSS means nothing).
 # Then a job on all three nodes runs exactly.
-T=multi-restart-cycles
+#
+# restart-cycles.sh dirfree CYCLES: the same through dir:PATH without N,
+# where a restarted daemon binds a new ephemeral port: the others learn its
+# new address from its file (the same directory, kept across restarts).
+rdv=${1:-static} CYCLES=${2:-20}
+T=multi-restart-cycles$([ "$rdv" = static ] || echo "-$rdv")
 # shellcheck source=tests/multi/common.sh
 . "$(dirname "$0")/common.sh"
 t_need "$TCLIENT"
-N=3 CYCLES=20
-t_up --mode loopback -n $N --daemon-args "--peer-timeout-ms 2000 --heartbeat-ms 200"
+N=3
+[ "$CYCLES" -ge 4 ] || t_fail "at least 4 cycles (RSS is compared from cycle 3)"
+t_up --mode loopback --rdv "$rdv" -n $N --daemon-args "--peer-timeout-ms 2000 --heartbeat-ms 200"
 pids="$(nodes_var PID 1) $(nodes_var PID 3)"
 sanitized=0
 case "$(ldd "$SHF_NODES_SHUFFLED" 2>/dev/null)" in *libasan* | *libtsan*) sanitized=1 ;; esac
