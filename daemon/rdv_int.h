@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "daemon/rdv.h"
+#include "daemon/rdv_types.h"
 #include "proto/addr.h"
 
 #define NAME_MAX_DIR SHF_NODE_NAME_MAX /* node names: < 64 chars */
