@@ -342,11 +342,25 @@ static struct shf_ctx *open_ctx(bool thread, uint32_t ring)
 	o.ring_bytes = ring;
 	o.timeout_ms = cfg.timeout;
 	struct shf_ctx *c = NULL;
+	/* on_deliver reads g_rank and g_world from the delivery thread, which
+	 * runs as soon as shf_open() starts it: set them before (the tests
+	 * export SHF_RANK and SHF_WORLD), and write them after only if the
+	 * library says otherwise (then a delivery could race: fail instead) */
+	const char *er = getenv("SHF_RANK"), *ew = getenv("SHF_WORLD");
+	if (er && ew) {
+		g_rank = atoi(er);
+		g_world = atoi(ew);
+	}
 	int r = shf_open(&o, on_deliver, NULL, &c);
 	if (r != 0 || !c)
 		FAIL("shf_open: %s (%s)", shf_strerror(r), shf_error_detail());
-	g_rank = shf_rank(c);
-	g_world = shf_world(c);
+	if (g_rank != shf_rank(c) || g_world != shf_world(c)) {
+		if (thread && er && ew)
+			FAIL("SHF_RANK/SHF_WORLD %s/%s, but the library says rank %d of %d", er, ew,
+			     shf_rank(c), shf_world(c));
+		g_rank = shf_rank(c);
+		g_world = shf_world(c);
+	}
 	if (g_world < 1 || g_world > MAX_WORLD)
 		FAIL("world %d outside the test's range", g_world);
 	return c;
