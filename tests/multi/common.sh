@@ -163,6 +163,14 @@ t_peer_went_down() {
     *) [ "${n:-0}" -ge 2 ] ;;
   esac
 }
+# t_no_clients NODE: no clients attached to node NODE's daemon (jobs of
+# ranks on other nodes may still be known there).
+t_no_clients() {
+  local s
+  s=$(nodes_json "$1" status 2>/dev/null) || return 1
+  [ "$(jq -r '.clients' <<< "$s")" = 0 ]
+}
+
 # t_idle NODE: no clients, no jobs on node NODE's daemon.
 t_idle() {
   local s
