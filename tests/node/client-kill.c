@@ -42,8 +42,13 @@ int main(int argc, char **argv)
 				 "stall=victim-killed", "post=open", "hold=fdcheck", NULL};
 	const char *honest[] = {"traffic", "srcs=0-2", "dsts=0-2", "prefix=3", "n=1000",
 				"wait=1", "expect_epoch=ESRCH", "post=open", "hold=fdcheck", NULL};
-	const char *victim[] = {"victim", "dsts=0", "minlen=4096", "maxlen=4096", "ring=131072",
-				"post=open", flush ? "victim_flush=40" : "n=100000", NULL};
+	/* flush: the victim's 40 x 4 KiB must all fit in its own send ring
+	 * (256 KiB), or it blocks in shf_send and never reaches the flush
+	 * when honest traffic fills rank 0's 128 KiB ring first; they never
+	 * all fit in rank 0's ring, so the flush is always stuck */
+	const char *victim[] = {"victim", "dsts=0", "minlen=4096", "maxlen=4096",
+				flush ? "ring=262144" : "ring=131072", "post=open",
+				flush ? "victim_flush=40" : "n=100000", NULL};
 	pid_t pids[WORLD];
 	for (int r = 0; r < WORLD; r++)
 		pids[r] = td_spawn_client("kill", r, WORLD,
