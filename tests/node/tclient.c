@@ -518,8 +518,11 @@ static void hold_and_close(struct shf_ctx *c)
 		char name[64];
 		snprintf(name, sizeof(name), "held.%d", g_rank);
 		td_sync_post(g_sync, name);
-		if (!td_sync_wait(g_sync, cfg.hold, 60000))
-			FAIL("sync point %s never came", cfg.hold);
+		/* the driver may do long work meanwhile (restart-cycles: 20
+		 * restarts): wait as long as timeout= says, 60 s at least */
+		int wait_ms = cfg.timeout > 60000 ? cfg.timeout : 60000;
+		if (!td_sync_wait(g_sync, cfg.hold, wait_ms))
+			FAIL("sync point %s never came within %d ms", cfg.hold, wait_ms);
 	}
 	int r = shf_close(c);
 	if (r != 0)
