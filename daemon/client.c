@@ -8,9 +8,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "daemon/client.h"
+#include "daemon/closer.h"
 #include "daemon/log.h"
 #include "daemon/sched.h"
 
@@ -54,12 +56,67 @@ void shd_client_error(struct shd_client *c, uint32_t id, int err, const char *fm
 	send_error(c, id, err, text);
 }
 
+/*
+ * The most fds one datagram can carry (the kernel's SCM_MAX_FD).  The
+ * control buffer takes all of them: fds that do not fit would be released
+ * by the kernel inside recvmsg(), on this thread, where a lingering socket
+ * among them would block the loop.
+ */
+#define SCM_MAX_FDS 253
+
+long shd_client_recv(struct shd_client *c, void *buf, size_t cap)
+{
+	union {
+		char b[CMSG_SPACE(sizeof(int) * SCM_MAX_FDS)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {buf, cap};
+	struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b,
+			   .msg_controllen = sizeof(u.b)};
+	ssize_t r;
+	do
+		r = recvmsg(c->sock, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return -errno;
+	/* the protocol has no message that carries fds towards the daemon */
+	unsigned nfds = 0;
+	for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h)) {
+		if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t n = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			int f;
+			memcpy(&f, CMSG_DATA(h) + i * sizeof(int), sizeof(int));
+			shd_close_async(f);
+			nfds++;
+		}
+	}
+	if (nfds) {
+		c->d->st.stray_fds += nfds;
+		c->d->st.disc_proto++;
+		shd_client_cutoff(c, -EPROTO, "sent %u file descriptor%s (the daemon takes none)",
+				  nfds, nfds == 1 ? "" : "s");
+		return -EBADF;
+	}
+	if (r == 0)
+		return 0;
+	if (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+		return -EMSGSIZE;
+	int e = shf_ipc_check(buf, (size_t)r);
+	return e ? e : r;
+}
+
 void shd_client_close_sock(struct shd_client *c)
 {
 	shd_ev_free(c->sock_ev);
 	c->sock_ev = NULL;
-	if (c->sock >= 0)
-		close(c->sock);
+	if (c->sock >= 0) {
+		/* the peer sees the end now; the close itself may wait (fds
+		 * queued behind the last message read) and goes to the closer */
+		shutdown(c->sock, SHUT_RDWR);
+		shd_close_async(c->sock);
+	}
 	c->sock = -1;
 }
 
@@ -69,6 +126,7 @@ void shd_client_reap_later(struct shd_client *c)
 		return;
 	c->doomed = true;
 	shd_ev_disarm(c->world_timer);
+	shd_ev_disarm(c->idle_timer);
 	shd_list_add_tail(&c->d->doomed, &c->doom_link);
 	shd_sched_pass(c->d);
 }

@@ -30,7 +30,13 @@ void shd_client_cutoff(struct shd_client *c, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Queue c for the reap without a message (it drained, or said BYE). */
 void shd_client_reap_later(struct shd_client *c);
-/* Close c's socket (its ring may still drain). */
+/* Receive one datagram from c's socket into buf: its size (validated
+ * with shf_ipc_check()), 0 on end of file, or a negative errno (-EAGAIN:
+ * nothing waits).  A datagram that carries fds cuts c off (the fds are
+ * closed off the loop, closer.h) and returns -EBADF: c is doomed. */
+long shd_client_recv(struct shd_client *c, void *buf, size_t cap);
+/* Close c's socket (its ring may still drain): shut down at once, closed
+ * by the closer thread (closer.h). */
 void shd_client_close_sock(struct shd_client *c);
 
 const char *shd_sess_state_name(enum shd_sess_state s);

@@ -144,7 +144,30 @@ static const struct opt opts[SHD_OPT_MAX] = {
 		"Keepalive period toward idle peers; less than peer_timeout_ms.", NULL },
 	[SHD_OPT_MAX_CLIENTS] = {
 		"max_clients", "SHF_MAX_CLIENTS", T_UINT, 0, FIELD(max_clients), 1, 65536, "1024", "N",
-		"Concurrent client connections.", NULL },
+		"Concurrent connections (clients and shufflectl), reserves included.", NULL },
+	[SHD_OPT_MAX_CLIENTS_PER_USER] = {
+		"max_clients_per_user", "SHF_MAX_CLIENTS_PER_USER", T_UINT, 0,
+		FIELD(max_clients_per_user), 1, 65536, "512", "N",
+		"Concurrent connections of one user (root is exempt); more are refused with "
+		"EDQUOT.", NULL },
+	[SHD_OPT_RESERVED_ROOT] = {
+		"reserved_root", "SHF_RESERVED_ROOT", T_UINT, 0, FIELD(reserved_root), 0, 65535,
+		"8", "N",
+		"The last N slots of max_clients are for root only.", NULL },
+	[SHD_OPT_RESERVED_CTL] = {
+		"reserved_ctl", "SHF_RESERVED_CTL", T_UINT, 0, FIELD(reserved_ctl), 0, 65535, "8",
+		"N",
+		"The N slots before those are for shufflectl: a user's connection that gets one "
+		"may send control requests but not register (EBUSY).", NULL },
+	[SHD_OPT_HELLO_TIMEOUT_MS] = {
+		"hello_timeout_ms", "SHF_HELLO_TIMEOUT_MS", T_UINT, 0, FIELD(hello_timeout_ms),
+		10, 3600000, "10000", "MSEC",
+		"A connection that has not said HELLO after this long is closed.", NULL },
+	[SHD_OPT_IDLE_TIMEOUT_MS] = {
+		"idle_timeout_ms", "SHF_IDLE_TIMEOUT_MS", T_UINT, 0, FIELD(idle_timeout_ms),
+		10, 86400000, "60000", "MSEC",
+		"A session that said HELLO but has neither registered nor sent a request for "
+		"this long is cut off (ETIMEDOUT).", NULL },
 	[SHD_OPT_WORLD_TIMEOUT_MS] = {
 		"world_timeout_ms", "SHF_WORLD_TIMEOUT_MS", T_UINT, 0, FIELD(world_timeout_ms),
 		0, 86400000, "60000", "MSEC",
@@ -812,6 +835,12 @@ static int cross_check(struct shd_config *c, char *err, size_t errlen)
 		shd_errf(err, errlen, "heartbeat_ms=%u must be less than peer_timeout_ms=%u, or "
 			"idle peers would be declared down between heartbeats (heartbeat_ms from "
 			"%s, peer_timeout_ms from %s)", c->heartbeat_ms, c->peer_timeout_ms, sa, sb);
+		return -EINVAL;
+	}
+	if ((uint64_t)c->reserved_root + c->reserved_ctl >= c->max_clients) {
+		shd_errf(err, errlen, "reserved_root=%u plus reserved_ctl=%u must be less than "
+			"max_clients=%u, or no slot is left for ordinary clients",
+			c->reserved_root, c->reserved_ctl, c->max_clients);
 		return -EINVAL;
 	}
 	char why[256], vb[80];

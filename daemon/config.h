@@ -45,6 +45,11 @@ enum shd_config_opt {
 	SHD_OPT_PEER_TIMEOUT_MS,
 	SHD_OPT_HEARTBEAT_MS,
 	SHD_OPT_MAX_CLIENTS,
+	SHD_OPT_MAX_CLIENTS_PER_USER,
+	SHD_OPT_RESERVED_ROOT,
+	SHD_OPT_RESERVED_CTL,
+	SHD_OPT_HELLO_TIMEOUT_MS,
+	SHD_OPT_IDLE_TIMEOUT_MS,
 	SHD_OPT_WORLD_TIMEOUT_MS,
 	SHD_OPT_STORE_LISTEN,
 	SHD_OPT_STORE_MAX_KEYS,
@@ -107,6 +112,11 @@ struct shd_config {
 	uint32_t peer_timeout_ms;  /* silent peer declared down after this */
 	uint32_t heartbeat_ms;     /* keepalive period toward peers */
 	uint32_t max_clients;      /* concurrent client sessions */
+	uint32_t max_clients_per_user; /* sessions of one uid (root exempt) */
+	uint32_t reserved_root;    /* the last slots of max_clients: root only */
+	uint32_t reserved_ctl;     /* the slots before those: shufflectl-only sessions */
+	uint32_t hello_timeout_ms; /* a connection without HELLO is closed after this */
+	uint32_t idle_timeout_ms;  /* a HELLO'd session without REGISTER or request: cut */
 	uint32_t world_timeout_ms; /* shf_open() world wait when the client passes 0 */
 	/* key-value store (daemon/store.c): "HOST:PORT" to serve it on
 	 * (proto/addr.h, port required), "" off; and its bounds */

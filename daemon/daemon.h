@@ -65,6 +65,10 @@ struct shd_client {
 	uid_t uid;
 	gid_t gid;
 	uint64_t since_ns;          /* connect time */
+	/* session.c: hello_timeout_ms while HELLO, idle_timeout_ms while OPEN;
+	 * freed once registered */
+	struct shd_ev *idle_timer;
+	bool ctl_only;              /* took a reserved_ctl slot: no REGISTER */
 
 	/* registration (session.c, job.c) */
 	struct shd_job *job;        /* NULL until REGISTER succeeded */
@@ -160,6 +164,10 @@ struct shd_daemon {
 	int lock_fd;                    /* flock on <runtime_dir>/shuffled.lock */
 	int listen_fd;
 	struct shd_ev *listen_ev;
+	/* out of fds (session.c): accepting pauses, this timer resumes it */
+	struct shd_ev *accept_timer;
+	uint32_t accept_backoff_ms;     /* the next pause; 0: not paused */
+	int spare_fd;                   /* /dev/null, given up to refuse one connection */
 	struct shd_ev *sig_ev[4];
 
 	/* the pass (pass.c runs it, sched.c schedules it) */

@@ -131,6 +131,11 @@ void shd_ev_disarm(struct shd_ev *e)
 		event_del(e->ev);
 }
 
+void shd_ev_watch(struct shd_ev *e)
+{
+	event_add(e->ev, NULL);
+}
+
 bool shd_ev_armed(const struct shd_ev *e)
 {
 	return event_pending(e->ev, EV_TIMEOUT | EV_READ | EV_SIGNAL, NULL) != 0;

@@ -32,6 +32,7 @@ struct shd_ev *shd_loop_signal(struct shd_loop *loop, int signo, shd_ev_fn fn, v
 
 void shd_ev_arm(struct shd_ev *ev, uint64_t usec); /* (re)arm a timer */
 void shd_ev_disarm(struct shd_ev *ev);             /* timer, or stop watching fd */
+void shd_ev_watch(struct shd_ev *ev);              /* watch a disarmed fd again */
 bool shd_ev_armed(const struct shd_ev *ev);
 void shd_ev_activate(struct shd_ev *ev);           /* schedule deferred work */
 void shd_ev_free(struct shd_ev *ev);               /* NULL ok */

@@ -20,12 +20,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "daemon/client.h"
+#include "daemon/closer.h"
 #include "daemon/ctlcmd.h"
 #include "daemon/epoch.h"
 #include "daemon/job.h"
@@ -40,6 +42,12 @@
 #include "proto/shm.h"
 
 static struct shd_ratelimit rl_fail = SHD_RATELIMIT_INIT(1000, 10);
+static struct shd_ratelimit rl_refuse = SHD_RATELIMIT_INIT(1000, 5);
+static struct shd_ratelimit rl_fds = SHD_RATELIMIT_INIT(10000, 1);
+
+/* Accepting paused for lack of fds: first pause, and the longest. */
+#define ACCEPT_PAUSE_MIN_MS 100u
+#define ACCEPT_PAUSE_MAX_MS 1000u
 
 /* mkdir -p with a mode for the last component */
 static int mkdir_p(const char *path, mode_t mode)
@@ -60,15 +68,87 @@ static int mkdir_p(const char *path, mode_t mode)
 	return 0;
 }
 
+/*
+ * Is the runtime directory ours alone?  Another user who could create or
+ * replace it (or its socket) could serve clients a daemon of their own, or
+ * take ours over.  The directory must belong to us and be writable by
+ * nobody else; each directory above it must belong to root or to us and,
+ * if others may write it, carry the sticky bit (as /tmp does), so that
+ * nobody else can rename what we made there.  0, or -EPERM with why.
+ */
+static int runtime_dir_check(const char *dir, char *why, size_t n)
+{
+	char path[4096];
+	uid_t me = geteuid();
+	if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path))
+		return snprintf(why, n, "path too long"), -ENAMETOOLONG;
+	size_t len = strlen(path);
+	while (len > 1 && path[len - 1] == '/')
+		path[--len] = '\0';
+	for (bool last = true;; last = false) {
+		struct stat st;
+		if (stat(path, &st) < 0) {
+			int r = -errno;
+			snprintf(why, n, "%s: %s", path, strerror(errno));
+			return r;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			snprintf(why, n, "%s is not a directory", path);
+			return -ENOTDIR;
+		}
+		if (last && st.st_uid != me) {
+			snprintf(why, n, "%s is owned by uid %u, not by this daemon's uid %u", path,
+				 (unsigned)st.st_uid, (unsigned)me);
+			return -EPERM;
+		}
+		if (last && (st.st_mode & 022)) {
+			snprintf(why, n, "%s is writable by group or others (mode %04o)", path,
+				 (unsigned)(st.st_mode & 07777));
+			return -EPERM;
+		}
+		if (!last && st.st_uid != 0 && st.st_uid != me) {
+			snprintf(why, n, "%s (above it) is owned by uid %u, neither root nor this "
+				 "daemon's uid %u", path, (unsigned)st.st_uid, (unsigned)me);
+			return -EPERM;
+		}
+		if (!last && (st.st_mode & 022) && !(st.st_mode & S_ISVTX)) {
+			snprintf(why, n, "%s (above it) is writable by group or others without the "
+				 "sticky bit (mode %04o)", path, (unsigned)(st.st_mode & 07777));
+			return -EPERM;
+		}
+		char *slash = strrchr(path, '/');
+		if (!slash || slash == path) {
+			if (slash && path[1]) {
+				path[1] = '\0'; /* then "/" itself */
+				continue;
+			}
+			return 0;
+		}
+		*slash = '\0';
+	}
+}
+
 static void on_accept(int fd, void *arg);
+static void on_accept_resume(int fd, void *arg);
 
 int shd_ctl_listen(struct shd_daemon *d)
 {
 	const struct shd_config *cfg = &d->cfg;
 	bool root = geteuid() == 0;
+	char why[4300];
+	d->spare_fd = -1;
+	/* a root daemon serves everyone (a 0755 directory, a 0666 socket); a
+	 * user's daemon only that user (0700, 0600) */
 	int r = mkdir_p(cfg->runtime_dir, root ? 0755 : 0700);
 	if (r) {
 		shd_err("cannot create runtime directory %s: %s", cfg->runtime_dir, strerror(-r));
+		return r;
+	}
+	r = runtime_dir_check(cfg->runtime_dir, why, sizeof(why));
+	if (r) {
+		shd_err("refusing runtime directory %s: %s (another user could serve a daemon "
+			"of their own there; use a directory only this user can write)",
+			cfg->runtime_dir, why);
 		return r;
 	}
 	/* One daemon per runtime directory.  The lock dies with the process,
@@ -112,8 +192,12 @@ int shd_ctl_listen(struct shd_daemon *d)
 		shd_err("socket %s: %s", cfg->socket_path, strerror(errno));
 		return r;
 	}
+	/* a spare fd to give up when out of fds: one connection can then be
+	 * told so instead of waiting in the listen queue (on_accept) */
+	d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	d->listen_ev = shd_loop_fd(d->loop, d->listen_fd, on_accept, d);
-	return d->listen_ev ? 0 : -ENOMEM;
+	d->accept_timer = shd_loop_timer(d->loop, on_accept_resume, d);
+	return d->listen_ev && d->accept_timer ? 0 : -ENOMEM;
 }
 
 static void client_free(struct shd_client *c);
@@ -125,6 +209,11 @@ void shd_ctl_close(struct shd_daemon *d)
 		client_free(shd_container_of(p, struct shd_client, all_link));
 	shd_ev_free(d->listen_ev);
 	d->listen_ev = NULL;
+	shd_ev_free(d->accept_timer);
+	d->accept_timer = NULL;
+	if (d->spare_fd >= 0)
+		close(d->spare_fd);
+	d->spare_fd = -1;
 	if (d->listen_fd >= 0) {
 		close(d->listen_fd);
 		unlink(d->cfg.socket_path);
@@ -142,6 +231,7 @@ static void client_free(struct shd_client *c)
 		shd_job_leave(c, true, false);
 	shd_relay_detach(c);
 	shd_ev_free(c->world_timer);
+	shd_ev_free(c->idle_timer);
 	shd_region_free(c);
 	shd_client_close_sock(c);
 	shd_stats_client_add(&d->totals, &c->st);
@@ -246,7 +336,13 @@ static void on_register(struct shd_client *c, uint32_t id, const struct shf_ipc_
 	char why[300] = "";
 	int r;
 	uint32_t rb = m->ring_bytes ? m->ring_bytes : d->cfg.ring_bytes;
-	if (shf_ipc_job_check(m->job) < 0) {
+	if (c->ctl_only) {
+		r = -EBUSY;
+		snprintf(why, sizeof(why), "no client slot free: this connection has one of the "
+			 "slots kept for shufflectl (max_clients %u, reserved_ctl %u, "
+			 "reserved_root %u)", d->cfg.max_clients, d->cfg.reserved_ctl,
+			 d->cfg.reserved_root);
+	} else if (shf_ipc_job_check(m->job) < 0) {
 		r = -EINVAL;
 		snprintf(why, sizeof(why), "bad job name (1-63 chars of [A-Za-z0-9._:@+-])");
 	} else if (m->world < 1 || m->world > SHF_WORLD_MAX) {
@@ -293,6 +389,8 @@ static void on_register(struct shd_client *c, uint32_t id, const struct shf_ipc_
 		return;
 	}
 	c->state = SHD_SESS_WAITWORLD;
+	shd_ev_free(c->idle_timer); /* the world timeout takes over */
+	c->idle_timer = NULL;
 	d->st.clients_attached++;
 	shd_info("client %llu attached: job %s rank %d/%d pid %d uid %d ring %u B",
 		 (unsigned long long)c->id, c->job->name, c->rank, c->job->world, (int)c->pid,
@@ -334,10 +432,14 @@ static bool dispatch(struct shd_client *c, const void *buf, size_t n)
 		}
 		struct shf_ipc_hello_ok ok = {SHF_IPC_VERSION, c->d->cfg.max_msg, c->d->cfg.ring_bytes,
 					      c->d->node_id};
-		if (shd_client_send(c, SHF_IPC_HELLO_OK, h.id, &ok, sizeof(ok)) == 0)
+		if (shd_client_send(c, SHF_IPC_HELLO_OK, h.id, &ok, sizeof(ok)) == 0) {
 			c->state = SHD_SESS_OPEN;
+			shd_ev_arm(c->idle_timer, (uint64_t)c->d->cfg.idle_timeout_ms * 1000u);
+		}
 		return true;
 	case SHD_SESS_OPEN:
+		/* a request: the session is not idle */
+		shd_ev_arm(c->idle_timer, (uint64_t)c->d->cfg.idle_timeout_ms * 1000u);
 		if (h.type == SHF_IPC_REGISTER) {
 			struct shf_ipc_register m;
 			memcpy(&m, body, sizeof(m));
@@ -392,8 +494,9 @@ static void on_sock(int fd, void *arg)
 	_Alignas(8) char buf[1024];
 	/* a few messages per wake-up: a chatty client cannot starve the loop */
 	for (int i = 0; i < 16; i++) {
-		long n = shf_ipc_recv(fd, buf, sizeof(buf), NULL, NULL);
-		if (n == -EAGAIN)
+		long n = shd_client_recv(c, buf, sizeof(buf));
+		(void)fd;
+		if (n == -EAGAIN || n == -EBADF) /* -EBADF: it sent fds and was cut off */
 			return;
 		if (n == 0 || n == -ECONNRESET || n == -EPIPE) {
 			client_gone(c, false);
@@ -409,42 +512,155 @@ static void on_sock(int fd, void *arg)
 	}
 }
 
+/* No HELLO within hello_timeout_ms, or idle_timeout_ms in OPEN. */
+static void idle_timeout(int fd, void *arg)
+{
+	struct shd_client *c = arg;
+	struct shd_daemon *d = c->d;
+	(void)fd;
+	if (c->state == SHD_SESS_HELLO) {
+		d->st.disc_hello++;
+		shd_client_cutoff(c, -ETIMEDOUT, "no HELLO within %u ms (hello_timeout_ms)",
+				  d->cfg.hello_timeout_ms);
+	} else if (c->state == SHD_SESS_OPEN) {
+		d->st.disc_idle++;
+		shd_client_cutoff(c, -ETIMEDOUT, "idle for %u ms without registering or a request "
+				  "(idle_timeout_ms)", d->cfg.idle_timeout_ms);
+	}
+}
+
+/* Tell an accepted connection why it is refused, and close it. */
+static void refuse(int fd, int err, const char *text)
+{
+	struct {
+		struct shf_ipc_error e;
+		char t[200];
+	} m = {{err, 0}, {0}};
+	snprintf(m.t, sizeof(m.t), "%s", text);
+	shf_ipc_send(fd, SHF_IPC_ERROR, 0, &m, sizeof(m.e) + strlen(m.t) + 1, NULL, 0);
+	shutdown(fd, SHUT_RDWR);
+	shd_close_async(fd); /* its queue may hold fds whose close blocks */
+}
+
+static unsigned uid_sessions(const struct shd_daemon *d, uid_t uid)
+{
+	unsigned n = 0;
+	const struct shd_list *p;
+	for (p = d->clients.next; p != &d->clients; p = p->next)
+		n += shd_container_of(p, struct shd_client, all_link)->uid == uid;
+	return n;
+}
+
+/*
+ * Which slot may a connection of uid take?  0 and *ctl_only set, or the
+ * refusal's -errno with its text.  Root may use every slot and has no
+ * per-user limit; a user gets the first max_clients - reserved_root -
+ * reserved_ctl slots, then one of the reserved_ctl slots for shufflectl
+ * only; the last reserved_root slots are root's.
+ */
+static int admit(struct shd_daemon *d, uid_t uid, bool *ctl_only, char *why, size_t n)
+{
+	const struct shd_config *cfg = &d->cfg;
+	unsigned users = cfg->max_clients - cfg->reserved_root - cfg->reserved_ctl;
+	unsigned ctl = cfg->max_clients - cfg->reserved_root;
+	*ctl_only = false;
+	if (uid != 0 && uid_sessions(d, uid) >= cfg->max_clients_per_user) {
+		d->st.conn_refused_user++;
+		snprintf(why, n, "too many connections of uid %u (max_clients_per_user %u)",
+			 (unsigned)uid, cfg->max_clients_per_user);
+		return -EDQUOT;
+	}
+	if (d->n_clients >= cfg->max_clients || (uid != 0 && d->n_clients >= ctl)) {
+		d->st.conn_refused_full++;
+		snprintf(why, n, "too many clients (max_clients %u, the last %u for root)",
+			 cfg->max_clients, cfg->reserved_root);
+		return -EBUSY;
+	}
+	*ctl_only = uid != 0 && d->n_clients >= users;
+	return 0;
+}
+
+/*
+ * accept() ran out of fds.  Retrying at once would spin (the listen queue
+ * stays readable), so accepting pauses: the listen socket is not watched
+ * until a timer, ACCEPT_PAUSE_MIN_MS doubling to ACCEPT_PAUSE_MAX_MS while
+ * it lasts.  The spare fd is given up to take one waiting connection and
+ * tell it why (ERROR -EMFILE) rather than leave it waiting.  One log line
+ * per 10 s.
+ */
+static void accept_pause(struct shd_daemon *d, int err)
+{
+	struct rlimit rl = {0, 0};
+	getrlimit(RLIMIT_NOFILE, &rl);
+	d->st.accept_fd_pauses++;
+	if (d->spare_fd >= 0) {
+		close(d->spare_fd);
+		int fd = accept4(d->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd >= 0) {
+			d->st.conn_refused_fds++;
+			refuse(fd, -EMFILE, "shuffled is out of file descriptors; try again later");
+		}
+		d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* may fail; retried */
+	}
+	d->accept_backoff_ms = d->accept_backoff_ms ? d->accept_backoff_ms * 2 : ACCEPT_PAUSE_MIN_MS;
+	if (d->accept_backoff_ms > ACCEPT_PAUSE_MAX_MS)
+		d->accept_backoff_ms = ACCEPT_PAUSE_MAX_MS;
+	shd_log_rl(&rl_fds, SHD_LOG_WARN, "accept: %s (RLIMIT_NOFILE %llu, %u sessions): "
+		   "out of file descriptors; refusing new connections, accepting again in "
+		   "%u ms", strerror(err), (unsigned long long)rl.rlim_cur, d->n_clients,
+		   d->accept_backoff_ms);
+	shd_ev_disarm(d->listen_ev);
+	shd_ev_arm(d->accept_timer, (uint64_t)d->accept_backoff_ms * 1000u);
+}
+
+static void on_accept_resume(int fd, void *arg)
+{
+	struct shd_daemon *d = arg;
+	(void)fd;
+	if (d->spare_fd < 0)
+		d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	shd_ev_watch(d->listen_ev);
+}
+
 static void on_accept(int lfd, void *arg)
 {
 	struct shd_daemon *d = arg;
 	for (int i = 0; i < 64; i++) {
 		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-				shd_warn("accept: %s", strerror(errno));
+			int e = errno;
+			if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM)
+				accept_pause(d, e);
+			else if (e != EAGAIN && e != EINTR && e != ECONNABORTED)
+				shd_log_rl(&rl_fail, SHD_LOG_WARN, "accept: %s", strerror(e));
 			return;
 		}
+		d->accept_backoff_ms = 0; /* fds again: the next pause starts short */
 		struct ucred cred;
 		socklen_t cl = sizeof(cred);
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
-			shd_warn("SO_PEERCRED: %s", strerror(errno));
-			close(fd);
+			shd_log_rl(&rl_fail, SHD_LOG_WARN, "SO_PEERCRED: %s", strerror(errno));
+			refuse(fd, -EPROTO, "no peer credentials");
 			continue;
 		}
-		if (d->n_clients >= d->cfg.max_clients) {
-			struct {
-				struct shf_ipc_error e;
-				char t[64];
-			} m = {{-EBUSY, 0}, "too many clients (max_clients)"};
-			shf_ipc_send(fd, SHF_IPC_ERROR, 0, &m, sizeof(m.e) + strlen(m.t) + 1, NULL, 0);
-			shd_log_rl(&rl_fail, SHD_LOG_WARN, "refused pid %d: max_clients %u reached",
-				   (int)cred.pid, d->cfg.max_clients);
-			close(fd);
+		char why[200];
+		bool ctl_only;
+		int r = admit(d, cred.uid, &ctl_only, why, sizeof(why));
+		if (r) {
+			shd_log_rl(&rl_refuse, SHD_LOG_WARN, "refused pid %d uid %u: %s",
+				   (int)cred.pid, (unsigned)cred.uid, why);
+			refuse(fd, r, why);
 			continue;
 		}
 		struct shd_client *c = calloc(1, sizeof(*c));
 		if (!c) {
-			close(fd);
+			refuse(fd, -ENOMEM, "out of memory");
 			return;
 		}
 		c->d = d;
 		c->id = ++d->next_client_id;
 		c->state = SHD_SESS_HELLO;
+		c->ctl_only = ctl_only;
 		c->sock = fd;
 		c->pid = cred.pid;
 		c->uid = cred.uid;
@@ -455,11 +671,15 @@ static void on_accept(int lfd, void *arg)
 		shd_list_init(&c->job_link);
 		shd_sched_client_init(c);
 		c->sock_ev = shd_loop_fd(d->loop, fd, on_sock, c);
-		if (!c->sock_ev) {
-			close(fd);
+		c->idle_timer = shd_loop_timer(d->loop, idle_timeout, c);
+		if (!c->sock_ev || !c->idle_timer) {
+			shd_ev_free(c->sock_ev);
+			shd_ev_free(c->idle_timer);
+			refuse(fd, -ENOMEM, "out of memory");
 			free(c);
 			return;
 		}
+		shd_ev_arm(c->idle_timer, (uint64_t)d->cfg.hello_timeout_ms * 1000u);
 		shd_list_add_tail(&d->clients, &c->all_link);
 		d->n_clients++;
 	}

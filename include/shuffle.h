@@ -63,7 +63,10 @@ struct shf_stats {
 void shf_opts_init(struct shf_opts *o);
 
 /* Connect, register, and wait until every rank of the job has registered.
- * -ETIMEDOUT names the missing ranks in shf_error_detail(). */
+ * -ETIMEDOUT names the missing ranks in shf_error_detail().  The daemon
+ * must run as root, as this process's user, or as the system user the
+ * library was built for (meson option system_user): any other daemon is
+ * refused with -EPERM before anything is sent to it. */
 int shf_open(const struct shf_opts *o, shf_deliver_fn fn, void *arg, struct shf_ctx **ctx_p);
 
 /* Write-behind send of `len` bytes to rank `dst`.  Blocks while the send

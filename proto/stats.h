@@ -42,6 +42,13 @@
 	X(disc_timeout, COUNTER, "clients cut off because their job's world did not complete") \
 	X(refused, COUNTER, "registrations refused (bad arguments, rank taken, wrong user)") \
 	X(ctl_requests, COUNTER, "control requests served (shufflectl)")                     \
+	X(disc_hello, COUNTER, "connections closed because no HELLO came within hello_timeout_ms") \
+	X(disc_idle, COUNTER, "sessions cut off: idle_timeout_ms without registering or a request") \
+	X(conn_refused_full, COUNTER, "connections refused: no free slot (max_clients, reserves)") \
+	X(conn_refused_user, COUNTER, "connections refused: the user's max_clients_per_user reached") \
+	X(conn_refused_fds, COUNTER, "connections refused: the daemon was out of file descriptors") \
+	X(accept_fd_pauses, COUNTER, "times accepting paused because the daemon was out of file descriptors") \
+	X(stray_fds, COUNTER, "file descriptors clients sent (never expected): closed off the loop, client cut off") \
 	X(batches_out, COUNTER, "batches sent to other nodes")                               \
 	X(batch_bytes_out, COUNTER, "bytes of batches sent (wire bytes, headers included)")  \
 	X(batch_msgs_out, COUNTER, "messages in batches sent")                               \

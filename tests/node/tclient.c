@@ -191,7 +191,7 @@ static int err_code(const char *name)
 		{"ETIMEDOUT", ETIMEDOUT}, {"EEXIST", EEXIST}, {"EACCES", EACCES},
 		{"ESRCH", ESRCH}, {"ENOTCONN", ENOTCONN}, {"ECONNREFUSED", ECONNREFUSED},
 		{"EINVAL", EINVAL}, {"EPROTO", EPROTO}, {"EAGAIN", EAGAIN},
-		{"EMSGSIZE", EMSGSIZE}, {"EHOSTDOWN", EHOSTDOWN},
+		{"EMSGSIZE", EMSGSIZE}, {"EHOSTDOWN", EHOSTDOWN}, {"EPERM", EPERM},
 	};
 	if (!strcmp(name, "ok"))
 		return 0;
