@@ -135,6 +135,11 @@ static json_t *jobs_json(struct shd_daemon *d, const struct view *v)
 		json_object_set_new(o, "epoch_phase2", json_integer(j->p2_total));
 		shd_jobtab_missing(j, missing, sizeof(missing));
 		json_object_set_new(o, "missing", json_string(missing));
+		if (j->deny) {
+			/* failed: another node announced it for another owner (events.c) */
+			json_object_set_new(o, "conflict_node", json_integer(j->deny_node));
+			json_object_set_new(o, "conflict_uid", json_integer(j->deny_uid));
+		}
 		/* live local clients plus those that left: this node's share */
 		struct shf_client_stats sum = j->st;
 		for (int32_t r = 0; r < j->world; r++)

@@ -113,13 +113,28 @@ if [ "$mode" = loopback ]; then
 else
   # registered I JOB: node I has a client of JOB
   registered() { [ "$(nodes_json "$1" clients | jq --arg j "$2" '[.clients[] | select(.job == $j)] | length')" -ge 1 ]; }
+  # conflicted I JOB: node I failed JOB for an owner conflict
+  conflicted() { [ "$(nodes_json "$1" jobs | jq --arg j "$2" '[.jobs[] | select(.name == $j and .conflict_uid != null)] | length')" -ge 1 ]; }
   nodes link --node 1 down || t_fail "cannot take node 1's link down"
   start xcross "$UA" "$UB" EACCES 30000
-  t_until 20000 "both ranks registered" eval 'registered 1 xcross && registered 2 xcross'
+  # xrun: a world of 1 on each node, so each is running when the joins
+  # cross; then its flush and epoch must fail with EACCES
+  run=(open timeout=20000 hold=go then=EACCES)
+  # shellcheck disable=SC2046
+  SHF_JOB=xrun SHF_WORLD=1 SHF_RANK=0 nodes_client 1 xrun.0 $(asuser "$UA") "$TCLIENT" "${run[@]}"
+  # shellcheck disable=SC2046
+  SHF_JOB=xrun SHF_WORLD=1 SHF_RANK=0 nodes_client 2 xrun.1 $(asuser "$UB") "$TCLIENT" "${run[@]}"
+  t_until 20000 "all ranks registered" eval 'registered 1 xcross && registered 2 xcross && registered 1 xrun && registered 2 xrun'
   nodes link --node 1 up || t_fail "cannot bring node 1's link up"
-  nodes_wait_all || t_fail "crossed joins: both ranks must fail with EACCES"
+  t_until 30000 "the running job failed on both nodes" eval 'conflicted 1 xrun && conflicted 2 xrun'
+  nodes_sync_post go
+  nodes_wait_all || t_fail "crossed joins: every rank must fail with EACCES"
   refused xcross
   [ "$REFUSED" = 2 ] || t_fail "crossed joins: only $REFUSED rank refused"
+  for k in 0 1; do
+    grep -q 'epoch after hold: permission denied' "$NODES_TMP/logs/xrun.$k.log" ||
+      t_fail "xrun: rank on node $((k + 1)): its epoch did not fail with EACCES"
+  done
   for i in 1 2; do
     c=$(nodes_stat "$i" '.daemon.owner_conflicts')
     [ "$c" -ge 1 ] 2>/dev/null || t_fail "node $i counted no owner conflict (owner_conflicts=$c)"

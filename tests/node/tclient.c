@@ -16,7 +16,8 @@
  *               flush after `victim_flush` messages; the driver kills it
  *   open        just shf_open(); `expect` the result (ok, ETIMEDOUT,
  *               EEXIST, EACCES, ...; or several: EACCES,ETIMEDOUT),
- *               `detail` a substring of the error text
+ *               `detail` a substring of the error text; `then`: once
+ *               `hold` came, a REMOTE flush and an epoch must return this
  *   nonblock    rank 0 fills rank 1's rings with SHF_NONBLOCK sends until
  *               -EAGAIN, then finishes once rank 1 starts consuming
  *   deadpeer    sends to a rank that left: dropped, next flush -ESRCH
@@ -66,6 +67,7 @@ struct cfg {
 	const char *expect_epoch; /* ok, ESRCH, any */
 	const char *expect;       /* mode open: expected result */
 	const char *detail;       /* mode open: substring of shf_error_detail() */
+	const char *then;         /* mode open: after `hold`, a flush and an epoch expect this */
 	long slow_us, slow_every; /* callback sleeps slow_us every slow_every msgs */
 	const char *stall;  /* the first callback for a slow_src message waits for
 			     * this sync point (holding the delivery ring) */
@@ -157,6 +159,7 @@ static void parse_args(int argc, char **argv)
 		else if (!strcmp(k, "expect_epoch")) cfg.expect_epoch = v;
 		else if (!strcmp(k, "expect")) cfg.expect = v;
 		else if (!strcmp(k, "detail")) cfg.detail = v;
+		else if (!strcmp(k, "then")) cfg.then = v;
 		else if (!strcmp(k, "slow_us")) cfg.slow_us = atol(v);
 		else if (!strcmp(k, "slow_every")) cfg.slow_every = atol(v);
 		else if (!strcmp(k, "stall")) cfg.stall = v;
@@ -685,6 +688,23 @@ static int mode_open(void)
 		char name[128];
 		snprintf(name, sizeof(name), "%s.%d", cfg.post, g_rank);
 		td_sync_post(g_sync, name);
+	}
+	if (cfg.then) {
+		/* the job runs; what do a flush and an epoch say once `hold` came? */
+		if (cfg.hold && !td_sync_wait(g_sync, cfg.hold, 60000))
+			FAIL("sync point %s never came", cfg.hold);
+		int want_then = err_code(cfg.then);
+		r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout);
+		fprintf(stderr, "tclient open rank %d: flush after hold: %s (%s)\n", g_rank,
+			shf_strerror(r), r ? shf_error_detail() : "");
+		if (r != want_then)
+			FAIL("shf_flush returned %d (%s), expected %s", r, shf_strerror(r), cfg.then);
+		r = shf_epoch(c, cfg.timeout);
+		fprintf(stderr, "tclient open rank %d: epoch after hold: %s (%s)\n", g_rank,
+			shf_strerror(r), r ? shf_error_detail() : "");
+		if (r != want_then)
+			FAIL("shf_epoch returned %d (%s), expected %s", r, shf_strerror(r), cfg.then);
+		cfg.hold = NULL;
 	}
 	hold_and_close(c);
 	return 0;
