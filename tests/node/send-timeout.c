@@ -16,6 +16,9 @@
  *            returns -ETIMEDOUT; the daemon continues, the rest as above
  *   threads  two threads send on one context to a stalled consumer: both
  *            get -ETIMEDOUT; then both continue
+ *   forever  opened with timeout_ms = -1: the send still blocks 3 s later
+ *            (well past the 400 ms of the other modes), and completes once
+ *            the consumer reads
  * The consumer checks that every sequence number arrives exactly once and
  * in order, and that the total is what rank 0 reports through a pipe: the
  * timed-out attempts sent nothing.
@@ -191,7 +194,9 @@ int main(int argc, char **argv)
 {
 	mode = argc > 1 ? argv[1] : "stall";
 	e = td_init("send-timeout", 90, TD_SOCKET_ENV);
-	CHECK(!strcmp(mode, "stall") || !strcmp(mode, "sigstop") || !strcmp(mode, "threads"));
+	CHECK(!strcmp(mode, "stall") || !strcmp(mode, "sigstop") || !strcmp(mode, "threads") ||
+	      !strcmp(mode, "forever"));
+	bool forever = !strcmp(mode, "forever");
 	CHECK(td_start(e->d, NULL, NULL) == 0);
 	setenv("SHF_JOB", "sendtmo", 1);
 	setenv("SHF_SOCKET", e->d->sock, 1);
@@ -209,7 +214,7 @@ int main(int argc, char **argv)
 	shf_opts_init(&o);
 	o.rank = 0;
 	o.world = 2;
-	o.timeout_ms = TMO_MS;
+	o.timeout_ms = forever ? -1 : TMO_MS;
 	struct shf_ctx *c;
 	int r = shf_open(&o, on_msg, NULL, &c);
 	CHECKF(r == 0, "shf_open: %s (%s)", shf_strerror(r), shf_error_detail());
@@ -224,6 +229,27 @@ int main(int argc, char **argv)
 	pthread_t t[NTHREADS];
 	for (int i = 0; i < n; i++)
 		CHECK(pthread_create(&t[i], NULL, fill, &s[i]) == 0);
+	if (forever) {
+		/* asked to wait for ever: still blocked long after TMO_MS */
+		td_sleep_ms(3000);
+		CHECKF(pthread_tryjoin_np(t[0], NULL) != 0, "with timeout_ms -1 the send returned "
+		       "(%s) after %llu sends", shf_strerror(s[0].first_err),
+		       (unsigned long long)s[0].seq);
+		td_sync_post(e->sync, "consume");
+		CHECK(pthread_join(t[0], NULL) == 0);
+		CHECKF(s[0].first_err == 0, "with timeout_ms -1: %s", shf_strerror(s[0].first_err));
+		/* fill stopped at FILL_BOUND sends without an error: all of them went */
+		r = shf_flush(c, SHF_FLUSH_REMOTE, 20000);
+		CHECKF(r == 0, "shf_flush: %s (%s)", shf_strerror(r), shf_error_detail());
+		dprintf(pfd[1], "%llu\n", (unsigned long long)s[0].seq);
+		close(pfd[1]);
+		CHECKF(td_wait(child, 30000) == 0, "the consumer saw a missing, duplicated or extra "
+		       "message");
+		shf_close(c);
+		fprintf(stderr, "send-timeout forever: blocked past 3 s, then %llu messages "
+			"delivered exactly once\n", (unsigned long long)s[0].seq);
+		return 0;
+	}
 	/* a send that ignores the timeout blocks for good: give up well after it */
 	struct timespec until;
 	clock_gettime(CLOCK_REALTIME, &until);
