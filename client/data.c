@@ -291,7 +291,9 @@ static int send_reserve(struct shf_ctx *c, uint32_t kind, uint32_t plen, bool no
 				r = shc_wait_step(c, gen, deadline);
 				pthread_mutex_lock(&c->send_lock);
 				if (r == -ETIMEDOUT) {
-					r = shc_fail(-ETIMEDOUT, "send ring still full at the timeout");
+					r = shc_fail(-ETIMEDOUT, "send ring still full at the timeout "
+						     "(the daemon or the consumers do not keep up); "
+						     "nothing of this record was sent");
 					break;
 				}
 				if (r < 0)
@@ -342,9 +344,13 @@ SHF_EXPORT int shf_send(struct shf_ctx *c, int dst, uint32_t type, const void *d
 		c->check_sock = false;
 		shc_sock_check(c);
 	}
+	/* A full ring waits up to the context's timeout (-1: for ever), like
+	 * every other wait: a hung daemon or a consumer that stopped reading
+	 * must not hold this thread for good.  -ETIMEDOUT reserved nothing:
+	 * the message was not sent and may be sent again. */
 	void *p;
-	int r = send_reserve(c, SHF_REC_MSG, SHF_MSG_HDR_BYTES + len, flags & SHF_NONBLOCK, -1,
-			     &p);
+	int r = send_reserve(c, SHF_REC_MSG, SHF_MSG_HDR_BYTES + len, flags & SHF_NONBLOCK,
+			     shc_deadline(c->timeout_ms), &p);
 	if (r) {
 		pthread_mutex_unlock(&c->send_lock);
 		return r;

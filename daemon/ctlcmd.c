@@ -3,8 +3,16 @@
  * daemon/ctlcmd.c - answers to shufflectl: JSON documents (schema
  * "shuffle/1", docs/shufflectl.md), sent as CTL_REPLY chunks.  The same
  * document for "dump" goes to the log on SIGUSR1.
+ *
+ * What the asker sees depends on its uid (SO_PEERCRED, session.c): root
+ * and the daemon's own uid see everything; any other user sees its own
+ * jobs (owner uid) and its own client sessions in full, and of everybody
+ * else's only totals (other_users: jobs, clients and their summed
+ * counters), never a job name, pid or uid.  Daemon-wide counters, peers
+ * and the configuration are shown to all: they name no user.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +27,22 @@
 #include "daemon/stats.h"
 
 #define SCHEMA "shuffle/1"
+
+/* Who asks: all, or only what uid owns. */
+struct view {
+	bool all;
+	uid_t uid;
+};
+
+static bool sees_client(const struct view *v, const struct shd_client *c)
+{
+	return v->all || c->uid == v->uid;
+}
+
+static bool sees_job(const struct view *v, const struct shd_job *j)
+{
+	return v->all || j->uid == v->uid;
+}
 
 static json_t *u64(uint64_t v)
 {
@@ -53,24 +77,50 @@ static json_t *client_json(const struct shd_client *c)
 	return o;
 }
 
-static json_t *clients_json(struct shd_daemon *d)
+static json_t *clients_json(struct shd_daemon *d, const struct view *v)
 {
 	json_t *a = json_array();
 	const struct shd_list *p;
 	for (p = d->clients.next; p != &d->clients; p = p->next) {
 		const struct shd_client *c = shd_container_of(p, struct shd_client, all_link);
-		if (c->job || c->state == SHD_SESS_DRAINING)
+		if ((c->job || c->state == SHD_SESS_DRAINING) && sees_client(v, c))
 			json_array_append_new(a, client_json(c));
 	}
 	return a;
 }
 
-static json_t *jobs_json(struct shd_daemon *d)
+/* The totals of what v may not see in full: other users' jobs, their
+ * registered (or draining) clients, and those clients' summed counters. */
+static json_t *others_json(struct shd_daemon *d, const struct view *v)
+{
+	unsigned n_jobs = 0, n_clients = 0;
+	struct shf_client_stats sum;
+	memset(&sum, 0, sizeof(sum));
+	const struct shd_list *p;
+	for (p = d->jobs.next; p != &d->jobs; p = p->next)
+		n_jobs += !sees_job(v, shd_container_of(p, struct shd_job, link));
+	for (p = d->clients.next; p != &d->clients; p = p->next) {
+		const struct shd_client *c = shd_container_of(p, struct shd_client, all_link);
+		if ((c->job || c->state == SHD_SESS_DRAINING) && !sees_client(v, c)) {
+			n_clients++;
+			shd_stats_client_add(&sum, &c->st);
+		}
+	}
+	json_t *o = json_object();
+	json_object_set_new(o, "jobs", json_integer(n_jobs));
+	json_object_set_new(o, "clients", json_integer(n_clients));
+	json_object_set_new(o, "stats", shd_stats_client_json(&sum));
+	return o;
+}
+
+static json_t *jobs_json(struct shd_daemon *d, const struct view *v)
 {
 	json_t *a = json_array();
 	const struct shd_list *p;
 	for (p = d->jobs.next; p != &d->jobs; p = p->next) {
 		const struct shd_job *j = shd_container_of(p, struct shd_job, link);
+		if (!sees_job(v, j))
+			continue;
 		json_t *o = json_object();
 		char missing[256];
 		json_object_set_new(o, "name", json_string(j->name));
@@ -85,6 +135,11 @@ static json_t *jobs_json(struct shd_daemon *d)
 		json_object_set_new(o, "epoch_phase2", json_integer(j->p2_total));
 		shd_jobtab_missing(j, missing, sizeof(missing));
 		json_object_set_new(o, "missing", json_string(missing));
+		if (j->deny) {
+			/* failed: another node announced it for another owner (events.c) */
+			json_object_set_new(o, "conflict_node", json_integer(j->deny_node));
+			json_object_set_new(o, "conflict_uid", json_integer(j->deny_uid));
+		}
 		/* live local clients plus those that left: this node's share */
 		struct shf_client_stats sum = j->st;
 		for (int32_t r = 0; r < j->world; r++)
@@ -136,26 +191,30 @@ static json_t *status_json(struct shd_daemon *d)
 	return o;
 }
 
-static json_t *relay_json(struct shd_daemon *d)
+static void add_id(json_t *a, const struct view *v, const struct shd_client *c)
+{
+	if (sees_client(v, c))
+		json_array_append_new(a, u64(c->id));
+}
+
+static json_t *relay_json(struct shd_daemon *d, const struct view *v)
 {
 	json_t *o = json_object();
 	json_t *runq = json_array(), *dirty = json_array(), *marks = json_array();
 	const struct shd_list *p;
 	for (p = d->runq.next; p != &d->runq; p = p->next)
-		json_array_append_new(runq, u64(shd_container_of(p, struct shd_client, run_link)->id));
+		add_id(runq, v, shd_container_of(p, struct shd_client, run_link));
 	for (p = d->dirty.next; p != &d->dirty; p = p->next)
-		json_array_append_new(dirty,
-				      u64(shd_container_of(p, struct shd_client, dirty_link)->id));
+		add_id(dirty, v, shd_container_of(p, struct shd_client, dirty_link));
 	for (p = d->marks.next; p != &d->marks; p = p->next)
-		json_array_append_new(marks,
-				      u64(shd_container_of(p, struct shd_client, mark_link)->id));
+		add_id(marks, v, shd_container_of(p, struct shd_client, mark_link));
 	json_object_set_new(o, "runq", runq);
 	json_object_set_new(o, "dirty", dirty);
 	json_object_set_new(o, "marks", marks);
 	return o;
 }
 
-static json_t *build(struct shd_daemon *d, const char *cmd)
+static json_t *build(struct shd_daemon *d, const char *cmd, const struct view *v)
 {
 	json_t *o = NULL;
 	if (!strcmp(cmd, "ping")) {
@@ -165,10 +224,10 @@ static json_t *build(struct shd_daemon *d, const char *cmd)
 		o = status_json(d);
 	} else if (!strcmp(cmd, "clients")) {
 		o = json_object();
-		json_object_set_new(o, "clients", clients_json(d));
+		json_object_set_new(o, "clients", clients_json(d, v));
 	} else if (!strcmp(cmd, "jobs")) {
 		o = json_object();
-		json_object_set_new(o, "jobs", jobs_json(d));
+		json_object_set_new(o, "jobs", jobs_json(d, v));
 	} else if (!strcmp(cmd, "peers")) {
 		o = json_object();
 		json_object_set_new(o, "peers", shd_net_json(d));
@@ -181,12 +240,17 @@ static json_t *build(struct shd_daemon *d, const char *cmd)
 		o = json_object();
 		json_object_set_new(o, "status", status_json(d));
 		json_object_set_new(o, "stats", stats_json(d));
-		json_object_set_new(o, "jobs", jobs_json(d));
-		json_object_set_new(o, "clients", clients_json(d));
+		json_object_set_new(o, "jobs", jobs_json(d, v));
+		json_object_set_new(o, "clients", clients_json(d, v));
 		json_object_set_new(o, "peers", shd_net_json(d));
-		json_object_set_new(o, "relay", relay_json(d));
+		json_object_set_new(o, "relay", relay_json(d, v));
 	} else {
 		return NULL;
+	}
+	if (!v->all && (!strcmp(cmd, "clients") || !strcmp(cmd, "jobs") || !strcmp(cmd, "dump"))) {
+		/* the asker's view: its own in full, the others' totals */
+		json_object_set_new(o, "view_uid", json_integer(v->uid));
+		json_object_set_new(o, "other_users", others_json(d, v));
 	}
 	json_object_set_new(o, "schema", json_string(SCHEMA));
 	json_object_set_new(o, "command", json_string(cmd));
@@ -195,7 +259,8 @@ static json_t *build(struct shd_daemon *d, const char *cmd)
 
 int shd_ctlcmd(struct shd_daemon *d, struct shd_client *c, uint32_t id, const char *cmd)
 {
-	json_t *o = build(d, cmd);
+	struct view v = {c->uid == 0 || c->uid == geteuid(), c->uid};
+	json_t *o = build(d, cmd, &v);
 	if (!o) {
 		shd_client_error(c, id, -EINVAL, "unknown command '%s'", cmd);
 		return 0;
@@ -228,7 +293,8 @@ int shd_ctlcmd(struct shd_daemon *d, struct shd_client *c, uint32_t id, const ch
 
 void shd_dump_log(struct shd_daemon *d)
 {
-	json_t *o = build(d, "dump");
+	const struct view all = {true, 0}; /* the log is the operator's */
+	json_t *o = build(d, "dump", &all);
 	char *text = o ? json_dumps(o, JSON_INDENT(1)) : NULL;
 	json_decref(o);
 	if (!text)

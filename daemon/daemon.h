@@ -131,6 +131,12 @@ struct shd_job {
 	char name[SHF_JOB_MAX];
 	uint64_t hash;                  /* FNV-1a of name: the job's id on the wire */
 	uid_t uid;                      /* owner: uid of its first client */
+	/* events.c: another node announced this job with another owner.  The
+	 * job is failed here for good (until it ends): -EACCES to waiting
+	 * ranks, epochs, flushes and registrations; received records dropped */
+	int deny;                       /* 0, or -EACCES */
+	uint32_t deny_node;             /* the first node that announced another owner */
+	uid_t deny_uid;                 /* the owner it announced */
 	int32_t world;
 	int32_t registered;             /* ranks registered anywhere (node known) */
 	int32_t local;                  /* ranks registered on this node */

@@ -48,6 +48,8 @@ static bool bit_get(const uint64_t *b, uint32_t i)
 
 int shd_epoch_gone_err(const struct shd_job *j)
 {
+	if (j->deny)
+		return j->deny; /* an owner conflict (events.c) */
 	return j->lost ? -EHOSTDOWN : -ESRCH;
 }
 
@@ -150,7 +152,7 @@ void shd_epoch_mark(struct shd_client *c)
 	struct shd_job *j = c->job;
 	if (!j || c->state != SHD_SESS_ACTIVE)
 		return;
-	if (j->gone) {
+	if (j->gone || j->deny) {
 		reply_p1(c, shd_epoch_gone_err(j));
 		return;
 	}
@@ -167,7 +169,7 @@ void shd_epoch_phase2(struct shd_client *c, uint32_t ipc_id, uint64_t id)
 	struct shd_job *j = c->job;
 	c->epoch_ipc_id = ipc_id;
 	c->epoch_id = id;
-	if (j->gone) {
+	if (j->gone || j->deny) {
 		c->epoch = SHD_EPOCH_NONE;
 		reply_p2(c, shd_epoch_gone_err(j));
 		return;

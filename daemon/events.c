@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 
+#include "daemon/client.h"
 #include "daemon/epoch.h"
 #include "daemon/events.h"
 #include "daemon/job.h"
@@ -33,6 +34,46 @@ static void on_peer_lost(struct shd_daemon *d, uint32_t node)
 	}
 }
 
+/*
+ * node announced job j with another owner.  Both nodes had accepted a
+ * registration of their own user before hearing of the other's (the joins
+ * crossed: a node that knows a job refuses other users locally, session.c);
+ * there is no order to say who came first, so each side fails its job
+ * alone, and both do, since each sees the other's join: the ranks waiting
+ * for their world get -EACCES and are unregistered, running ranks' epochs
+ * and flushes fail with -EACCES (epoch.c, relay.c), later registrations
+ * are refused (job.c), records received for the job are dropped and
+ * counted (net_rx.c: rx_drops_owner).  The other node's ranks are never
+ * entered into the job, so nothing is routed to them.  Owners must be
+ * equal: root's job does not merge with a user's either (a local root
+ * client may join a user's job, which keeps its owner).
+ */
+static void owner_conflict(struct shd_daemon *d, struct shd_job *j, uint32_t node, uint32_t uid)
+{
+	d->st.owner_conflicts++;
+	if (j->deny)
+		return;
+	j->deny = -EACCES;
+	j->deny_node = node;
+	j->deny_uid = (uid_t)uid;
+	shd_warn("job %s: node %u announced it with owner uid %u, here it belongs to uid %d: "
+		 "a job's owner must be the same on every node; the job fails with EACCES",
+		 j->name, node, uid, (int)j->uid);
+	while (!shd_list_empty(&j->waiting)) {
+		struct shd_client *w = shd_container_of(j->waiting.next, struct shd_client, job_link);
+		d->st.refused++;
+		shd_client_error(w, 0, -EACCES,
+				 "job %s: node %u runs a job of that name owned by uid %u; here it "
+				 "belongs to uid %d; a job's owner must be the same on every node",
+				 j->name, node, uid, (int)j->uid);
+		shd_job_leave(w, false, false); /* takes it off j->waiting */
+		shd_client_close_sock(w);
+		shd_client_reap_later(w);
+	}
+	if (j->ready)
+		shd_epoch_fail_all(j, -EACCES);
+}
+
 static void on_joined(struct shd_daemon *d, uint32_t node, const struct shf_wire_join *jn)
 {
 	struct shd_job *j = shd_job_remote(d, jn->name, jn->world, jn->uid);
@@ -40,6 +81,10 @@ static void on_joined(struct shd_daemon *d, uint32_t node, const struct shf_wire
 		shd_log_rl(&rl_ev, SHD_LOG_WARN,
 			   "node %u: join of job %s (world %d) conflicts with what this node knows",
 			   node, jn->name, jn->world);
+		return;
+	}
+	if ((uint32_t)j->uid != jn->uid) {
+		owner_conflict(d, j, node, jn->uid);
 		return;
 	}
 	for (uint32_t i = 0; i < jn->nranges; i++) {

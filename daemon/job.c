@@ -50,6 +50,12 @@ int shd_job_register(struct shd_daemon *d, struct shd_client *c, const char *nam
 {
 	struct shd_job *j = shd_jobtab_find(d, name);
 	if (j) {
+		if (j->deny) {
+			snprintf(why, whylen, "job %s is failed: node %u announced it with owner uid "
+				 "%d, here it belongs to uid %d", name, j->deny_node,
+				 (int)j->deny_uid, (int)j->uid);
+			return j->deny;
+		}
 		if (c->uid != j->uid && c->uid != 0) {
 			snprintf(why, whylen, "job %s belongs to uid %d (you are uid %d)", name,
 				 (int)j->uid, (int)c->uid);

@@ -24,7 +24,8 @@ int shd_job_register(struct shd_daemon *d, struct shd_client *c, const char *nam
 void shd_job_leave(struct shd_client *c, bool gone, bool keep_route);
 /* The world is complete: READY to every waiting client. */
 void shd_job_check_ready(struct shd_job *j);
-/* Find or create a job announced by another node (NULL: world conflict). */
+/* Find or create a job announced by another node (NULL: world conflict).
+ * The caller compares the announced owner uid with the job's (events.c). */
 struct shd_job *shd_job_remote(struct shd_daemon *d, const char *name, int32_t world,
 			       uint32_t uid);
 /* A rank joined or left on another node; err is why it left (-ESRCH: it

@@ -40,6 +40,8 @@ static int place_batch(struct shd_peer *p, struct net_rx *rx)
 	struct shd_net *n = p->net;
 	struct shd_daemon *d = n->d;
 	struct shd_job *j = shd_jobtab_find_hash(d, rx->h.u.batch.job_hash);
+	/* a job failed by an owner conflict takes nothing from the network */
+	bool denied = j && j->deny;
 	int32_t drop_src = -1, drop_dst = -1;
 	uint32_t drops = 0;
 	int r;
@@ -51,7 +53,7 @@ static int place_batch(struct shd_peer *p, struct net_rx *rx)
 			rx->have_cur = true;
 		}
 		const struct shf_wire_rec *rec = &rx->cur;
-		struct shd_client *t = shd_jobtab_local(d, j, rec->dst_rank);
+		struct shd_client *t = denied ? NULL : shd_jobtab_local(d, j, rec->dst_rank);
 		r = t ? shd_deliver_place(d, t, rec->src_rank, rec->type, rec->data, rec->len)
 		      : -ESRCH;
 		if (r == -EAGAIN) {
@@ -69,6 +71,7 @@ static int place_batch(struct shd_peer *p, struct net_rx *rx)
 		rx->have_cur = false;
 		if (r < 0) {
 			d->st.msgs_unroutable++;
+			d->st.rx_drops_owner += denied;
 			p->ack_dropped++;
 			if (drops && (drop_src != rec->src_rank || drop_dst != rec->dst_rank)) {
 				send_drop(p, rx->h.u.batch.job_hash, rx->h.u.batch.seq, drop_src,

@@ -252,7 +252,9 @@ static void complete_mark(struct shd_client *c)
 		if (c->mark_what == SHF_MARK_EPOCH) {
 			shd_epoch_mark(c); /* answered when every rank is in */
 		} else {
-			struct shf_ipc_flush_done m = {c->mark_id, c->report_dead, c->report_down, 0, 0};
+			/* a job failed by an owner conflict fails its flushes (events.c) */
+			struct shf_ipc_flush_done m = {c->mark_id, c->report_dead, c->report_down,
+						       c->job ? c->job->deny : 0, 0};
 			c->report_dead = c->report_down = 0;
 			c->st.flushes++;
 			shd_client_send(c, SHF_IPC_FLUSH_DONE, (uint32_t)c->mark_id, &m, sizeof(m));

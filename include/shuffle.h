@@ -35,7 +35,7 @@ struct shf_opts {
 	int rank, world;         /* -1: from the launcher's environment */
 	uint32_t ring_bytes;     /* 0: daemon default; per direction, power of two */
 	int delivery_thread;     /* 1: callbacks on a library thread; 0: shf_poll() */
-	int timeout_ms;          /* open/flush/epoch; 0: default (60 s); -1: forever */
+	int timeout_ms;          /* open/send/flush/epoch; 0: default (60 s); -1: forever */
 };
 
 /*
@@ -70,7 +70,9 @@ void shf_opts_init(struct shf_opts *o);
 int shf_open(const struct shf_opts *o, shf_deliver_fn fn, void *arg, struct shf_ctx **ctx_p);
 
 /* Write-behind send of `len` bytes to rank `dst`.  Blocks while the send
- * ring is full unless SHF_NONBLOCK (then -EAGAIN). -EMSGSIZE above the
+ * ring is full, up to the context's timeout (shf_opts.timeout_ms; -1: for
+ * ever), then -ETIMEDOUT: nothing of the message was sent, it may be sent
+ * again.  SHF_NONBLOCK: -EAGAIN instead of waiting.  -EMSGSIZE above the
  * daemon's max_msg, -ESRCH for a rank outside the world. */
 int shf_send(struct shf_ctx *c, int dst, uint32_t type, const void *data, uint32_t len,
 	     unsigned flags);

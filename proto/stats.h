@@ -64,6 +64,8 @@
 	X(msgs_unroutable, COUNTER, "received messages for a rank not on this node, dropped") \
 	X(wire_stale, COUNTER, "wire messages of an earlier or unknown session (a restart, a link flap), dropped") \
 	X(rx_drops_down, COUNTER, "received messages still parked when their sender went down, dropped") \
+	X(owner_conflicts, COUNTER, "job announcements from another node naming another owner (uid) for a job known here: the job fails with EACCES") \
+	X(rx_drops_owner, COUNTER, "received messages for a job failed by an owner conflict, dropped") \
 	X(epochs, COUNTER, "job epochs completed on this node")                               \
 	X(epoch_ns_total, COUNTER, "total time of completed epochs (ns)")                     \
 	X(epoch_ns_max, GAUGE, "longest epoch (ns)")

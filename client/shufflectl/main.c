@@ -131,8 +131,10 @@ static int run(struct conn *c, const char *cmd, enum output out)
 		show_status(doc, stdout);
 	} else if (!strcmp(cmd, "clients")) {
 		show_clients(jget(doc, "clients"), stdout);
+		show_others(doc, stdout);
 	} else if (!strcmp(cmd, "jobs")) {
 		show_jobs(jget(doc, "jobs"), stdout);
+		show_others(doc, stdout);
 	} else if (!strcmp(cmd, "peers")) {
 		show_peers(jget(doc, "peers"), stdout);
 	} else if (!strcmp(cmd, "stats")) {

@@ -450,6 +450,20 @@ void show_clients(const json_t *a, FILE *f)
 		show_rows(a, client_cols, NELEM(client_cols), f);
 }
 
+void show_others(const json_t *doc, FILE *f)
+{
+	const json_t *o = jget(doc, "other_users");
+	if (!o)
+		return; /* root's (or the daemon's own user's) view: nothing hidden */
+	const json_t *st = jget(o, "stats");
+	char in[32], out[32];
+	fmt_count((unsigned long long)jint(st, "msgs_in", 0), in, sizeof(in));
+	fmt_count((unsigned long long)jint(st, "msgs_out", 0), out, sizeof(out));
+	fprintf(f, "other users (uid %lld sees its own only): %lld job(s), %lld client(s), "
+		"%s messages in, %s out\n", jint(doc, "view_uid", -1), jint(o, "jobs", 0),
+		jint(o, "clients", 0), in, out);
+}
+
 void show_peers(const json_t *a, FILE *f)
 {
 	if (!json_array_size(a))
@@ -626,6 +640,7 @@ void show_dump(const json_t *d, FILE *f)
 	show_jobs(jget(d, "jobs"), f);
 	fprintf(f, "\n== clients ==\n");
 	show_clients(jget(d, "clients"), f);
+	show_others(d, f);
 	fprintf(f, "\n== peers ==\n");
 	show_peers(jget(d, "peers"), f);
 	fprintf(f, "\n== relay (client ids) ==\n");

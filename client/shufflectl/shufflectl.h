@@ -125,6 +125,9 @@ void show_stats(const json_t *stats, FILE *f);
 void show_jobs(const json_t *jobs, FILE *f);
 void show_clients(const json_t *clients, FILE *f);
 void show_peers(const json_t *peers, FILE *f);
+/* The other users' totals of a document seen by an unprivileged uid
+ * ("other_users"); nothing for root's view. */
+void show_others(const json_t *doc, FILE *f);
 void show_config(const json_t *config, FILE *f);
 void show_dump(const json_t *dump, FILE *f);
 

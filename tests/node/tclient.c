@@ -15,7 +15,9 @@
  *   victim      sends (to dsts) forever, optionally going into a REMOTE
  *               flush after `victim_flush` messages; the driver kills it
  *   open        just shf_open(); `expect` the result (ok, ETIMEDOUT,
- *               EEXIST, EACCES, ...), `detail` a substring of the error text
+ *               EEXIST, EACCES, ...; or several: EACCES,ETIMEDOUT),
+ *               `detail` a substring of the error text; `then`: once
+ *               `hold` came, a REMOTE flush and an epoch must return this
  *   nonblock    rank 0 fills rank 1's rings with SHF_NONBLOCK sends until
  *               -EAGAIN, then finishes once rank 1 starts consuming
  *   deadpeer    sends to a rank that left: dropped, next flush -ESRCH
@@ -65,6 +67,7 @@ struct cfg {
 	const char *expect_epoch; /* ok, ESRCH, any */
 	const char *expect;       /* mode open: expected result */
 	const char *detail;       /* mode open: substring of shf_error_detail() */
+	const char *then;         /* mode open: after `hold`, a flush and an epoch expect this */
 	long slow_us, slow_every; /* callback sleeps slow_us every slow_every msgs */
 	const char *stall;  /* the first callback for a slow_src message waits for
 			     * this sync point (holding the delivery ring) */
@@ -156,6 +159,7 @@ static void parse_args(int argc, char **argv)
 		else if (!strcmp(k, "expect_epoch")) cfg.expect_epoch = v;
 		else if (!strcmp(k, "expect")) cfg.expect = v;
 		else if (!strcmp(k, "detail")) cfg.detail = v;
+		else if (!strcmp(k, "then")) cfg.then = v;
 		else if (!strcmp(k, "slow_us")) cfg.slow_us = atol(v);
 		else if (!strcmp(k, "slow_every")) cfg.slow_every = atol(v);
 		else if (!strcmp(k, "stall")) cfg.stall = v;
@@ -664,11 +668,16 @@ static int mode_open(void)
 	int64_t t0 = td_now_ms();
 	int r = shf_open(&o, on_deliver, NULL, &c);
 	const char *detail = shf_error_detail();
-	int want = err_code(cfg.expect);
 	fprintf(stderr, "tclient open rank %d/%d: %s after %lld ms (detail: \"%s\")\n", cfg.rank,
 		cfg.world, r == 0 ? "ok" : shf_strerror(r), (long long)(td_now_ms() - t0),
 		r ? detail : "");
-	if (r != want)
+	/* expect may list several outcomes: "EACCES,ETIMEDOUT" */
+	bool match = false;
+	char want_list[128];
+	snprintf(want_list, sizeof(want_list), "%s", cfg.expect);
+	for (char *sp, *w = strtok_r(want_list, ",", &sp); w; w = strtok_r(NULL, ",", &sp))
+		match |= r == err_code(w);
+	if (!match)
 		FAIL("shf_open returned %d (%s), expected %s", r, shf_strerror(r), cfg.expect);
 	if (r != 0) {
 		if (c)
@@ -682,6 +691,23 @@ static int mode_open(void)
 		char name[128];
 		snprintf(name, sizeof(name), "%s.%d", cfg.post, g_rank);
 		td_sync_post(g_sync, name);
+	}
+	if (cfg.then) {
+		/* the job runs; what do a flush and an epoch say once `hold` came? */
+		if (cfg.hold && !td_sync_wait(g_sync, cfg.hold, 60000))
+			FAIL("sync point %s never came", cfg.hold);
+		int want_then = err_code(cfg.then);
+		r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout);
+		fprintf(stderr, "tclient open rank %d: flush after hold: %s (%s)\n", g_rank,
+			shf_strerror(r), r ? shf_error_detail() : "");
+		if (r != want_then)
+			FAIL("shf_flush returned %d (%s), expected %s", r, shf_strerror(r), cfg.then);
+		r = shf_epoch(c, cfg.timeout);
+		fprintf(stderr, "tclient open rank %d: epoch after hold: %s (%s)\n", g_rank,
+			shf_strerror(r), r ? shf_error_detail() : "");
+		if (r != want_then)
+			FAIL("shf_epoch returned %d (%s), expected %s", r, shf_strerror(r), cfg.then);
+		cfg.hold = NULL;
 	}
 	hold_and_close(c);
 	return 0;
