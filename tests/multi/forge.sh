@@ -15,9 +15,10 @@
 #    with node 1 stays the one it had (up, 1 session), and every message is
 #    counted in stats.daemon.wire_foreign, exactly.
 #  - a squatter: wire-inject in mode squat at node 3's own address (the
-#    vacant slot), without the cluster key: the handshake must never
-#    complete (node 2 never sees node 3 up, counts auth_failed), and what it
-#    sends then (the same kinds) is taken by nobody (msgs_in 0).
+#    vacant slot: a member's address), without the cluster key: the
+#    handshake must never complete (node 2 never has a session with node 3,
+#    counts auth_failed), and what it sends then (the same kinds) is taken
+#    by nobody (msgs_in 0).
 #  - the real job's counts are exact (tclient checks every message), and
 #    node 2's rank 2 got nothing from the forgers or the squatter.
 T=multi-forge
@@ -46,10 +47,18 @@ for b in "$net.1:0" "$net.2:0" "$net.3:0" "127.0.0.1:0"; do
   forged=$((forged + n))
   t_note "forger at $b (claims node id 0): $n messages"
 done
-key_args=()
-[ -n "${SHF_NODES_KEY:-}" ] && key_args=(--key "$SHF_NODES_KEY.wrong")
+# every forged message counted, exactly (before the squatter, whose first
+# messages may arrive before its connection is matched to its address:
+# those count as foreign too)
+t_until 10000 "node 2 counts the forged messages" \
+  eval '[ "$(nodes_stat 2 .daemon.wire_foreign)" -ge $((foreign0 + forged)) ] 2>/dev/null'
+sleep 0.3
+foreign=$(nodes_stat 2 .daemon.wire_foreign)
+t_note "node 2: wire_foreign $foreign0 -> $foreign after $forged forged messages"
+[ "$foreign" = $((foreign0 + forged)) ] ||
+  t_fail "wire_foreign $foreign, expected $((foreign0 + forged))"
 "$WIRE_INJECT" --me 2 --nodes 3 --bind "$SHF_NODES_ADDR_3" --peer "1=$SHF_NODES_ADDR_2" \
-  "${key_args[@]}" --hs-ms 3000 squat 1 real 2 >"$NODES_TMP/logs/squat.log" 2>&1 &
+  --hs-ms 3000 squat 1 real 2 >"$NODES_TMP/logs/squat.log" 2>&1 &
 sq=$!
 NODES_SYNC_TIMEOUT_MS=20000 nodes_sync_wait squat-sent ||
   { cat "$NODES_TMP/logs/squat.log" >&2; t_fail "the squatter failed"; }
@@ -58,20 +67,14 @@ sleep 0.5
 st=$(nodes_peer_state 2 0) s1=$(t_peer_field 2 0 sessions)
 t_note "node 2's peer node 1: $st, $s1 sessions"
 [ "$st" = up ] && [ "$s1" = 1 ] || t_fail "node 2's session with node 1 was ended by forged messages ($st, $s1 sessions)"
-grep -q '^session no$' "$NODES_TMP/logs/squat.log" ||
-  t_fail "the squatter at node 3's address completed a session with node 2 without the key"
 sq_sessions=$(t_peer_field 2 2 sessions) sq_in=$(t_peer_field 2 2 msgs_in)
 [ "${sq_sessions:-0}" = 0 ] && [ "${sq_in:-0}" = 0 ] ||
   t_fail "node 2 took the squatter: sessions $sq_sessions, msgs_in $sq_in"
 t_release_held 0 1 2 3
 nodes_wait_all || t_fail "the real job failed (a forged message reached it?)"
-# then the counts
-foreign=$(nodes_stat 2 .daemon.wire_foreign)
 authf=$(nodes_stat 2 .daemon.auth_failed)
-t_note "node 2: wire_foreign $foreign0 -> $foreign after $forged forged messages, auth_failed $authf"
-[ "$foreign" = $((foreign0 + forged)) ] ||
-  t_fail "wire_foreign $foreign, expected $((foreign0 + forged))"
-[ "${authf:-0}" -ge 1 ] 2>/dev/null || t_fail "auth_failed $authf: the squatter was not counted"
+t_note "node 2: auth_failed $authf after the squatter"
+[ "$authf" -ge 1 ] 2>/dev/null || t_fail "auth_failed $authf: the squatter was not counted"
 nodes_sync_post inject-exit
 wait $sq || { cat "$NODES_TMP/logs/squat.log" >&2; t_fail "the squatter failed"; }
 t_daemons_alive

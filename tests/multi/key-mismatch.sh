@@ -13,7 +13,7 @@ T=multi-key-mismatch
 # shellcheck source=tests/multi/common.sh
 . "$(dirname "$0")/common.sh"
 t_up --mode loopback -n 2 --other-key 2 --daemon-args "--heartbeat-ms 100"
-auth=$(nodes_json 1 status | jq -r '.status.peer_auth')
+auth=$(nodes_json 1 status | jq -r '.peer_auth')
 [ "$auth" = key ] || t_fail "node 1: status peer_auth '$auth', expected 'key'"
 t_until 15000 "both nodes count at least 3 failed handshakes" \
   eval '[ "$(nodes_stat 1 .daemon.auth_failed)" -ge 3 ] 2>/dev/null &&
@@ -25,7 +25,7 @@ for i in 1 2; do
   [ "$st" != up ] && [ "${ss:-0}" = 0 ] || t_fail "node $i took node $((p + 1)) with another key ($st, $ss sessions)"
   log=$(nodes_var LOG "$i")
   other=$(nodes_var ADDR $((p + 1)))
-  grep -q "authentication failed.*${other%:*}" "$log" ||
+  grep -q "(${other%:*}.*authentication failed" "$log" ||
     t_fail "node $i did not log the failed authentication naming ${other%:*}"
   lines=$(grep -c "authentication failed" "$log")
   [ "$lines" -le 10 ] || t_fail "node $i logged $lines lines about it (not rate-limited)"

@@ -20,7 +20,11 @@
  * new one); anything else fails the run.
  *
  *   wire-inject --me ID --nodes N --bind HOST:PORT --peer ID=HOST:PORT...
- *               [--hb-ms MS] [--timeout MS] MODE [ARGS]
+ *               [--key FILE] [--hb-ms MS] [--timeout MS] MODE [ARGS]
+ *
+ * --key FILE: the cluster key (daemon/auth.h): its heartbeats carry the
+ * handshake MAC as a daemon's do, so daemons that have the key take it as
+ * a member.  Without it, daemons with a key never do.
  *
  * Modes:
  *   garbage T     send node T the malformed set below, one message each,
@@ -74,6 +78,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon/auth.h"
 #include "daemon/fabric.h"
 #include "proto/wire.h"
 
@@ -94,6 +99,7 @@ static struct {
 	uint64_t incarnation;
 	int hb_ms, timeout, gap_ms, hs_ms;
 	bool in_order;                            /* epochleave: the benign order */
+	bool no_hb;                               /* forge: no heartbeats of its own */
 	int64_t next_hb;
 	const char *sync;
 	/* what came in */
@@ -109,6 +115,10 @@ static struct {
 	uint64_t peer_session[MAX_NODES];         /* its tag; 0 until its heartbeat */
 	bool knows_me[MAX_NODES];                 /* its heartbeat carried my tag */
 	uint64_t stale_in;                        /* its messages outside the session */
+	struct shd_auth *auth;                    /* --key; NULL: no MAC */
+	uint8_t my_nonce[MAX_NODES][SHD_AUTH_NONCE_BYTES];
+	uint8_t peer_nonce[MAX_NODES][SHD_AUTH_NONCE_BYTES]; /* from its heartbeats */
+	bool have_peer_nonce[MAX_NODES];
 } g = {.hb_ms = 100, .timeout = 30000, .gap_ms = 300, .hs_ms = 3000};
 
 static void usage(const char *why) __attribute__((noreturn));
@@ -116,7 +126,7 @@ static void usage(const char *why)
 {
 	fprintf(stderr, "wire-inject: %s\n"
 		"usage: wire-inject --me ID --nodes N --bind HOST:PORT --peer ID=HOST:PORT...\n"
-		"                   [--hb-ms MS] [--timeout MS] [--gap-ms MS] [--order benign]\n"
+		"                   [--key FILE] [--hb-ms MS] [--timeout MS] [--gap-ms MS] [--order benign]\n"
 		"                   [--hs-ms MS]\n"
 		"                   garbage T | epochleave JOB A B | forge T CLAIM JOB RANK |\n"
 		"                   squat T JOB RANK\n", why);
@@ -165,6 +175,8 @@ static bool session_take(uint32_t s, const struct shf_wire_hdr *h)
 	}
 	if (h->kind == SHF_WIRE_HEARTBEAT) {
 		bool news = false;
+		memcpy(g.peer_nonce[s], h->u.heartbeat.nonce, SHD_AUTH_NONCE_BYTES);
+		g.have_peer_nonce[s] = true;
 		if (st != g.peer_session[s]) { /* its first, or a new session of its */
 			if (g.peer_session[s])
 				fprintf(stderr, "wire-inject: node %u started a new session\n", s);
@@ -328,7 +340,15 @@ static void send_msg(uint32_t node, void *buf, size_t len)
 static void send_heartbeat(uint32_t node, int64_t t_ms)
 {
 	uint8_t b[SHF_WIRE_HEARTBEAT_BYTES];
-	struct shf_wire_heartbeat hb = {(uint64_t)t_ms * 1000000u, g.incarnation};
+	struct shf_wire_heartbeat hb = {.time_ns = (uint64_t)t_ms * 1000000u, .incarnation = g.incarnation};
+	memcpy(hb.nonce, g.my_nonce[node], SHD_AUTH_NONCE_BYTES);
+	if (g.auth) { /* as daemon/net_tx.c's shd_net_heartbeat() */
+		struct shd_auth_hb m = {g.me, node, g.my_session[node], g.peer_session[node],
+					g.my_nonce[node],
+					g.have_peer_nonce[node] ? g.peer_nonce[node] : NULL};
+		hb.flags = SHF_WIRE_HB_MAC | (g.have_peer_nonce[node] ? SHF_WIRE_HB_ECHO : 0);
+		shd_auth_mac(g.auth, &m, hb.mac);
+	}
 	long l = shf_wire_enc_heartbeat(b, sizeof(b), g.me, node, &hb);
 	if (l <= 0)
 		FAIL("encode heartbeat: %ld", l);
@@ -338,7 +358,7 @@ static void send_heartbeat(uint32_t node, int64_t t_ms)
 static void heartbeat_due(void)
 {
 	int64_t t = now_ms();
-	if (t < g.next_hb)
+	if (t < g.next_hb || g.no_hb)
 		return;
 	g.next_hb = t + g.hb_ms;
 	for (uint32_t i = 0; i < g.n; i++) {
@@ -396,7 +416,7 @@ static void handshake(const uint32_t *nodes, size_t nn)
 /* A valid heartbeat from me to t, as raw bytes (48), not stamped. */
 static void make_hb(uint8_t *b, uint32_t src, uint32_t dst, uint64_t incarnation)
 {
-	struct shf_wire_heartbeat hb = {1, incarnation};
+	struct shf_wire_heartbeat hb = {.time_ns = 1, .incarnation = incarnation};
 	long l = shf_wire_enc_heartbeat(b, SHF_WIRE_HEARTBEAT_BYTES, src, dst, &hb);
 	if (l != SHF_WIRE_HEARTBEAT_BYTES)
 		FAIL("encode heartbeat %u->%u: %ld", src, dst, l);
@@ -780,6 +800,7 @@ static int mode_forge(uint32_t t, uint32_t claim, const char *job, int32_t rank)
 	if (t >= g.n || claim >= g.n || t == claim || !shd_fabric_has_node(g.f, t))
 		usage("forge: bad T or CLAIM (T needs --peer)");
 	uint64_t st = g.my_session[t], dt = st * UINT64_C(0x9e3779b97f4a7c15) | 1u;
+	g.no_hb = true; /* exactly what it says it sent */
 	unsigned sent = send_every_kind(claim, t, job, rank, st, dt, true);
 	pump(300, NULL);
 	printf("forged %u\n", sent);
@@ -827,7 +848,7 @@ static void split_hostport(char *s, char **host, char **port)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	char *bind = NULL, *peers[MAX_NODES] = {0};
+	char *bind = NULL, *peers[MAX_NODES] = {0}, *key = NULL;
 	int i;
 	g.me = UINT32_MAX;
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
@@ -842,6 +863,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(o, "--timeout")) g.timeout = atoi(v);
 		else if (!strcmp(o, "--gap-ms")) g.gap_ms = atoi(v);
 		else if (!strcmp(o, "--hs-ms")) g.hs_ms = atoi(v);
+		else if (!strcmp(o, "--key")) key = v;
 		else if (!strcmp(o, "--order")) g.in_order = !strcmp(v, "benign");
 		else if (!strcmp(o, "--peer")) {
 			char *eq = strchr(v, '=');
@@ -855,6 +877,15 @@ int main(int argc, char **argv)
 	}
 	if (i >= argc || !bind || g.n < 2 || g.n > MAX_NODES || g.me >= g.n)
 		usage("missing arguments");
+	if (shd_auth_init() < 0)
+		FAIL("libsodium");
+	if (key) {
+		char kerr[512];
+		if (shd_auth_load(key, &g.auth, kerr, sizeof(kerr)) < 0)
+			FAIL("%s", kerr);
+	}
+	for (uint32_t k = 0; k < MAX_NODES; k++)
+		shd_auth_nonce(g.my_nonce[k]);
 	const char *s = getenv("SHF_TEST_SYNC");
 	g.sync = s && *s ? s : ".";
 	g.incarnation = ((uint64_t)getpid() << 20) ^ (uint64_t)now_ms() ^ 1u;
@@ -910,5 +941,6 @@ int main(int argc, char **argv)
 	for (size_t k = 0; k < g_nout; k++)
 		free(g_out[k]);
 	free(g_out);
+	shd_auth_free(g.auth);
 	return rc;
 }

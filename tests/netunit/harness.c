@@ -531,7 +531,7 @@ void h_recv_ack(uint32_t node, uint64_t acked_seq)
 void h_recv_heartbeat(uint32_t node, uint64_t incarnation)
 {
 	uint8_t buf[SHF_WIRE_HEARTBEAT_BYTES];
-	struct shf_wire_heartbeat hb = {shd_now_ns(), incarnation};
+	struct shf_wire_heartbeat hb = {.time_ns = shd_now_ns(), .incarnation = incarnation};
 	long n = shf_wire_enc_heartbeat(buf, sizeof(buf), node, D->node_id, &hb);
 	CHECK(n == SHF_WIRE_HEARTBEAT_BYTES);
 	CHECK(fake_inject_now(node, buf, (size_t)n) == 0);
