@@ -362,6 +362,8 @@ void h_open(const struct h_opts *o)
 					  : shf_wire_rec_bytes(o->max_msg));
 	cfg->batch_budget = o->batch_budget ? o->batch_budget : 16ull * cap;
 	snprintf(cfg->node_name, sizeof(cfg->node_name), "n0");
+	if (o->cluster_key)
+		snprintf(cfg->cluster_key, sizeof(cfg->cluster_key), "%s", o->cluster_key);
 	snprintf(cfg->provider, sizeof(cfg->provider), "fake");
 	snprintf(cfg->bind, sizeof(cfg->bind), "127.0.0.1:7000");
 	size_t off = (size_t)snprintf(cfg->rendezvous, sizeof(cfg->rendezvous), "static:");
