@@ -292,8 +292,20 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 	}
 	if (h.kind == SHF_WIRE_HEARTBEAT) {
 		/* its current nonce: what our MACs answer (echo) */
+		bool news = !p->have_peer_nonce ||
+			    memcmp(p->peer_nonce, h.u.heartbeat.nonce, sizeof(p->peer_nonce));
 		memcpy(p->peer_nonce, h.u.heartbeat.nonce, sizeof(p->peer_nonce));
 		p->have_peer_nonce = true;
+		if (news && n->auth && h.dst_session != 0 && h.dst_session != p->my_session &&
+		    (p->state == PEER_UNKNOWN || p->state == PEER_DOWN)) {
+			/* it still runs a session with an earlier start of ours
+			 * (we restarted): its session ends only on a probe that
+			 * proves the key over its nonce, which we have now:
+			 * probe at once instead of at the next probe period */
+			uint64_t now = shd_now_ns();
+			p->last_probe_ns = now;
+			shd_net_heartbeat(p, now);
+		}
 	}
 	if (!session_admit(p, &h))
 		return 0;
@@ -597,18 +609,22 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 	d->node_id = 0;
 	d->n_nodes = 1;
 	d->net = NULL;
-	if (alone(cfg))
-		return 0;
 	if (shd_auth_init() < 0) {
 		shd_err("libsodium failed to initialise");
 		return -EIO;
 	}
+	/* the key is checked even by a daemon alone: a bad file is reported
+	 * where it is configured, not when the first peer arrives */
 	struct shd_auth *auth = NULL;
 	if (cfg->cluster_key[0]) {
 		if ((r = shd_auth_load(cfg->cluster_key, &auth, err, sizeof(err))) < 0) {
 			shd_err("%s", err);
 			return r;
 		}
+	}
+	if (alone(cfg)) {
+		shd_auth_free(auth);
+		return 0;
 	}
 	const char *spec = strcmp(cfg->rendezvous, "auto") ? cfg->rendezvous : "mpi";
 	/* this start's incarnation: in every heartbeat, and in a dir file */

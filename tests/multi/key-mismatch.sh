@@ -32,3 +32,15 @@ for i in 1 2; do
 done
 t_daemons_alive
 t_note "different keys: never peers, counted and logged: ok"
+# a key file others can read: the daemon refuses to start, naming the file
+# and the fix
+bad=$NODES_TMP/bad.key
+head -c 32 /dev/urandom >"$bad"
+chmod 644 "$bad"
+if out=$(timeout 20 "$SHF_NODES_SHUFFLED" --rendezvous none --runtime-dir "$NODES_TMP/badrt" \
+           --cluster-key "$bad" 2>&1); then
+  t_fail "a daemon started with a key file of mode 0644"
+fi
+echo "$out" | grep -q "cluster_key $bad: .*chmod 600 $bad" ||
+  t_fail "the refusal does not name the file and the fix: $out"
+t_note "a key file of mode 0644 is refused: ok"
