@@ -172,6 +172,12 @@ static const struct opt opts[SHD_OPT_MAX] = {
 		"world_timeout_ms", "SHF_WORLD_TIMEOUT_MS", T_UINT, 0, FIELD(world_timeout_ms),
 		0, 86400000, "60000", "MSEC",
 		"How long shf_open() waits for the whole job when the client passes 0.", NULL },
+	[SHD_OPT_CLUSTER_KEY] = {
+		"cluster_key", "SHF_CLUSTER_KEY", T_STR, 0, FIELD(cluster_key), 0, 0, "", "PATH",
+		"File of the cluster key (32 random bytes, shuffle-keygen), the same on every "
+		"node, readable only by the daemon's user: peers prove they hold it once per "
+		"session. Empty: peers are not authenticated (a warning at start).",
+		check_abs_path },
 	[SHD_OPT_STORE_LISTEN] = {
 		"store_listen", "SHF_STORE_LISTEN", T_STR, 0, FIELD(store_listen), 0, 0, "",
 		"HOST:PORT",

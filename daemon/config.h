@@ -51,6 +51,7 @@ enum shd_config_opt {
 	SHD_OPT_HELLO_TIMEOUT_MS,
 	SHD_OPT_IDLE_TIMEOUT_MS,
 	SHD_OPT_WORLD_TIMEOUT_MS,
+	SHD_OPT_CLUSTER_KEY,
 	SHD_OPT_STORE_LISTEN,
 	SHD_OPT_STORE_MAX_KEYS,
 	SHD_OPT_STORE_MAX_KEY_BYTES,
@@ -118,6 +119,8 @@ struct shd_config {
 	uint32_t hello_timeout_ms; /* a connection without HELLO is closed after this */
 	uint32_t idle_timeout_ms;  /* a HELLO'd session without REGISTER or request: cut */
 	uint32_t world_timeout_ms; /* shf_open() world wait when the client passes 0 */
+	char cluster_key[SHD_CONFIG_PATH_MAX]; /* key file (daemon/auth.h); "" none:
+	                                        * peers are members but not authenticated */
 	/* key-value store (daemon/store.c): "HOST:PORT" to serve it on
 	 * (proto/addr.h, port required), "" off; and its bounds */
 	char store_listen[SHD_CONFIG_STORE_LISTEN_MAX];

@@ -183,6 +183,7 @@ static json_t *status_json(struct shd_daemon *d)
 	json_object_set_new(o, "node_name", json_string(d->cfg.node_name));
 	json_object_set_new(o, "node_id", json_integer(d->node_id));
 	json_object_set_new(o, "nodes", json_integer(d->n_nodes));
+	json_object_set_new(o, "peer_auth", json_string(shd_net_auth_mode(d)));
 	json_object_set_new(o, "socket", json_string(d->cfg.socket_path));
 	json_object_set_new(o, "uptime_s", json_real((double)(shd_now_ns() - d->start_ns) / 1e9));
 	json_object_set_new(o, "sessions", json_integer(d->n_clients));

@@ -567,6 +567,11 @@ int shd_fabric_insert_svc(struct shd_fabric *f, const char *host, const char *po
 	return insert_done(f, n, a, node);
 }
 
+bool shd_fabric_reports_source(const struct shd_fabric *f)
+{
+	return f->source;
+}
+
 bool shd_fabric_has_node(const struct shd_fabric *f, uint32_t node)
 {
 	return node < f->max_nodes && f->peers[node].present;

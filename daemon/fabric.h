@@ -112,6 +112,9 @@ int shd_fabric_insert_svc(struct shd_fabric *f, const char *host, const char *po
 /* Forget node: its queued (not yet posted) sends complete with -EHOSTDOWN
  * at the next progress call; posted sends complete as the provider decides. */
 int shd_fabric_remove(struct shd_fabric *f, uint32_t node);
+/* true when receives name their sender (FI_SOURCE): on_recv's node is then
+ * SHD_FABRIC_NODE_UNKNOWN exactly for senders not in the address vector. */
+bool shd_fabric_reports_source(const struct shd_fabric *f);
 /* Internal: tests only. */
 bool shd_fabric_has_node(const struct shd_fabric *f, uint32_t node);
 

@@ -32,6 +32,10 @@
 #include "daemon/stats.h"
 
 struct shd_ratelimit shd_net_rl_wire = SHD_RATELIMIT_INIT(1000, 5);
+/* foreign senders and failed handshakes: a line now and then, not one per
+ * probe (a peer with another key probes every second, forever) */
+static struct shd_ratelimit rl_foreign = SHD_RATELIMIT_INIT(10000, 2);
+static struct shd_ratelimit rl_auth = SHD_RATELIMIT_INIT(10000, 2);
 
 /* ------------------------------------------------------------- receiving */
 
@@ -72,6 +76,54 @@ static void stale(struct shd_net *n, struct shd_peer *p, const struct shf_wire_h
 		   "(state %d)", p->node, shf_wire_kind_name(h->kind), (int)p->state);
 }
 
+/* A handshake that does not prove the cluster key: refused and counted. */
+static void auth_failed(struct shd_net *n, struct shd_peer *p, const char *why)
+{
+	n->d->st.auth_failed++;
+	shd_log_rl(&rl_auth, SHD_LOG_WARN, "node %u (%s, %s): authentication failed: %s; its "
+		   "handshake is refused (same cluster_key file on every node?)", p->node, p->host,
+		   p->addr, why);
+}
+
+/*
+ * With a key: does heartbeat h prove that its sender holds the cluster key
+ * and saw our current nonce (a MAC over both nodes, both tags, both
+ * nonces)?  Refused ones are counted (auth_failed) unless they merely come
+ * too early: a probe that cannot carry our nonce yet (no ECHO: its sender
+ * never heard from us in this session of ours) is not a failure, only not
+ * a proof.  Without a key: only that the peer has none either.
+ */
+static bool hb_proves(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h,
+		      bool count_early)
+{
+	const struct shf_wire_heartbeat *hb = &h->u.heartbeat;
+	if (!n->auth) {
+		if (hb->flags & SHF_WIRE_HB_MAC) {
+			auth_failed(n, p, "it uses a cluster key, this daemon has none");
+			return false;
+		}
+		return true;
+	}
+	if (!(hb->flags & SHF_WIRE_HB_MAC)) {
+		auth_failed(n, p, "it has no cluster key");
+		return false;
+	}
+	if (!(hb->flags & SHF_WIRE_HB_ECHO)) {
+		if (count_early)
+			auth_failed(n, p, "its heartbeat does not answer our nonce");
+		else
+			stale(n, p, h);
+		return false;
+	}
+	struct shd_auth_hb m = {h->src_node, h->dst_node, h->src_session, h->dst_session,
+				hb->nonce, p->my_nonce};
+	if (!shd_auth_verify(n->auth, &m, hb->mac)) {
+		auth_failed(n, p, "wrong MAC (another cluster key, or forged)");
+		return false;
+	}
+	return true;
+}
+
 #define STORE_WAIT_MS 5000
 
 static bool has_address(const struct shd_peer *p)
@@ -81,33 +133,33 @@ static bool has_address(const struct shd_peer *p)
 
 static void reinsert(struct shd_peer *p);
 
-/* A node we have no address for contacted us (tcp, dir without N: it
- * published itself after our rendezvous): look it up in the store or the
- * directory, at most once a second per node (a store lookup blocks the
- * loop for up to LOOKUP_MS). */
+/* A sender not in the address vector claims to be p (tcp, dir without N:
+ * a node that published itself after our rendezvous, or moved): look p up
+ * in the store or the directory, at most once a second per node (a store
+ * lookup blocks the loop for up to LOOKUP_MS).  A new address found there
+ * is put into the address vector; the message that prompted the lookup is
+ * dropped all the same (the caller counts it foreign): only what comes
+ * from the published address is taken, and the node's next heartbeat, or
+ * our probe's answer, does.  true when an address was learned. */
 #define LOOKUP_MS 300
 
 static bool learn_address(struct shd_peer *p)
 {
 	struct shd_net *n = p->net;
 	uint64_t now = shd_now_ns();
-	if (!n->rdv || now - p->last_lookup_ns < 1000000000u) {
-		if (!has_address(p))
-			n->d->st.wire_stale++;
+	if (!n->rdv || now - p->last_lookup_ns < 1000000000u)
 		return false;
-	}
 	p->last_lookup_ns = now;
 	struct shd_rdv_node rn;
 	char err[256] = "";
 	int r = shd_rdv_lookup(n->rdv, p->node, LOOKUP_MS, &rn, err, sizeof(err));
 	if (r < 0) {
-		n->d->st.wire_stale++;
 		shd_log_rl(&shd_net_rl_wire, SHD_LOG_WARN, "node %u contacted us but its address "
 			   "is not known: %s", p->node, r == -ENOENT ? "not in the store (yet)" : err);
 		return false;
 	}
 	if (p->raw_len == rn.addr_len && !memcmp(p->raw_addr, rn.addr, rn.addr_len))
-		return true; /* the same address: nothing learned */
+		return false; /* the address we have: the sender is not at it */
 	bool moved = has_address(p);
 	if (moved)
 		shd_fabric_remove(n->fab, p->node);
@@ -118,6 +170,10 @@ static bool learn_address(struct shd_peer *p)
 	reinsert(p);
 	shd_info("node %u (%s) %s: %s", p->node, p->host, moved ? "has a new address"
 								: "joined the set", p->addr);
+	if (p->state == PEER_UNKNOWN || p->state == PEER_DOWN) {
+		p->last_probe_ns = now; /* probe it there now: its answer is taken */
+		shd_net_heartbeat(p, now);
+	}
 	return true;
 }
 
@@ -143,6 +199,11 @@ static bool session_admit(struct shd_peer *p, const struct shf_wire_hdr *h)
 		if (s == p->peer_session && t == p->my_session)
 			return true;
 		if (hb && s != p->peer_session) {
+			/* with a key, only a heartbeat proving the key over our
+			 * current nonce ends a session (a restarted peer learns
+			 * our nonce from the heartbeats we keep sending it) */
+			if (!hb_proves(n, p, h, false))
+				return false;
 			/* it restarted, or declared us down: this session ends, the
 			 * next one starts once the old one is carried out */
 			p->next_session = s;
@@ -163,16 +224,29 @@ static bool session_admit(struct shd_peer *p, const struct shf_wire_hdr *h)
 	case PEER_UNKNOWN:
 	case PEER_DOWN:
 	case PEER_JOINING:
-		if (p->state == PEER_JOINING && s == p->peer_session && t == p->my_session) {
+		if (!hb && !n->auth && p->state == PEER_JOINING && s == p->peer_session &&
+		    t == p->my_session) {
+			/* without a key any message of the session completes the
+			 * handshake; with one, only a heartbeat proving the key */
 			become_up(p);
 			return true; /* data may follow the handshake at once */
 		}
 		if (hb) {
-			join(p, s, inc);
-			if (t == p->my_session) { /* it knows us already */
+			if (t == p->my_session) { /* it knows us already: the handshake's end */
+				if (!hb_proves(n, p, h, true))
+					return false;
+				join(p, s, inc);
 				become_up(p);
 				return true;
 			}
+			/* a probe: answered, which grants nothing; with a key it
+			 * must at least carry one (another mode never joins) */
+			if ((h->u.heartbeat.flags & SHF_WIRE_HB_MAC) != (n->auth ? SHF_WIRE_HB_MAC : 0u)) {
+				auth_failed(n, p, n->auth ? "it has no cluster key"
+							  : "it uses a cluster key, this daemon has none");
+				return false;
+			}
+			join(p, s, inc);
 			return false;
 		}
 		break;
@@ -198,13 +272,41 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 		return 0;
 	}
 	struct shd_peer *p = &n->peers[h.src_node];
-	/* from an address we do not know: a node that joined after our
-	 * rendezvous, or one that restarted on another address (a growing
-	 * set publishes it) */
-	if (node == SHD_FABRIC_NODE_UNKNOWN && n->rdv && !p->port[0])
-		learn_address(p);
-	if (!has_address(p))
-		return 0; /* cannot answer it (yet): counted in wire_stale */
+	/* Membership: only what comes from the address the rendezvous gave
+	 * for the node it claims.  From an address not in the address
+	 * vector: a node that joined after our rendezvous, or one that
+	 * restarted on another address (a growing set publishes it, and the
+	 * lookup puts it in), or anyone else: dropped either way. */
+	if (node == SHD_FABRIC_NODE_UNKNOWN && n->by_address) {
+		if (n->rdv && !p->port[0])
+			learn_address(p);
+		d->st.wire_foreign++;
+		shd_log_rl(&rl_foreign, SHD_LOG_WARN, "a %s claiming to be node %u from an "
+			   "address that is not its own: dropped", shf_wire_kind_name(h.kind),
+			   h.src_node);
+		return 0;
+	}
+	if (!has_address(p)) {
+		d->st.wire_foreign++; /* (no sources) cannot be answered: not a member yet */
+		return 0;
+	}
+	if (h.kind == SHF_WIRE_HEARTBEAT) {
+		/* its current nonce: what our MACs answer (echo) */
+		bool news = !p->have_peer_nonce ||
+			    memcmp(p->peer_nonce, h.u.heartbeat.nonce, sizeof(p->peer_nonce));
+		memcpy(p->peer_nonce, h.u.heartbeat.nonce, sizeof(p->peer_nonce));
+		p->have_peer_nonce = true;
+		if (news && n->auth && h.dst_session != 0 && h.dst_session != p->my_session &&
+		    (p->state == PEER_UNKNOWN || p->state == PEER_DOWN)) {
+			/* it still runs a session with an earlier start of ours
+			 * (we restarted): its session ends only on a probe that
+			 * proves the key over its nonce, which we have now:
+			 * probe at once instead of at the next probe period */
+			uint64_t now = shd_now_ns();
+			p->last_probe_ns = now;
+			shd_net_heartbeat(p, now);
+		}
+	}
 	if (!session_admit(p, &h))
 		return 0;
 	p->last_heard_ns = shd_now_ns();
@@ -475,6 +577,13 @@ int shd_net_not_up(struct shd_daemon *d, char *buf, size_t len)
 	return count;
 }
 
+const char *shd_net_auth_mode(const struct shd_daemon *d)
+{
+	if (!d->net)
+		return "alone";
+	return d->net->auth ? "key" : "none";
+}
+
 void shd_net_fabric_stats(struct shd_daemon *d, struct shf_fabric_stats *s)
 {
 	shd_fabric_stats_get(d->net->fab, s);
@@ -500,8 +609,23 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 	d->node_id = 0;
 	d->n_nodes = 1;
 	d->net = NULL;
-	if (alone(cfg))
+	if (shd_auth_init() < 0) {
+		shd_err("libsodium failed to initialise");
+		return -EIO;
+	}
+	/* the key is checked even by a daemon alone: a bad file is reported
+	 * where it is configured, not when the first peer arrives */
+	struct shd_auth *auth = NULL;
+	if (cfg->cluster_key[0]) {
+		if ((r = shd_auth_load(cfg->cluster_key, &auth, err, sizeof(err))) < 0) {
+			shd_err("%s", err);
+			return r;
+		}
+	}
+	if (alone(cfg)) {
+		shd_auth_free(auth);
 		return 0;
+	}
 	const char *spec = strcmp(cfg->rendezvous, "auto") ? cfg->rendezvous : "mpi";
 	/* this start's incarnation: in every heartbeat, and in a dir file */
 	uint64_t incarnation = 0;
@@ -523,6 +647,7 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 				 r == -EHOSTUNREACH;
 		if (!tcp || !transient || tries * STORE_WAIT_MS >= 60000) {
 			shd_err("rendezvous %s: %s", spec, err);
+			shd_auth_free(auth);
 			return r;
 		}
 		shd_warn("rendezvous %s: %s; still waiting for the store (%d s)", spec, err,
@@ -538,6 +663,7 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 	}
 	n->d = d;
 	n->ev = ev;
+	n->auth = auth;
 	n->batch_cap = SHF_WIRE_BATCH_HDR + (uint32_t)(cfg->batch_bytes > shf_wire_rec_bytes(cfg->max_msg)
 						     ? cfg->batch_bytes
 						     : shf_wire_rec_bytes(cfg->max_msg));
@@ -606,6 +732,7 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 	shd_list_init(&n->downq);
 	shd_list_init(&n->pool_waiters);
 	n->incarnation = incarnation;
+	n->by_address = shd_fabric_reports_source(n->fab);
 	n->cb.on_recv = on_recv;
 	n->cb.on_send_done = on_send_done;
 	n->cb.on_error = on_error;
@@ -675,6 +802,14 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 	for (uint32_t i = 0; i < n->n_nodes; i++)
 		if (i != d->node_id && has_address(&n->peers[i]))
 			shd_info("peer node %u: %s %s", i, n->peers[i].host, n->peers[i].addr);
+	if (!n->auth)
+		shd_warn("peers are not authenticated (no cluster_key): any process that can "
+			 "reach a member's address can join as that member; see shuffled(8)");
+	else
+		shd_notice("peers authenticated with the cluster key %s", cfg->cluster_key);
+	if (!n->by_address)
+		shd_warn("provider %s does not report senders: membership is checked by the "
+			 "header's claim only", shd_fabric_provider(n->fab));
 	shd_rdv_result_fini(&res);
 	d->net = n;
 	on_heartbeat(-1, n); /* the first probes now: peers meet at once */
@@ -695,6 +830,7 @@ fail_net:
 	shd_rdv_result_fini(&res);
 fail_rdv:
 	shd_rdv_close(rdv);
+	shd_auth_free(auth);
 	d->node_id = 0;
 	d->n_nodes = 1;
 	return r;
@@ -718,6 +854,7 @@ void shd_net_close(struct shd_daemon *d)
 	shd_fabric_close(n->fab);
 	shd_net_pool_fini(n);
 	shd_rdv_close(n->rdv);
+	shd_auth_free(n->auth);
 	free(n->peers);
 	free(n->joins);
 	free(n);

@@ -45,5 +45,8 @@ int shd_net_not_up(struct shd_daemon *d, char *buf, size_t len);
 struct json_t;
 struct json_t *shd_net_json(struct shd_daemon *d);
 void shd_net_fabric_stats(struct shd_daemon *d, struct shf_fabric_stats *s);
+/* How peers are authenticated, for status: "key" (cluster_key), "none"
+ * (members by address only), "alone" (no peers). */
+const char *shd_net_auth_mode(const struct shd_daemon *d);
 
 #endif

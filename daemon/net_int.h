@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "daemon/auth.h"
 #include "daemon/daemon.h"
 #include "daemon/fabric.h"
 #include "daemon/log.h"
@@ -83,6 +84,10 @@ struct shd_peer {
 	uint64_t peer_session;      /* its tag (JOINING, UP); 0 unknown */
 	uint64_t next_session;      /* FAILED: the new tag it already sent; 0 none */
 	uint64_t next_incarnation;
+	/* the handshake's authentication (daemon/auth.h) */
+	uint8_t my_nonce[SHD_AUTH_NONCE_BYTES];   /* new with each my_session */
+	uint8_t peer_nonce[SHD_AUTH_NONCE_BYTES]; /* its nonce, from its last heartbeat */
+	bool have_peer_nonce;
 	uint64_t state_since_ns;    /* when it entered its state */
 	uint64_t last_probe_ns;     /* UNKNOWN, DOWN: last heartbeat sent */
 	uint64_t last_lookup_ns;    /* tcp: last store lookup of its address */
@@ -126,6 +131,9 @@ struct shd_net {
 	const struct shd_net_events *ev;
 	struct shd_fabric *fab;
 	struct shd_rdv *rdv;        /* tcp: kept open for lookups; else NULL */
+	struct shd_auth *auth;      /* the cluster key; NULL: peers not authenticated */
+	bool by_address;            /* the fabric names senders: membership is checked
+				       by address (else by the header's claim only) */
 	uint64_t last_refresh_ns;   /* tcp: last check of our records in the store */
 	bool store_lost;            /* tcp: the last check could not reach the store */
 	struct shd_fabric_cb cb;

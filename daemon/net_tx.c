@@ -228,8 +228,16 @@ void shd_net_heartbeat(struct shd_peer *p, uint64_t now)
 	if (p->state == PEER_FAILED)
 		return;
 	uint8_t buf[SHF_WIRE_HEARTBEAT_BYTES];
-	struct shf_wire_heartbeat hb = {now, n->incarnation};
-	/* UNKNOWN and DOWN: a probe, its tag unknown (stamped 0) */
+	struct shf_wire_heartbeat hb = {.time_ns = now, .incarnation = n->incarnation};
+	memcpy(hb.nonce, p->my_nonce, sizeof(hb.nonce));
+	if (n->auth) {
+		/* the handshake MAC (daemon/auth.h) over the tags it is stamped
+		 * with; UNKNOWN and DOWN: a probe, its tag unknown (stamped 0) */
+		struct shd_auth_hb m = {n->d->node_id, p->node, p->my_session, p->peer_session,
+					p->my_nonce, p->have_peer_nonce ? p->peer_nonce : NULL};
+		hb.flags = SHF_WIRE_HB_MAC | (p->have_peer_nonce ? SHF_WIRE_HB_ECHO : 0);
+		shd_auth_mac(n->auth, &m, hb.mac);
+	}
 	small_send(p, buf, shf_wire_enc_heartbeat(buf, sizeof(buf), n->d->node_id, p->node, &hb));
 }
 
@@ -657,9 +665,7 @@ void shd_net_epoch(struct shd_daemon *d, struct shd_job *j, uint32_t phase, int3
 /* A random, non-zero session tag. */
 static uint64_t new_tag(const struct shd_peer *p)
 {
-	uint64_t t = 0;
-	if (getrandom(&t, sizeof(t), 0) != (ssize_t)sizeof(t))
-		t = shd_now_ns() ^ ((uint64_t)getpid() << 40) ^ ((uint64_t)p->node << 20);
+	uint64_t t = shd_auth_random64();
 	return t ? t : 1;
 }
 
@@ -671,6 +677,7 @@ void shd_net_session_reset(struct shd_peer *p)
 	p->peer_session = 0;
 	p->incarnation = 0;
 	p->my_session = new_tag(p);
+	shd_auth_nonce(p->my_nonce); /* a new nonce with each tag of ours */
 	p->gen++;
 	p->inline_ctx[p->gen & 1].gen = p->gen;
 }

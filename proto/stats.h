@@ -63,6 +63,8 @@
 	X(wire_bad, COUNTER, "wire messages rejected (bad magic, version, lengths, source)") \
 	X(msgs_unroutable, COUNTER, "received messages for a rank not on this node, dropped") \
 	X(wire_stale, COUNTER, "wire messages of an earlier or unknown session (a restart, a link flap), dropped") \
+	X(wire_foreign, COUNTER, "wire messages from a sender that is not a member at its own address (not in the address vector, nor in the rendezvous under the node it claims), dropped") \
+	X(auth_failed, COUNTER, "peer handshakes refused: a wrong cluster key, a MAC that does not verify, or one side without a key") \
 	X(rx_drops_down, COUNTER, "received messages still parked when their sender went down, dropped") \
 	X(owner_conflicts, COUNTER, "job announcements from another node naming another owner (uid) for a job known here: the job fails with EACCES") \
 	X(rx_drops_owner, COUNTER, "received messages for a job failed by an owner conflict, dropped") \

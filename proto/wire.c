@@ -31,7 +31,9 @@ _Static_assert(sizeof(struct shf_wire_raw_ack) == SHF_WIRE_ACK_BYTES, "ack");
 _Static_assert(OFF(ack, acked_seq) == 32 && OFF(ack, window) == 40 && OFF(ack, dropped) == 44,
 	       "ack layout");
 _Static_assert(sizeof(struct shf_wire_raw_heartbeat) == SHF_WIRE_HEARTBEAT_BYTES, "heartbeat");
-_Static_assert(OFF(heartbeat, time_ns) == 32 && OFF(heartbeat, incarnation) == 40,
+_Static_assert(OFF(heartbeat, time_ns) == 32 && OFF(heartbeat, incarnation) == 40 &&
+		       OFF(heartbeat, flags) == 48 && OFF(heartbeat, reserved) == 52 &&
+		       OFF(heartbeat, nonce) == 56 && OFF(heartbeat, mac) == 88,
 	       "heartbeat layout");
 _Static_assert(sizeof(struct shf_wire_raw_join) == SHF_WIRE_JOIN_FIXED, "join");
 _Static_assert(OFF(join, job_hash) == 32 && OFF(join, world) == 40 && OFF(join, nranges) == 44 &&
@@ -211,8 +213,19 @@ int shf_wire_check(const void *buf, size_t n, uint32_t n_nodes, uint32_t my_node
 	case SHF_WIRE_HEARTBEAT:
 		h.u.heartbeat.time_ns = G64(b, heartbeat, time_ns);
 		h.u.heartbeat.incarnation = G64(b, heartbeat, incarnation);
-		if (h.u.heartbeat.incarnation == 0)
+		h.u.heartbeat.flags = G32(b, heartbeat, flags);
+		memcpy(h.u.heartbeat.nonce, b + OFF(heartbeat, nonce), SHF_WIRE_NONCE_BYTES);
+		memcpy(h.u.heartbeat.mac, b + OFF(heartbeat, mac), SHF_WIRE_MAC_BYTES);
+		if (h.u.heartbeat.incarnation == 0 || (h.u.heartbeat.flags & ~SHF_WIRE_HB_FLAGS) ||
+		    G32(b, heartbeat, reserved) != 0 ||
+		    /* ECHO only with a MAC; no MAC: the MAC field is zero */
+		    ((h.u.heartbeat.flags & SHF_WIRE_HB_ECHO) &&
+		     !(h.u.heartbeat.flags & SHF_WIRE_HB_MAC)))
 			r = -EBADMSG;
+		if (!(h.u.heartbeat.flags & SHF_WIRE_HB_MAC))
+			for (unsigned i = 0; i < SHF_WIRE_MAC_BYTES; i++)
+				if (h.u.heartbeat.mac[i])
+					r = -EBADMSG;
 		break;
 	case SHF_WIRE_JOB_JOIN:
 		r = check_join(b, n, &h.u.join);
@@ -432,6 +445,10 @@ long shf_wire_enc_heartbeat(void *buf, size_t cap, uint32_t src_node, uint32_t d
 	put_hdr(b, SHF_WIRE_HEARTBEAT, src_node, dst_node);
 	P64(b, heartbeat, time_ns, hb->time_ns);
 	P64(b, heartbeat, incarnation, hb->incarnation);
+	P32(b, heartbeat, flags, hb->flags);
+	P32(b, heartbeat, reserved, 0);
+	memcpy(b + OFF(heartbeat, nonce), hb->nonce, SHF_WIRE_NONCE_BYTES);
+	memcpy(b + OFF(heartbeat, mac), hb->mac, SHF_WIRE_MAC_BYTES);
 	return finish(b, SHF_WIRE_HEARTBEAT_BYTES, src_node, dst_node);
 }
 

@@ -52,14 +52,17 @@
 #include "proto/ipc.h" /* SHF_JOB_MAX, SHF_WORLD_MAX, shf_ipc_job_check() */
 
 #define SHF_WIRE_MAGIC 0x57464853u /* "SHFW" as little-endian bytes */
-#define SHF_WIRE_VERSION 2u /* 2: session tags in the common header */
+#define SHF_WIRE_VERSION 3u /* 2: session tags in the common header; 3: the
+                               * heartbeat carries the handshake's nonce and MAC */
 
 #define SHF_WIRE_HDR 32u        /* common header */
 #define SHF_WIRE_BATCH_HDR 56u  /* common header + batch body; records start here */
 #define SHF_WIRE_REC_HDR 16u    /* per-record header in a batch */
 #define SHF_WIRE_REC_ALIGN 8u   /* record payloads are padded to this */
 #define SHF_WIRE_ACK_BYTES 48u
-#define SHF_WIRE_HEARTBEAT_BYTES 48u
+#define SHF_WIRE_HEARTBEAT_BYTES 120u
+#define SHF_WIRE_NONCE_BYTES 32u /* heartbeat: the sender's nonce of its session */
+#define SHF_WIRE_MAC_BYTES 32u   /* heartbeat: the handshake MAC */
 #define SHF_WIRE_JOIN_FIXED 120u /* JOB_JOIN without its ranges */
 #define SHF_WIRE_RANGE_BYTES 8u  /* one (first, count) rank range */
 #define SHF_WIRE_LEAVE_BYTES 48u
@@ -76,6 +79,14 @@ enum shf_wire_kind {
 	SHF_WIRE_EPOCH = 6,     /* epoch barrier step of one job */
 	SHF_WIRE_DROP = 7,      /* records of a batch were dropped at the receiver */
 	SHF_WIRE_KIND_MAX
+};
+
+/* Heartbeat flags (docs/protocol-wire.md, "Authentication"). */
+enum shf_wire_hb_flag {
+	SHF_WIRE_HB_MAC = 1u,  /* the sender has a cluster key: mac is set */
+	SHF_WIRE_HB_ECHO = 2u, /* the MAC covers the receiver's nonce as the sender last
+				  saw it (else 32 zero bytes in its place); only with MAC */
+	SHF_WIRE_HB_FLAGS = 3u /* every defined flag */
 };
 
 /* Epoch phases carried by SHF_WIRE_EPOCH (see docs/protocol-wire.md). */
@@ -124,6 +135,12 @@ struct shf_wire_raw_heartbeat {
 	struct shf_wire_raw_hdr h;
 	uint64_t time_ns;     /* sender's CLOCK_MONOTONIC (informational, RTT echo) */
 	uint64_t incarnation; /* != 0, fixed per daemon start: a change = peer restarted */
+	uint32_t flags;       /* enum shf_wire_hb_flag */
+	uint32_t reserved;    /* zero */
+	uint8_t nonce[SHF_WIRE_NONCE_BYTES]; /* the sender's random nonce, new with each of
+					       its session tags (src_session) */
+	uint8_t mac[SHF_WIRE_MAC_BYTES];     /* flags & MAC: the handshake MAC (daemon/auth.h)
+					       over both nodes, both tags, both nonces; else zero */
 };
 
 struct shf_wire_raw_join {
@@ -185,6 +202,9 @@ struct shf_wire_ack {
 struct shf_wire_heartbeat {
 	uint64_t time_ns;
 	uint64_t incarnation;
+	uint32_t flags; /* enum shf_wire_hb_flag */
+	uint8_t nonce[SHF_WIRE_NONCE_BYTES];
+	uint8_t mac[SHF_WIRE_MAC_BYTES];  /* all zero unless flags & SHF_WIRE_HB_MAC */
 };
 
 struct shf_wire_range {

@@ -245,7 +245,7 @@ static size_t gen(uint8_t *b, uint32_t src, uint32_t dst, uint32_t max_msg)
 		break;
 	}
 	case 3: {
-		struct shf_wire_heartbeat hb = {rnd(), rnd() | 1};
+		struct shf_wire_heartbeat hb = {.time_ns = rnd(), .incarnation = rnd() | 1};
 		n = shf_wire_enc_heartbeat(b, MAX_BUF, src, dst, &hb);
 		break;
 	}

@@ -18,7 +18,7 @@ order=${1:-race}
 t_need "$MNCLIENT"
 t_need "$WIRE_INJECT"
 t_up --mode loopback -n 3 --external 3
-"$WIRE_INJECT" --me 2 --nodes 3 --bind "$SHF_NODES_ADDR_3" --peer "0=$SHF_NODES_ADDR_1" \
+"$WIRE_INJECT" --me 2 --nodes 3 --bind "$SHF_NODES_ADDR_3" --key "$SHF_NODES_KEY" --peer "0=$SHF_NODES_ADDR_1" \
   --peer "1=$SHF_NODES_ADDR_2" --gap-ms 300 --order "$order" epochleave eleave 0 1 \
   >"$NODES_TMP/logs/inject.log" 2>&1 &
 inj=$!

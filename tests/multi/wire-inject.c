@@ -20,7 +20,11 @@
  * new one); anything else fails the run.
  *
  *   wire-inject --me ID --nodes N --bind HOST:PORT --peer ID=HOST:PORT...
- *               [--hb-ms MS] [--timeout MS] MODE [ARGS]
+ *               [--key FILE] [--hb-ms MS] [--timeout MS] MODE [ARGS]
+ *
+ * --key FILE: the cluster key (daemon/auth.h): its heartbeats carry the
+ * handshake MAC as a daemon's do, so daemons that have the key take it as
+ * a member.  Without it, daemons with a key never do.
  *
  * Modes:
  *   garbage T     send node T the malformed set below, one message each,
@@ -40,6 +44,25 @@
  *                 --order benign: DRAINED to A first, to B gap-ms later
  *                 (the control case).
  *
+ *   forge T CLAIM JOB RANK
+ *                 a non-member (bound to any address the rendezvous did not
+ *                 give out): claiming to be node CLAIM, send node T one
+ *                 message of every kind with session tags it cannot know
+ *                 (a heartbeat opening a new session with a new
+ *                 incarnation, one naming a made-up tag of T's, a batch
+ *                 with a record for rank RANK of JOB, an ACK, a JOIN and a
+ *                 LEAVE of JOB, an EPOCH and a DROP), then print "forged N"
+ *                 and exit.  A member that took any of it at face value
+ *                 would lose its session with CLAIM or place the record.
+ *   squat T JOB RANK
+ *                 play node `me` (its listed address: a vacant member slot)
+ *                 without the cluster key (or with --key, a wrong one):
+ *                 try the handshake with T for --hs-ms, then send T a JOIN
+ *                 of JOB (a phantom rank RANK + 1), a batch with a record
+ *                 for RANK of JOB, a LEAVE, an EPOCH, an ACK and a DROP in
+ *                 whatever session it has; print "session yes|no" and
+ *                 "squatted N"; keep heartbeating until "inject-exit".
+ *
  * Sync points are files in $SHF_TEST_SYNC.  Exit 0, 1 on failure, 2 usage.
  */
 #include <errno.h>
@@ -55,6 +78,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon/auth.h"
 #include "daemon/fabric.h"
 #include "proto/wire.h"
 
@@ -73,8 +97,9 @@ static struct {
 	struct shd_fabric_cb cb;
 	uint32_t me, n;
 	uint64_t incarnation;
-	int hb_ms, timeout, gap_ms;
+	int hb_ms, timeout, gap_ms, hs_ms;
 	bool in_order;                            /* epochleave: the benign order */
+	bool no_hb;                               /* forge: no heartbeats of its own */
 	int64_t next_hb;
 	const char *sync;
 	/* what came in */
@@ -90,15 +115,21 @@ static struct {
 	uint64_t peer_session[MAX_NODES];         /* its tag; 0 until its heartbeat */
 	bool knows_me[MAX_NODES];                 /* its heartbeat carried my tag */
 	uint64_t stale_in;                        /* its messages outside the session */
-} g = {.hb_ms = 100, .timeout = 30000, .gap_ms = 300};
+	struct shd_auth *auth;                    /* --key; NULL: no MAC */
+	uint8_t my_nonce[MAX_NODES][SHD_AUTH_NONCE_BYTES];
+	uint8_t peer_nonce[MAX_NODES][SHD_AUTH_NONCE_BYTES]; /* from its heartbeats */
+	bool have_peer_nonce[MAX_NODES];
+} g = {.hb_ms = 100, .timeout = 30000, .gap_ms = 300, .hs_ms = 3000};
 
 static void usage(const char *why) __attribute__((noreturn));
 static void usage(const char *why)
 {
 	fprintf(stderr, "wire-inject: %s\n"
 		"usage: wire-inject --me ID --nodes N --bind HOST:PORT --peer ID=HOST:PORT...\n"
-		"                   [--hb-ms MS] [--timeout MS] [--gap-ms MS] [--order benign]\n"
-		"                   garbage T | epochleave JOB A B\n", why);
+		"                   [--key FILE] [--hb-ms MS] [--timeout MS] [--gap-ms MS] [--order benign]\n"
+		"                   [--hs-ms MS]\n"
+		"                   garbage T | epochleave JOB A B | forge T CLAIM JOB RANK |\n"
+		"                   squat T JOB RANK\n", why);
 	exit(2);
 }
 
@@ -144,6 +175,8 @@ static bool session_take(uint32_t s, const struct shf_wire_hdr *h)
 	}
 	if (h->kind == SHF_WIRE_HEARTBEAT) {
 		bool news = false;
+		memcpy(g.peer_nonce[s], h->u.heartbeat.nonce, SHD_AUTH_NONCE_BYTES);
+		g.have_peer_nonce[s] = true;
 		if (st != g.peer_session[s]) { /* its first, or a new session of its */
 			if (g.peer_session[s])
 				fprintf(stderr, "wire-inject: node %u started a new session\n", s);
@@ -155,7 +188,7 @@ static bool session_take(uint32_t s, const struct shf_wire_hdr *h)
 			g.knows_me[s] = true;
 			news = true;
 		}
-		if (news) /* answer at once, as a daemon does */
+		if (news && shd_fabric_has_node(g.f, s)) /* answer at once, as a daemon does */
 			send_heartbeat(s, now_ms());
 		return true;
 	}
@@ -307,7 +340,15 @@ static void send_msg(uint32_t node, void *buf, size_t len)
 static void send_heartbeat(uint32_t node, int64_t t_ms)
 {
 	uint8_t b[SHF_WIRE_HEARTBEAT_BYTES];
-	struct shf_wire_heartbeat hb = {(uint64_t)t_ms * 1000000u, g.incarnation};
+	struct shf_wire_heartbeat hb = {.time_ns = (uint64_t)t_ms * 1000000u, .incarnation = g.incarnation};
+	memcpy(hb.nonce, g.my_nonce[node], SHD_AUTH_NONCE_BYTES);
+	if (g.auth) { /* as daemon/net_tx.c's shd_net_heartbeat() */
+		struct shd_auth_hb m = {g.me, node, g.my_session[node], g.peer_session[node],
+					g.my_nonce[node],
+					g.have_peer_nonce[node] ? g.peer_nonce[node] : NULL};
+		hb.flags = SHF_WIRE_HB_MAC | (g.have_peer_nonce[node] ? SHF_WIRE_HB_ECHO : 0);
+		shd_auth_mac(g.auth, &m, hb.mac);
+	}
 	long l = shf_wire_enc_heartbeat(b, sizeof(b), g.me, node, &hb);
 	if (l <= 0)
 		FAIL("encode heartbeat: %ld", l);
@@ -317,7 +358,7 @@ static void send_heartbeat(uint32_t node, int64_t t_ms)
 static void heartbeat_due(void)
 {
 	int64_t t = now_ms();
-	if (t < g.next_hb)
+	if (t < g.next_hb || g.no_hb)
 		return;
 	g.next_hb = t + g.hb_ms;
 	for (uint32_t i = 0; i < g.n; i++) {
@@ -375,7 +416,7 @@ static void handshake(const uint32_t *nodes, size_t nn)
 /* A valid heartbeat from me to t, as raw bytes (48), not stamped. */
 static void make_hb(uint8_t *b, uint32_t src, uint32_t dst, uint64_t incarnation)
 {
-	struct shf_wire_heartbeat hb = {1, incarnation};
+	struct shf_wire_heartbeat hb = {.time_ns = 1, .incarnation = incarnation};
 	long l = shf_wire_enc_heartbeat(b, SHF_WIRE_HEARTBEAT_BYTES, src, dst, &hb);
 	if (l != SHF_WIRE_HEARTBEAT_BYTES)
 		FAIL("encode heartbeat %u->%u: %ld", src, dst, l);
@@ -671,6 +712,127 @@ static int mode_epochleave(const char *job, uint32_t a, uint32_t bn)
 	return 0;
 }
 
+/* ------------------------------------------------------------ forge, squat */
+
+/* One of every kind from `src` (claimed) to t, into job (rank for the
+ * batch record, rank + 1 for the JOIN), each stamped (st, dt).  Returns how
+ * many were sent. */
+static unsigned send_every_kind(uint32_t src, uint32_t t, const char *job, int32_t rank,
+				uint64_t st, uint64_t dt, bool with_hb)
+{
+	uint8_t b[1024];
+	unsigned sent = 0;
+	uint64_t jh = shf_wire_job_hash(job);
+	long l;
+	if (with_hb) {
+		/* a new session of `src` with a new incarnation: a restart */
+		make_hb(b, src, t, g.incarnation ^ 0x5a5a0000u);
+		shf_wire_stamp(b, st, 0);
+		send_raw(t, b, SHF_WIRE_HEARTBEAT_BYTES), sent++;
+		/* and one that names a tag of t's it made up */
+		make_hb(b, src, t, g.incarnation ^ 0x5a5a0000u);
+		shf_wire_stamp(b, st, dt);
+		send_raw(t, b, SHF_WIRE_HEARTBEAT_BYTES), sent++;
+	}
+	/* a batch with one record for a real rank of the job */
+	{
+		struct shf_wire_batch_enc e;
+		uint8_t payload[64];
+		memset(payload, 0xf0, sizeof(payload));
+		if (shf_wire_batch_begin(&e, b, sizeof(b), src, t, jh) != 0 ||
+		    shf_wire_batch_put(&e, rank, 0, 7, payload, sizeof(payload)) != 0)
+			FAIL("encode batch");
+		size_t bl = shf_wire_batch_end(&e, 1);
+		if (!bl)
+			FAIL("batch_end");
+		shf_wire_stamp(b, st, dt);
+		send_raw(t, b, bl), sent++;
+	}
+	{
+		struct shf_wire_ack a = {0, 8, 0};
+		l = shf_wire_enc_ack(b, sizeof(b), src, t, &a);
+		if (l <= 0)
+			FAIL("encode ack");
+		shf_wire_stamp(b, st, dt);
+		send_raw(t, b, (size_t)l), sent++;
+	}
+	{
+		struct shf_wire_join j = {0};
+		struct shf_wire_range rg = {rank + 1, 1};
+		snprintf(j.name, sizeof(j.name), "%s", job);
+		j.world = rank + 2;
+		j.uid = (uint32_t)getuid();
+		l = shf_wire_enc_join(b, sizeof(b), src, t, &j, &rg, 1);
+		if (l <= 0)
+			FAIL("encode join");
+		shf_wire_stamp(b, st, dt);
+		send_raw(t, b, (size_t)l), sent++;
+	}
+	{
+		struct shf_wire_leave lv = {jh, -1, -ECONNRESET};
+		l = shf_wire_enc_leave(b, sizeof(b), src, t, &lv);
+		if (l <= 0)
+			FAIL("encode leave");
+		shf_wire_stamp(b, st, dt);
+		send_raw(t, b, (size_t)l), sent++;
+	}
+	{
+		struct shf_wire_epoch ep = {jh, 1, SHF_WIRE_EPOCH_PLACED, 1};
+		l = shf_wire_enc_epoch(b, sizeof(b), src, t, &ep);
+		if (l <= 0)
+			FAIL("encode epoch");
+		shf_wire_stamp(b, st, dt);
+		send_raw(t, b, (size_t)l), sent++;
+	}
+	{
+		struct shf_wire_drop d = {jh, 1, 0, rank, 1, -ESRCH};
+		l = shf_wire_enc_drop(b, sizeof(b), src, t, &d);
+		if (l <= 0)
+			FAIL("encode drop");
+		shf_wire_stamp(b, st, dt);
+		send_raw(t, b, (size_t)l), sent++;
+	}
+	return sent;
+}
+
+static int mode_forge(uint32_t t, uint32_t claim, const char *job, int32_t rank)
+{
+	if (t >= g.n || claim >= g.n || t == claim || !shd_fabric_has_node(g.f, t))
+		usage("forge: bad T or CLAIM (T needs --peer)");
+	uint64_t st = g.my_session[t], dt = st * UINT64_C(0x9e3779b97f4a7c15) | 1u;
+	g.no_hb = true; /* exactly what it says it sent */
+	unsigned sent = send_every_kind(claim, t, job, rank, st, dt, true);
+	pump(300, NULL);
+	printf("forged %u\n", sent);
+	return 0;
+}
+
+static uint32_t g_sq;
+static bool squat_up(void) { return g.knows_me[g_sq] && g.peer_session[g_sq]; }
+
+static int mode_squat(uint32_t t, const char *job, int32_t rank)
+{
+	if (t >= g.n || t == g.me || !shd_fabric_has_node(g.f, t))
+		usage("squat: bad T (needs --peer)");
+	g_sq = t;
+	g.next_hb = 0;
+	bool up = pump(g.hs_ms, squat_up);
+	printf("session %s\n", up ? "yes" : "no");
+	unsigned sent = send_every_kind(g.me, t, job, rank, g.my_session[t], g.peer_session[t],
+					false);
+	pump(300, NULL);
+	printf("squatted %u\n", sent);
+	fflush(stdout);
+	sync_post("squat-sent");
+	int64_t end = now_ms() + 4 * (int64_t)g.timeout;
+	while (!sync_exists("inject-exit")) {
+		if (now_ms() > end)
+			FAIL("never told to exit");
+		pump(20, NULL);
+	}
+	return 0;
+}
+
 /* ------------------------------------------------------------ main */
 
 static void split_hostport(char *s, char **host, char **port)
@@ -686,7 +848,7 @@ static void split_hostport(char *s, char **host, char **port)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	char *bind = NULL, *peers[MAX_NODES] = {0};
+	char *bind = NULL, *peers[MAX_NODES] = {0}, *key = NULL;
 	int i;
 	g.me = UINT32_MAX;
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
@@ -700,6 +862,8 @@ int main(int argc, char **argv)
 		else if (!strcmp(o, "--hb-ms")) g.hb_ms = atoi(v);
 		else if (!strcmp(o, "--timeout")) g.timeout = atoi(v);
 		else if (!strcmp(o, "--gap-ms")) g.gap_ms = atoi(v);
+		else if (!strcmp(o, "--hs-ms")) g.hs_ms = atoi(v);
+		else if (!strcmp(o, "--key")) key = v;
 		else if (!strcmp(o, "--order")) g.in_order = !strcmp(v, "benign");
 		else if (!strcmp(o, "--peer")) {
 			char *eq = strchr(v, '=');
@@ -713,6 +877,15 @@ int main(int argc, char **argv)
 	}
 	if (i >= argc || !bind || g.n < 2 || g.n > MAX_NODES || g.me >= g.n)
 		usage("missing arguments");
+	if (shd_auth_init() < 0)
+		FAIL("libsodium");
+	if (key) {
+		char kerr[512];
+		if (shd_auth_load(key, &g.auth, kerr, sizeof(kerr)) < 0)
+			FAIL("%s", kerr);
+	}
+	for (uint32_t k = 0; k < MAX_NODES; k++)
+		shd_auth_nonce(g.my_nonce[k]);
 	const char *s = getenv("SHF_TEST_SYNC");
 	g.sync = s && *s ? s : ".";
 	g.incarnation = ((uint64_t)getpid() << 20) ^ (uint64_t)now_ms() ^ 1u;
@@ -754,6 +927,11 @@ int main(int argc, char **argv)
 	else if (!strcmp(mode, "epochleave") && i + 3 < argc)
 		rc = mode_epochleave(argv[i + 1], (uint32_t)atoi(argv[i + 2]),
 				     (uint32_t)atoi(argv[i + 3]));
+	else if (!strcmp(mode, "forge") && i + 4 < argc)
+		rc = mode_forge((uint32_t)atoi(argv[i + 1]), (uint32_t)atoi(argv[i + 2]), argv[i + 3],
+				atoi(argv[i + 4]));
+	else if (!strcmp(mode, "squat") && i + 3 < argc)
+		rc = mode_squat((uint32_t)atoi(argv[i + 1]), argv[i + 2], atoi(argv[i + 3]));
 	else
 		usage("unknown mode or missing arguments");
 	/* let the last sends complete, then free whatever never did */
@@ -763,5 +941,6 @@ int main(int argc, char **argv)
 	for (size_t k = 0; k < g_nout; k++)
 		free(g_out[k]);
 	free(g_out);
+	shd_auth_free(g.auth);
 	return rc;
 }

@@ -24,7 +24,7 @@ T=multi-wire-inject
 t_need "$TCLIENT"
 t_need "$WIRE_INJECT"
 t_up --mode loopback -n 3 --external 3 --daemon-args "--heartbeat-ms 100"
-"$WIRE_INJECT" --me 2 --nodes 3 --bind "$SHF_NODES_ADDR_3" --peer "0=$SHF_NODES_ADDR_1" \
+"$WIRE_INJECT" --me 2 --nodes 3 --bind "$SHF_NODES_ADDR_3" --key "$SHF_NODES_KEY" --peer "0=$SHF_NODES_ADDR_1" \
   --peer "1=$SHF_NODES_ADDR_2" garbage 0 >"$NODES_TMP/logs/inject.log" 2>&1 &
 inj=$!
 export SHF_JOB=real SHF_WORLD=4

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/net/wire-unit.c - proto/wire: byte layout, round trip of every
- * kind, and rejection of each malformed field.  Wire version 2: a 32-byte
+ * kind, and rejection of each malformed field.  Wire version 3: a 32-byte
  * common header whose session tags (offsets 16 and 24) are written by
  * shf_wire_stamp(), decoded by shf_wire_check() and never judged by it.
  */
@@ -103,7 +103,7 @@ static void test_golden_ack(void)
 	memset(b, 0xee, sizeof(b)); /* the encoder must write every byte */
 	long n = shf_wire_enc_ack(b, sizeof(b), SRC, DST, &a);
 	static const uint8_t want[48] = {
-		'S',  'H',  'F',  'W',  2,    0,    2,    0,    /* magic, version 2, kind */
+		'S',  'H',  'F',  'W',  3,    0,    2,    0,    /* magic, version 3, kind */
 		2,    0,    0,    0,    1,    0,    0,    0,    /* src 2, dst 1 */
 		0,    0,    0,    0,    0,    0,    0,    0,    /* src_session: encoders 0 */
 		0,    0,    0,    0,    0,    0,    0,    0,    /* dst_session: encoders 0 */
@@ -308,7 +308,7 @@ static void test_small_kinds(void)
 	CHECK(shf_wire_enc_ack(b, sizeof(b), SRC, DST, &a) == -EINVAL, "ack window");
 	CHECK(shf_wire_enc_ack(b, sizeof(b), SRC, SRC, &a) == -EINVAL, "to myself");
 
-	struct shf_wire_heartbeat hb = {123456789, 0xabcdef};
+	struct shf_wire_heartbeat hb = {.time_ns = 123456789, .incarnation = 0xabcdef};
 	n = shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb);
 	CHECK(n == SHF_WIRE_HEARTBEAT_BYTES && chk(b, (size_t)n, &h) == 0 &&
 		      h.kind == SHF_WIRE_HEARTBEAT && h.u.heartbeat.time_ns == 123456789 &&
@@ -316,6 +316,32 @@ static void test_small_kinds(void)
 	      "heartbeat round trip");
 	hb.incarnation = 0;
 	CHECK(shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb) == -EINVAL, "incarnation 0");
+	/* v3: flags, nonce and MAC (the handshake's authentication) */
+	hb.incarnation = 5;
+	hb.flags = SHF_WIRE_HB_MAC | SHF_WIRE_HB_ECHO;
+	for (unsigned i = 0; i < SHF_WIRE_NONCE_BYTES; i++) {
+		hb.nonce[i] = (uint8_t)(i + 1);
+		hb.mac[i] = (uint8_t)(0xa0 + i);
+	}
+	n = shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb);
+	CHECK(n == SHF_WIRE_HEARTBEAT_BYTES && chk(b, (size_t)n, &h) == 0 &&
+		      h.u.heartbeat.flags == hb.flags &&
+		      !memcmp(h.u.heartbeat.nonce, hb.nonce, SHF_WIRE_NONCE_BYTES) &&
+		      !memcmp(h.u.heartbeat.mac, hb.mac, SHF_WIRE_MAC_BYTES) &&
+		      shf_wire_get32(b + 48) == hb.flags && shf_wire_get32(b + 52) == 0 &&
+		      b[56] == 1 && b[88] == 0xa0 && b[119] == 0xa0 + 31,
+	      "heartbeat v3 fields round trip, at 48, 56 and 88");
+	CHECK(chk_patched32(b, (size_t)n, 48, 4) == -EBADMSG, "heartbeat: unknown flag");
+	CHECK(chk_patched32(b, (size_t)n, 48, SHF_WIRE_HB_ECHO) == -EBADMSG,
+	      "heartbeat: ECHO without MAC");
+	CHECK(chk_patched32(b, (size_t)n, 52, 1) == -EBADMSG, "heartbeat: reserved");
+	CHECK(chk_patched32(b, (size_t)n, 48, 0) == -EBADMSG, "heartbeat: a MAC without the flag");
+	hb.flags = 0;
+	CHECK(shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb) == -EINVAL,
+	      "heartbeat: MAC bytes without the flag");
+	memset(hb.mac, 0, sizeof(hb.mac));
+	CHECK(shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb) == SHF_WIRE_HEARTBEAT_BYTES,
+	      "heartbeat: no MAC, zero MAC bytes");
 
 	struct shf_wire_leave l = {0x55, 7, -ECONNRESET};
 	n = shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l);
@@ -450,11 +476,11 @@ static void test_stamp(void)
 			       offsetof(struct shf_wire_raw_hdr, dst_session) == 24 &&
 			       sizeof(struct shf_wire_raw_hdr) == 32 && SHF_WIRE_HDR == 32,
 		       "v2 common header");
-	_Static_assert(SHF_WIRE_VERSION == 2 && SHF_WIRE_BATCH_HDR == 56 &&
-			       SHF_WIRE_ACK_BYTES == 48 && SHF_WIRE_HEARTBEAT_BYTES == 48 &&
+	_Static_assert(SHF_WIRE_VERSION == 3 && SHF_WIRE_BATCH_HDR == 56 &&
+			       SHF_WIRE_ACK_BYTES == 48 && SHF_WIRE_HEARTBEAT_BYTES == 120 &&
 			       SHF_WIRE_JOIN_FIXED == 120 && SHF_WIRE_LEAVE_BYTES == 48 &&
 			       SHF_WIRE_EPOCH_BYTES == 56 && SHF_WIRE_DROP_BYTES == 64,
-		       "v2 sizes");
+		       "v3 sizes");
 	uint8_t b[512];
 	struct shf_wire_batch_enc e;
 	CHECK(shf_wire_batch_begin(&e, b, sizeof(b), SRC, DST, 5) == 0 &&
@@ -463,7 +489,7 @@ static void test_stamp(void)
 	stamp_round_trip(b, (long)shf_wire_batch_end(&e, 1), SHF_WIRE_BATCH, "batch");
 	struct shf_wire_ack a = {1, 2, 3};
 	stamp_round_trip(b, shf_wire_enc_ack(b, sizeof(b), SRC, DST, &a), SHF_WIRE_ACK, "ack");
-	struct shf_wire_heartbeat hb = {1, 2};
+	struct shf_wire_heartbeat hb = {.time_ns = 1, .incarnation = 2};
 	stamp_round_trip(b, shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb),
 			 SHF_WIRE_HEARTBEAT, "heartbeat");
 	CHECK(shf_wire_get64(b + 32) == 1 && shf_wire_get64(b + 40) == 2, "heartbeat body at 32");

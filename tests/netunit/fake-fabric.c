@@ -367,6 +367,11 @@ int shd_fabric_remove(struct shd_fabric *f, uint32_t node)
 	return 0;
 }
 
+bool shd_fabric_reports_source(const struct shd_fabric *f)
+{
+	return true; /* tests pass the sender's node with every injected message */
+}
+
 bool shd_fabric_has_node(const struct shd_fabric *f, uint32_t node)
 {
 	return node < FAKE_MAX_NODES && f->inserted[node];

@@ -362,6 +362,8 @@ void h_open(const struct h_opts *o)
 					  : shf_wire_rec_bytes(o->max_msg));
 	cfg->batch_budget = o->batch_budget ? o->batch_budget : 16ull * cap;
 	snprintf(cfg->node_name, sizeof(cfg->node_name), "n0");
+	if (o->cluster_key)
+		snprintf(cfg->cluster_key, sizeof(cfg->cluster_key), "%s", o->cluster_key);
 	snprintf(cfg->provider, sizeof(cfg->provider), "fake");
 	snprintf(cfg->bind, sizeof(cfg->bind), "127.0.0.1:7000");
 	size_t off = (size_t)snprintf(cfg->rendezvous, sizeof(cfg->rendezvous), "static:");
@@ -531,7 +533,7 @@ void h_recv_ack(uint32_t node, uint64_t acked_seq)
 void h_recv_heartbeat(uint32_t node, uint64_t incarnation)
 {
 	uint8_t buf[SHF_WIRE_HEARTBEAT_BYTES];
-	struct shf_wire_heartbeat hb = {shd_now_ns(), incarnation};
+	struct shf_wire_heartbeat hb = {.time_ns = shd_now_ns(), .incarnation = incarnation};
 	long n = shf_wire_enc_heartbeat(buf, sizeof(buf), node, D->node_id, &hb);
 	CHECK(n == SHF_WIRE_HEARTBEAT_BYTES);
 	CHECK(fake_inject_now(node, buf, (size_t)n) == 0);

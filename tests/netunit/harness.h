@@ -57,6 +57,8 @@ struct h_opts {
 	uint32_t heartbeat_ms;    /* 0: the default (1000) */
 	uint32_t peer_timeout_ms; /* 0: the default (5000) */
 	bool manual_up;        /* peers stay UNKNOWN: the test calls h_up() */
+	const char *cluster_key; /* the daemon's key file; NULL: none (needs manual_up:
+				    h_up() speaks without MACs) */
 };
 
 /* A local session with a real delivery ring over heap memory and a

@@ -114,7 +114,7 @@ static void test_stale(void)
 	CHECK(len == SHF_WIRE_DROP_BYTES);
 	stale_case(1, buf, (size_t)len, other, dtag, "A: DROP of another tag of node 1");
 	stale_case(1, buf, (size_t)len, tag, odst, "A: DROP for another session of ours");
-	struct shf_wire_heartbeat hb = {shd_now_ns(), 0x1c0000000001ull};
+	struct shf_wire_heartbeat hb = {.time_ns = shd_now_ns(), .incarnation = 0x1c0000000001ull};
 	len = shf_wire_enc_heartbeat(buf, sizeof(buf), 1, 0, &hb);
 	CHECK(len == SHF_WIRE_HEARTBEAT_BYTES);
 	/* a heartbeat for another session of ours is no restart either */

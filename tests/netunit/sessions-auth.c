@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/netunit/sessions-auth.c - the session rules with a cluster key
+ * (net.c: session_admit, hb_proves; net_tx.c: shd_net_heartbeat;
+ * docs/protocol-wire.md, "Authentication").  The daemon is node 0 with a
+ * key; node 1 plays a peer, with the right key or another.
+ *
+ *   A. a probe without a MAC: refused (auth_failed + 1), not answered, the
+ *      peer stays UNKNOWN;
+ *   B. a probe with a MAC: answered (JOINING) with a heartbeat whose flags,
+ *      nonce and MAC verify under the key for (0, 1, its tag, our tag,
+ *      its nonce, our nonce);
+ *   C. in JOINING: a JOB_JOIN with both tags is not taken (wire_stale + 1,
+ *      still JOINING); the closing heartbeat with a MAC of another key, or
+ *      of the right key over another nonce (a replay), or without ECHO:
+ *      refused (auth_failed + 1 each), still JOINING, no peer_up; with the
+ *      right MAC: UP;
+ *   D. UP: a heartbeat with a new tag and no ECHO (a restart that has not
+ *      seen our nonce yet) is dropped (wire_stale), the session stays; one
+ *      with a MAC of another key: auth_failed, the session stays; one with
+ *      the right MAC over our nonce ends the session (FAILED, a restart);
+ *   E. a daemon without a key refuses a probe that carries a MAC.
+ */
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "daemon/auth.h"
+#include "tests/netunit/harness.h"
+
+static char dir[] = "/tmp/shf-sauth-XXXXXX";
+static char kpath[256], opath[256];
+
+static void write_key(const char *path, uint8_t fill)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0);
+	uint8_t b[SHD_AUTH_KEY_BYTES];
+	memset(b, fill, sizeof(b));
+	CHECK(write(fd, b, sizeof(b)) == (ssize_t)sizeof(b));
+	close(fd);
+}
+
+static struct shd_auth *key(const char *path)
+{
+	struct shd_auth *a = NULL;
+	char err[512];
+	CHECKF(shd_auth_load(path, &a, err, sizeof(err)) == 0, "%s", err);
+	return a;
+}
+
+/* Node 1's heartbeat (s, t) with nonce; mac under a (NULL: no MAC), echo
+ * (NULL with a: no ECHO). */
+static void send_hb(uint64_t s, uint64_t t, const uint8_t *nonce, const struct shd_auth *a,
+		    const uint8_t *echo)
+{
+	uint8_t buf[SHF_WIRE_HEARTBEAT_BYTES];
+	struct shf_wire_heartbeat hb = {.time_ns = 1, .incarnation = 0x77};
+	memcpy(hb.nonce, nonce, SHF_WIRE_NONCE_BYTES);
+	if (a) {
+		struct shd_auth_hb m = {1, 0, s, t, nonce, echo};
+		hb.flags = SHF_WIRE_HB_MAC | (echo ? SHF_WIRE_HB_ECHO : 0);
+		shd_auth_mac(a, &m, hb.mac);
+	}
+	CHECK(shf_wire_enc_heartbeat(buf, sizeof(buf), 1, 0, &hb) == SHF_WIRE_HEARTBEAT_BYTES);
+	h_stamp(buf, s, t);
+	CHECK(fake_inject_raw_now(1, buf, sizeof(buf)) == 0);
+}
+
+int main(void)
+{
+	CHECK(shd_auth_init() == 0);
+	CHECK(mkdtemp(dir));
+	snprintf(kpath, sizeof(kpath), "%s/key", dir);
+	snprintf(opath, sizeof(opath), "%s/other", dir);
+	write_key(kpath, 0x42);
+	write_key(opath, 0x43);
+	struct shd_auth *k = key(kpath), *other = key(opath);
+
+	struct h_opts o = h_defaults();
+	o.manual_up = true;
+	o.cluster_key = kpath;
+	h_open(&o);
+	struct shd_peer *p = h_peer(1);
+	const uint64_t tag = h_new_tag(1);
+	uint8_t nonce[SHF_WIRE_NONCE_BYTES], nonce2[SHF_WIRE_NONCE_BYTES];
+	shd_auth_nonce(nonce);
+	shd_auth_nonce(nonce2);
+
+	h_step("A: a probe without a MAC");
+	size_t hbs = fake_count(1, SHF_WIRE_HEARTBEAT);
+	send_hb(tag, 0, nonce, NULL, NULL);
+	CHECK(D->st.auth_failed == 1 && p->state == PEER_UNKNOWN);
+	CHECK(fake_count(1, SHF_WIRE_HEARTBEAT) == hbs);
+
+	h_step("B: a probe with a MAC is answered with ours");
+	send_hb(tag, 0, nonce, k, NULL);
+	CHECK(D->st.auth_failed == 1 && p->state == PEER_JOINING && p->peer_session == tag);
+	CHECK(fake_count(1, SHF_WIRE_HEARTBEAT) == hbs + 1);
+	struct shf_wire_hdr h;
+	h_decode((size_t)h_last_send(1, SHF_WIRE_HEARTBEAT), &h);
+	const uint64_t dtag = h.src_session;
+	CHECK(h.dst_session == tag && dtag == p->my_session);
+	CHECK(h.u.heartbeat.flags == (SHF_WIRE_HB_MAC | SHF_WIRE_HB_ECHO));
+	uint8_t dnonce[SHF_WIRE_NONCE_BYTES];
+	memcpy(dnonce, h.u.heartbeat.nonce, sizeof(dnonce));
+	struct shd_auth_hb m = {0, 1, dtag, tag, dnonce, nonce};
+	CHECK(shd_auth_verify(k, &m, h.u.heartbeat.mac));
+	CHECK(!shd_auth_verify(other, &m, h.u.heartbeat.mac));
+
+	h_step("C: in JOINING only a proving heartbeat completes the handshake");
+	uint8_t buf[SHD_FABRIC_SMALL];
+	struct shf_wire_join jn = {0};
+	jn.world = 2;
+	jn.uid = 1000;
+	snprintf(jn.name, sizeof(jn.name), "authjob");
+	struct shf_wire_range rg = {1, 1};
+	long len = shf_wire_enc_join(buf, sizeof(buf), 1, 0, &jn, &rg, 1);
+	CHECK(len > 0);
+	h_stamp(buf, tag, dtag);
+	uint64_t stale = D->st.wire_stale;
+	CHECK(fake_inject_raw_now(1, buf, (size_t)len) == 0);
+	CHECK(D->st.wire_stale == stale + 1 && p->state == PEER_JOINING && H.joined == 0);
+	send_hb(tag, dtag, nonce, other, dnonce); /* another key */
+	CHECK(D->st.auth_failed == 2 && p->state == PEER_JOINING && H.peer_up[1] == 0);
+	send_hb(tag, dtag, nonce, k, nonce2);      /* a MAC over another nonce of ours */
+	CHECK(D->st.auth_failed == 3 && p->state == PEER_JOINING);
+	send_hb(tag, dtag, nonce, k, NULL);        /* not answering our nonce */
+	CHECK(D->st.auth_failed == 4 && p->state == PEER_JOINING);
+	send_hb(tag, dtag, nonce, k, dnonce);
+	CHECK(D->st.auth_failed == 4 && p->state == PEER_UP && H.peer_up[1] == 1);
+	CHECK(p->st.sessions == 1);
+	/* taken now */
+	CHECK(fake_inject_raw_now(1, buf, (size_t)len) == 0);
+	CHECK(H.joined == 1);
+
+	h_step("D: a new session of an UP peer needs a proof over our nonce");
+	const uint64_t tag2 = h_new_tag(1);
+	stale = D->st.wire_stale;
+	send_hb(tag2, 0, nonce2, k, NULL);
+	CHECK(p->state == PEER_UP && D->st.wire_stale == stale + 1 && D->st.auth_failed == 4);
+	send_hb(tag2, 0, nonce2, other, dnonce);
+	CHECK(p->state == PEER_UP && D->st.auth_failed == 5);
+	CHECK(shd_list_empty(&h_net()->downq));
+	send_hb(tag2, 0, nonce2, k, dnonce);
+	CHECK(p->state == PEER_FAILED && p->next_session == tag2 && D->st.auth_failed == 5);
+	shd_net_reap(D);
+	CHECK(H.peer_lost[1] == 1 && p->state == PEER_JOINING && p->peer_session == tag2);
+	h_close();
+
+	h_step("E: a daemon without a key refuses one with");
+	o.cluster_key = NULL;
+	h_open(&o);
+	p = h_peer(1);
+	send_hb(tag, 0, nonce, k, NULL);
+	CHECK(D->st.auth_failed == 1 && p->state == PEER_UNKNOWN);
+	send_hb(tag, 0, nonce, NULL, NULL);
+	CHECK(D->st.auth_failed == 1 && p->state == PEER_JOINING);
+	h_close();
+
+	shd_auth_free(k);
+	shd_auth_free(other);
+	unlink(kpath), unlink(opath);
+	rmdir(dir);
+	printf("sessions-auth: ok\n");
+	return 0;
+}
