@@ -16,7 +16,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +32,7 @@
 #include "client/client.h"
 #include "client/data.h"
 #include "client/wait.h"
+#include "proto/cred.h"
 #include "proto/shm.h"
 
 /* Request ids of the open handshake. */
@@ -163,32 +163,25 @@ static struct shf_ipc_hdr rx_hdr(const struct shf_ctx *c)
 #endif
 
 /*
- * Is the daemon at the other end one we may trust with our data?  Accepted:
- * root, our own uid, and the system user shuffled may run as (meson option
- * system_user, looked up now; an unknown user matches nobody).  Anyone
- * else may have pre-created the runtime directory and serves a daemon of
- * their own there: refused with -EPERM before a byte is sent.
+ * Is the daemon at the other end one we may trust with our data?  The rule
+ * is proto/cred.h's (root, our own uid, or the system user shuffled may
+ * run as: meson option system_user).  Anyone else may have pre-created
+ * the runtime directory and serve a daemon of their own there: refused
+ * with -EPERM before a byte is sent.
  */
 static int open_check_daemon(struct shf_ctx *c, const char *path)
 {
 	struct ucred cred;
-	socklen_t cl = sizeof(cred);
-	if (getsockopt(c->sock, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0)
-		return shc_fail(-errno, "SO_PEERCRED on %s: %s", path, strerror(errno));
-	if (cred.uid == 0 || cred.uid == geteuid() || cred.uid == getuid())
-		return 0;
-	const char *sys = SHF_SYSTEM_USER;
-	if (sys[0]) {
-		struct passwd pw, *res = NULL;
-		char buf[1024];
-		if (getpwnam_r(sys, &pw, buf, sizeof(buf), &res) == 0 && res &&
-		    res->pw_uid == cred.uid)
-			return 0;
-	}
-	return shc_fail(-EPERM, "the daemon at %s runs as uid %u (pid %d), which is neither "
-			"root, this process's uid %u nor the system user '%s': not trusted (another "
-			"user may have taken the runtime directory)", path, (unsigned)cred.uid,
-			(int)cred.pid, (unsigned)geteuid(), sys);
+	int r = shf_cred_check_daemon(c->sock, SHF_SYSTEM_USER, &cred);
+	if (r == -EPERM)
+		return shc_fail(-EPERM, "the daemon at %s runs as uid %u (pid %d), which is "
+				"neither root, this process's uid %u nor the system user '%s': not "
+				"trusted (another user may have taken the runtime directory)",
+				path, (unsigned)cred.uid, (int)cred.pid, (unsigned)geteuid(),
+				SHF_SYSTEM_USER);
+	if (r < 0)
+		return shc_fail(r, "SO_PEERCRED on %s: %s", path, strerror(-r));
+	return 0;
 }
 
 static int open_connect(struct shf_ctx *c, const char *path)

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "client/shufflectl/shufflectl.h"
+#include "proto/cred.h"
 #include "proto/ipc.h"
 
 #define REPLY_MAX (256u << 20) /* bound on one JSON answer */
@@ -58,6 +59,14 @@ int conn_connect(struct conn *c, const char *path, int timeout_ms)
 	}
 	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		int r = -errno;
+		close(c->fd);
+		c->fd = -1;
+		return r;
+	}
+	/* the library's rule (proto/cred.h): a daemon of another user may
+	 * squat the runtime directory; ask it nothing */
+	int r = shf_cred_check_daemon(c->fd, SHF_SYSTEM_USER, &c->daemon_cred);
+	if (r < 0) {
 		close(c->fd);
 		c->fd = -1;
 		return r;

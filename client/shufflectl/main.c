@@ -255,6 +255,13 @@ int main(int argc, char **argv)
 		}
 		return EXIT_NOT_RUNNING;
 	}
+	if (r == -EPERM) {
+		errmsg("refusing the daemon at %s: it runs as uid %u (pid %d), which is neither "
+		       "root, your uid %u nor the system user '%s' (another user may have taken "
+		       "the runtime directory)", path, (unsigned)c.daemon_cred.uid,
+		       (int)c.daemon_cred.pid, (unsigned)geteuid(), SHF_SYSTEM_USER);
+		return EXIT_FAIL;
+	}
 	if (r < 0) {
 		if (r == -EAGAIN)
 			errmsg("cannot connect to %s: timed out (the daemon's listen queue is full)",

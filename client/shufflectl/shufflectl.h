@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 
 #define SCHEMA "shuffle/1"
 
@@ -52,11 +53,14 @@ struct conn {
 	int64_t deadline; /* monotonic ms bound on every wait; INT64_MAX: none */
 	uint32_t next_id; /* request ids, echoed by the daemon */
 	uint32_t node;    /* from HELLO_OK */
+	struct ucred daemon_cred; /* SO_PEERCRED of the daemon, at connect */
 };
 
 /* Connect within timeout_ms (0: no bound, which also bounds every later
- * answer).  0, or the connect(2) errno (negative), not printed: the caller
- * decides between "not running" and a failure. */
+ * answer).  0, or the connect(2) errno (negative), or -EPERM when the
+ * daemon's uid is not trusted (proto/cred.h; c->daemon_cred says who it
+ * is), not printed: the caller decides between "not running" and a
+ * failure. */
 int conn_connect(struct conn *c, const char *path, int timeout_ms);
 /* HELLO -> HELLO_OK.  0 or negative errno (printed). */
 int conn_hello(struct conn *c);

@@ -118,6 +118,13 @@ int main(void)
 	const char *refuse[] = {"open", "expect=EPERM", "detail=uid 65534", "timeout=5000", NULL};
 	pid_t p = td_spawn_client("squatted", 0, 1, refuse, cenv);
 	CHECKF(td_wait(p, 15000) == 0, "a root client used a daemon of uid 65534");
+	/* and so does root's shufflectl (the same rule, proto/cred.h) */
+	struct td_out o;
+	td_ctl(sockp, &o, "status", NULL);
+	CHECKF(o.status == 1 && strstr(o.err, "uid 65534") && strstr(o.err, "refusing"),
+	       "root's shufflectl asked a daemon of uid 65534: exit %d, stderr: %s", o.status,
+	       o.err);
+	td_out_free(&o);
 	/* the squatter's own client may use it */
 	const char *tcl[] = {td_prog("SHF_TEST_TCLIENT"), "open", NULL};
 	const char *oenv[] = {envs, "SHF_JOB=own", "SHF_RANK=0", "SHF_WORLD=1", NULL};
