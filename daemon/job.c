@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "daemon/client.h"
+#include "daemon/deliver.h"
 #include "daemon/epoch.h"
 #include "daemon/job.h"
 #include "daemon/jobtab.h"
@@ -107,6 +108,10 @@ void shd_job_leave(struct shd_client *c, bool gone, bool keep_route)
 			j->rank_node[rank] = SHD_NODE_NONE;
 			j->registered--;
 		}
+		/* nobody will drain c's delivery ring any more: whoever waits for
+		 * room in it (c itself included, when it sent to itself) retries,
+		 * and their records to this rank now drop, counted on the sender */
+		shd_deliver_wake(c);
 		c->epoch = SHD_EPOCH_NONE;
 		if (d->net)
 			shd_net_announce(d, j, rank, false);
