@@ -45,6 +45,8 @@ enum shd_config_opt {
 	SHD_OPT_PEER_TIMEOUT_MS,
 	SHD_OPT_HEARTBEAT_MS,
 	SHD_OPT_MAX_CLIENTS,
+	SHD_OPT_UID_MEM_MAX,
+	SHD_OPT_MEM_MAX,
 	SHD_OPT_WORLD_TIMEOUT_MS,
 	SHD_OPT_STORE_LISTEN,
 	SHD_OPT_STORE_MAX_KEYS,
@@ -107,6 +109,8 @@ struct shd_config {
 	uint32_t peer_timeout_ms;  /* silent peer declared down after this */
 	uint32_t heartbeat_ms;     /* keepalive period toward peers */
 	uint32_t max_clients;      /* concurrent client sessions */
+	uint64_t uid_mem_max;      /* regions + rank directories per uid (root exempt) */
+	uint64_t mem_max;          /* ... of all uids together (root exempt) */
 	uint32_t world_timeout_ms; /* shf_open() world wait when the client passes 0 */
 	/* key-value store (daemon/store.c): "HOST:PORT" to serve it on
 	 * (proto/addr.h, port required), "" off; and its bounds */

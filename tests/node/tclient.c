@@ -196,7 +196,8 @@ static int err_code(const char *name)
 		{"ETIMEDOUT", ETIMEDOUT}, {"EEXIST", EEXIST}, {"EACCES", EACCES},
 		{"ESRCH", ESRCH}, {"ENOTCONN", ENOTCONN}, {"ECONNREFUSED", ECONNREFUSED},
 		{"EINVAL", EINVAL}, {"EPROTO", EPROTO}, {"EAGAIN", EAGAIN},
-		{"EMSGSIZE", EMSGSIZE}, {"EHOSTDOWN", EHOSTDOWN},
+		{"EMSGSIZE", EMSGSIZE}, {"EHOSTDOWN", EHOSTDOWN}, {"EDQUOT", EDQUOT},
+		{"ENOMEM", ENOMEM},
 	};
 	if (!strcmp(name, "ok"))
 		return 0;
@@ -673,6 +674,7 @@ static int mode_open(void)
 	o.world = cfg.world;
 	o.timeout_ms = cfg.timeout;
 	o.delivery_thread = !cfg.poll;
+	o.ring_bytes = cfg.ring;
 	struct shf_ctx *c = NULL;
 	rx_set_ready(); /* nothing is expected: any delivery is an error */
 	int64_t t0 = td_now_ms();
