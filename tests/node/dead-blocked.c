@@ -3,7 +3,7 @@
  * tests/node/dead-blocked.c - a client killed while the relay holds its
  * records blocked on a ring nobody will ever drain (issue 15, item 8).
  *
- *   dead-blocked self|pair
+ *   dead-blocked self|pair|both
  *
  * self: rank 0 of a world of 1 floods itself and never reads (its delivery
  *       thread sits in the first callback): its delivery ring fills, then
@@ -14,6 +14,8 @@
  *       dropped, so rank 1 goes on and its next flush reports the drops
  *       (-ESRCH).  Then rank 1 is killed too, while the dead rank 0 still
  *       waits on rank 1's full ring.
+ * both: as pair, but both ranks are killed at once, each blocked on the
+ *       other.
  *
  * Required, both ways: the daemon frees every session (its fd count is back
  * to the idle baseline, no session and no job is left), the drops are
@@ -90,13 +92,15 @@ static void check_reusable(struct td_env *e, const char *job, int world)
 int main(int argc, char **argv)
 {
 	const char *how = argc > 1 ? argv[1] : "";
-	bool pair = !strcmp(how, "pair");
+	bool both = !strcmp(how, "both");
+	bool pair = both || !strcmp(how, "pair");
 	if (!pair && strcmp(how, "self")) {
-		fprintf(stderr, "usage: dead-blocked self|pair\n");
+		fprintf(stderr, "usage: dead-blocked self|pair|both\n");
 		return 2;
 	}
-	struct td_env *e = td_init(pair ? "dead-blocked-pair" : "dead-blocked-self", 100,
-				   TD_SOCKET_ENV);
+	char tname[32];
+	snprintf(tname, sizeof(tname), "dead-blocked-%s", how);
+	struct td_env *e = td_init(tname, 100, TD_SOCKET_ENV);
 	CHECK(td_start(e->d, NULL, NULL) == 0);
 	int fd_base = td_fd_baseline(e->d);
 	const char *job = pair ? "pair" : "selfish";
@@ -124,9 +128,18 @@ int main(int argc, char **argv)
 	for (int r = 0; r < world; r++)
 		wait_blocked(e, job, r);
 
-	kill_rank(pids[0], 0);
-	fprintf(stderr, "%s: rank 0 killed while blocked\n", e->name);
-	if (pair) {
+	if (both) {
+		CHECK(td_poll_exit(pids[0]) == TD_RUNNING && td_poll_exit(pids[1]) == TD_RUNNING);
+		kill(pids[0], SIGKILL);
+		kill(pids[1], SIGKILL);
+		CHECK(td_wait(pids[0], 5000) == 128 + SIGKILL);
+		CHECK(td_wait(pids[1], 5000) == 128 + SIGKILL);
+		fprintf(stderr, "%s: both ranks killed while blocked on each other\n", e->name);
+	} else {
+		kill_rank(pids[0], 0);
+		fprintf(stderr, "%s: rank 0 killed while blocked\n", e->name);
+	}
+	if (pair && !both) {
 		/* the survivor's records to the dead rank drop; its flush says so */
 		td_sync_post(e->sync, "killed.0");
 		CHECKF(td_sync_wait(e->sync, "victim-reported.1", 20000),
