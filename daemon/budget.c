@@ -16,6 +16,18 @@
 
 #define MiB (1024.0 * 1024.0)
 
+/* "12.0 KiB", "128.0 MiB": sizes in the refusals users read */
+static const char *human(uint64_t v, char *buf, size_t n)
+{
+	if (v < (1u << 20))
+		snprintf(buf, n, "%.1f KiB", (double)v / 1024.0);
+	else if (v < (UINT64_C(1) << 30))
+		snprintf(buf, n, "%.1f MiB", (double)v / MiB);
+	else
+		snprintf(buf, n, "%.1f GiB", (double)v / (MiB * 1024.0));
+	return buf;
+}
+
 bool shd_budget_exempt(uid_t uid)
 {
 	return uid == 0 || uid == geteuid();
@@ -63,21 +75,23 @@ int shd_budget_charge(struct shd_daemon *d, uid_t uid, uint64_t bytes, const cha
 		snprintf(why, whylen, "out of memory for the budget of uid %d", (int)uid);
 		return -ENOMEM;
 	}
+	char a[32], b[32], c[32];
 	if (!shd_budget_exempt(uid)) {
 		if (u->bytes + bytes > d->cfg.uid_mem_max) {
 			snprintf(why, whylen,
-				 "%s of %.1f MiB refused: uid %d would hold %.1f MiB, over its budget "
-				 "uid_mem_max=%.1f MiB", what, (double)bytes / MiB, (int)uid,
-				 (double)(u->bytes + bytes) / MiB, (double)d->cfg.uid_mem_max / MiB);
+				 "%s of %s refused: uid %d would hold %s, over its budget uid_mem_max=%s",
+				 what, human(bytes, a, sizeof(a)), (int)uid,
+				 human(u->bytes + bytes, b, sizeof(b)),
+				 human(d->cfg.uid_mem_max, c, sizeof(c)));
 			d->st.mem_refused++;
 			shd_budget_release(d, uid, 0); /* drop an empty entry */
 			return -EDQUOT;
 		}
 		if (d->budget_total + bytes > d->cfg.mem_max) {
 			snprintf(why, whylen,
-				 "%s of %.1f MiB refused: the daemon's users would hold %.1f MiB, over "
-				 "mem_max=%.1f MiB", what, (double)bytes / MiB,
-				 (double)(d->budget_total + bytes) / MiB, (double)d->cfg.mem_max / MiB);
+				 "%s of %s refused: the daemon's users would hold %s, over mem_max=%s",
+				 what, human(bytes, a, sizeof(a)), human(d->budget_total + bytes, b, sizeof(b)),
+				 human(d->cfg.mem_max, c, sizeof(c)));
 			d->st.mem_refused++;
 			shd_budget_release(d, uid, 0);
 			return -ENOMEM;
