@@ -168,6 +168,17 @@ static const struct opt opts[SHD_OPT_MAX] = {
 		10, 86400000, "60000", "MSEC",
 		"A session that said HELLO but has neither registered nor sent a request for "
 		"this long is cut off (ETIMEDOUT).", NULL },
+	[SHD_OPT_UID_MEM_MAX] = {
+		"uid_mem_max", "SHF_UID_MEM_MAX", T_SIZE, 0, FIELD(uid_mem_max),
+		1 * MiB, UINT64_C(1) << 50, "8G", "SIZE",
+		"Memory one user's clients may make the daemon hold: their ring regions and "
+		"rank directories. A registration over it fails with EDQUOT. root and the "
+		"daemon's own user are exempt.", NULL },
+	[SHD_OPT_MEM_MAX] = {
+		"mem_max", "SHF_MEM_MAX", T_SIZE, 0, FIELD(mem_max),
+		1 * MiB, UINT64_C(1) << 50, "32G", "SIZE",
+		"The same for all users together (root and the daemon's own user exempt); "
+		"a registration over it fails with ENOMEM.", NULL },
 	[SHD_OPT_WORLD_TIMEOUT_MS] = {
 		"world_timeout_ms", "SHF_WORLD_TIMEOUT_MS", T_UINT, 0, FIELD(world_timeout_ms),
 		0, 86400000, "60000", "MSEC",

@@ -50,6 +50,8 @@ enum shd_config_opt {
 	SHD_OPT_RESERVED_CTL,
 	SHD_OPT_HELLO_TIMEOUT_MS,
 	SHD_OPT_IDLE_TIMEOUT_MS,
+	SHD_OPT_UID_MEM_MAX,
+	SHD_OPT_MEM_MAX,
 	SHD_OPT_WORLD_TIMEOUT_MS,
 	SHD_OPT_CLUSTER_KEY,
 	SHD_OPT_STORE_LISTEN,
@@ -118,6 +120,8 @@ struct shd_config {
 	uint32_t reserved_ctl;     /* the slots before those: shufflectl-only sessions */
 	uint32_t hello_timeout_ms; /* a connection without HELLO is closed after this */
 	uint32_t idle_timeout_ms;  /* a HELLO'd session without REGISTER or request: cut */
+	uint64_t uid_mem_max;      /* regions + rank directories per uid (root exempt) */
+	uint64_t mem_max;          /* ... of all uids together (root exempt) */
 	uint32_t world_timeout_ms; /* shf_open() world wait when the client passes 0 */
 	char cluster_key[SHD_CONFIG_PATH_MAX]; /* key file (daemon/auth.h); "" none:
 	                                        * peers are members but not authenticated */

@@ -142,9 +142,9 @@ static json_t *jobs_json(struct shd_daemon *d, const struct view *v)
 		}
 		/* live local clients plus those that left: this node's share */
 		struct shf_client_stats sum = j->st;
-		for (int32_t r = 0; r < j->world; r++)
-			if (j->clients[r])
-				shd_stats_client_add(&sum, &j->clients[r]->st);
+		for (int32_t r = shd_jobtab_next(j, 0); r < j->world; r = shd_jobtab_next(j, r + 1))
+			if (shd_jobtab_client(j, r))
+				shd_stats_client_add(&sum, &shd_jobtab_client(j, r)->st);
 		json_object_set_new(o, "stats", shd_stats_client_json(&sum));
 		json_array_append_new(a, o);
 	}

@@ -126,6 +126,20 @@ static inline bool shd_node_is_real(uint32_t node)
 	return node < SHD_NODE_LOST;
 }
 
+/* One chunk of a job's rank directory: ranks [k * SHD_DIR_CHUNK, ...). */
+#define SHD_DIR_SHIFT 10
+#define SHD_DIR_CHUNK (1u << SHD_DIR_SHIFT)
+struct shd_dir_chunk {
+	uint32_t node[SHD_DIR_CHUNK];              /* node id or SHD_NODE_* */
+	struct shd_client *client[SHD_DIR_CHUNK];  /* local sessions, NULL elsewhere */
+};
+
+/* Memory charged to one uid (budget.c). */
+struct shd_budget_use {
+	uid_t uid;
+	uint64_t bytes;
+};
+
 struct shd_job {
 	struct shd_list link;           /* in d->jobs */
 	char name[SHF_JOB_MAX];
@@ -144,8 +158,13 @@ struct shd_job {
 	int32_t drainers;               /* departed clients still relaying their records */
 	int32_t lost;                   /* ranks lost with their node (subset of gone) */
 	bool ready;                     /* world complete; READY sent */
-	uint32_t *rank_node;            /* [world]: node id or SHD_NODE_* */
-	struct shd_client **clients;    /* [world]: local sessions, NULL elsewhere */
+	/* the rank directory (jobtab.c): chunks of SHD_DIR_CHUNK ranks, each
+	 * allocated when one of its ranks is first known, so that memory
+	 * follows the ranks that arrived, not the world a client claimed.
+	 * Read through shd_jobtab_node() / shd_jobtab_client(). */
+	struct shd_dir_chunk **dir;     /* [dir_chunks]: &shd_dir_empty: no rank known there */
+	uint32_t dir_chunks;
+	uint64_t dir_bytes;             /* charged to uid (budget.c) */
 	struct shd_list waiting;        /* local clients in WAITWORLD */
 	struct shd_list end_link;       /* in d->ended: may be freed at the next reap */
 	uint64_t created_ns;
@@ -193,6 +212,11 @@ struct shd_daemon {
 	uint32_t node_id;               /* my node id (rendezvous rank) */
 	uint32_t n_nodes;               /* 1 when alone */
 	struct shd_net *net;            /* NULL when alone */
+
+	/* memory budgets (budget.c): uids holding regions or directories */
+	struct shd_budget_use *budget;
+	uint32_t n_budget, cap_budget;
+	uint64_t budget_total;          /* charged to uids that are not exempt */
 
 	struct shf_daemon_stats st;
 	struct shf_client_stats totals; /* departed clients' counters */

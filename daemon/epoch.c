@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "daemon/jobtab.h"
 #include "daemon/client.h"
 #include "daemon/epoch.h"
 #include "daemon/log.h"
@@ -65,9 +66,11 @@ bool shd_epoch_leave_is_benign(const struct shd_job *j, uint32_t node)
 		return bit_get(j->reported[DRAINED - 1], node);
 	if (j->p1_total > 0)
 		return false;
-	for (int32_t r = 0; r < j->world; r++)
-		if (j->clients[r] && j->clients[r]->epoch != SHD_EPOCH_NONE)
+	for (int32_t r = shd_jobtab_next(j, 0); r < j->world; r = shd_jobtab_next(j, r + 1)) {
+		const struct shd_client *c = shd_jobtab_client(j, r);
+		if (c && c->epoch != SHD_EPOCH_NONE)
 			return false;
+	}
 	return true;
 }
 
@@ -86,8 +89,8 @@ static void reply_p2(struct shd_client *c, int status)
 
 void shd_epoch_fail_all(struct shd_job *j, int err)
 {
-	for (int32_t r = 0; r < j->world; r++) {
-		struct shd_client *c = j->clients[r];
+	for (int32_t r = shd_jobtab_next(j, 0); r < j->world; r = shd_jobtab_next(j, r + 1)) {
+		struct shd_client *c = shd_jobtab_client(j, r);
 		if (!c)
 			continue;
 		if (c->epoch == SHD_EPOCH_P1)
@@ -117,8 +120,8 @@ static void epoch_check(struct shd_daemon *d, struct shd_job *j, uint32_t phase)
 	}
 	if (*total < j->world)
 		return;
-	for (int32_t r = 0; r < j->world; r++) {
-		struct shd_client *c = j->clients[r];
+	for (int32_t r = shd_jobtab_next(j, 0); r < j->world; r = shd_jobtab_next(j, r + 1)) {
+		struct shd_client *c = shd_jobtab_client(j, r);
 		if (!c)
 			continue;
 		if (phase == PLACED && c->epoch == SHD_EPOCH_P1) {

@@ -28,8 +28,8 @@ static void on_peer_lost(struct shd_daemon *d, uint32_t node)
 	struct shd_list *q;
 	for (q = d->jobs.next; q != &d->jobs; q = q->next) {
 		struct shd_job *j = shd_container_of(q, struct shd_job, link);
-		for (int32_t r = 0; r < j->world; r++)
-			if (j->rank_node[r] == node)
+		for (int32_t r = shd_jobtab_next(j, 0); r < j->world; r = shd_jobtab_next(j, r + 1))
+			if (shd_jobtab_node(j, r) == node)
 				shd_job_remote_rank(d, j, r, node, false, -EHOSTDOWN);
 	}
 }
@@ -103,8 +103,8 @@ static void on_left(struct shd_daemon *d, uint32_t node, uint64_t job_hash, int3
 		shd_job_remote_rank(d, j, rank, node, false, -ESRCH);
 		return;
 	}
-	for (int32_t r = 0; r < j->world; r++)
-		if (j->rank_node[r] == node)
+	for (int32_t r = shd_jobtab_next(j, 0); r < j->world; r = shd_jobtab_next(j, r + 1))
+		if (shd_jobtab_node(j, r) == node)
 			shd_job_remote_rank(d, j, r, node, false, -ESRCH);
 }
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "daemon/client.h"
+#include "daemon/deliver.h"
 #include "daemon/epoch.h"
 #include "daemon/job.h"
 #include "daemon/jobtab.h"
@@ -41,7 +42,7 @@ void shd_job_reap(struct shd_daemon *d)
 		struct shd_job *j = shd_container_of(d->ended.next, struct shd_job, end_link);
 		shd_list_del(&j->end_link);
 		if (job_unused(j)) /* a rank may have registered since */
-			shd_jobtab_free(j);
+			shd_jobtab_free(d, j);
 	}
 }
 
@@ -65,27 +66,31 @@ int shd_job_register(struct shd_daemon *d, struct shd_client *c, const char *nam
 			snprintf(why, whylen, "job %s has world %d, not %d", name, j->world, world);
 			return -EINVAL;
 		}
-		if (j->rank_node[rank] != SHD_NODE_NONE) {
-			if (j->rank_node[rank] == SHD_NODE_GONE)
+		uint32_t node = shd_jobtab_node(j, rank);
+		if (node != SHD_NODE_NONE) {
+			if (node == SHD_NODE_GONE)
 				snprintf(why, whylen, "rank %d of job %s has already left the job", rank,
 					 name);
-			else if (j->rank_node[rank] == SHD_NODE_LOST)
+			else if (node == SHD_NODE_LOST)
 				snprintf(why, whylen, "rank %d of job %s was lost with its node", rank,
 					 name);
 			else
 				snprintf(why, whylen, "rank %d of job %s is already registered (node %u)",
-					 rank, name, j->rank_node[rank]);
+					 rank, name, node);
 			return -EEXIST;
 		}
 	} else {
-		j = shd_jobtab_new(d, name, world, c->uid);
-		if (!j) {
-			snprintf(why, whylen, "out of memory for job %s (world %d)", name, world);
-			return -ENOMEM;
-		}
+		int err;
+		j = shd_jobtab_new(d, name, world, c->uid, false, &err, why, whylen);
+		if (!j)
+			return err;
 	}
-	j->rank_node[rank] = d->node_id;
-	j->clients[rank] = c;
+	/* the directory's chunk is charged to the job's owner, within budget */
+	int r = shd_jobtab_set(d, j, rank, d->node_id, c, false, why, whylen);
+	if (r) {
+		job_maybe_end(d, j); /* a job this registration created goes again */
+		return r;
+	}
 	j->registered++;
 	j->local++;
 	c->job = j;
@@ -103,16 +108,19 @@ void shd_job_leave(struct shd_client *c, bool gone, bool keep_route)
 		return;
 	int32_t rank = c->rank;
 	shd_list_del(&c->job_link);
-	if (j->clients[rank] == c) {
-		j->clients[rank] = NULL;
+	if (shd_jobtab_client(j, rank) == c) {
 		j->local--;
 		if (gone && j->ready) {
-			j->rank_node[rank] = SHD_NODE_GONE;
+			shd_jobtab_set(d, j, rank, SHD_NODE_GONE, NULL, true, NULL, 0);
 			j->gone++;
 		} else {
-			j->rank_node[rank] = SHD_NODE_NONE;
+			shd_jobtab_set(d, j, rank, SHD_NODE_NONE, NULL, true, NULL, 0);
 			j->registered--;
 		}
+		/* nobody will drain c's delivery ring any more: whoever waits for
+		 * room in it (c itself included, when it sent to itself) retries,
+		 * and their records to this rank now drop, counted on the sender */
+		shd_deliver_wake(c);
 		c->epoch = SHD_EPOCH_NONE;
 		if (d->net)
 			shd_net_announce(d, j, rank, false);
@@ -160,7 +168,13 @@ struct shd_job *shd_job_remote(struct shd_daemon *d, const char *name, int32_t w
 	struct shd_job *j = shd_jobtab_find(d, name);
 	if (j)
 		return j->world == world ? j : NULL;
-	return shd_jobtab_new(d, name, world, (uid_t)uid);
+	int err;
+	/* another node admitted its ranks (within its budgets): not refused here */
+	j = shd_jobtab_new(d, name, world, (uid_t)uid, true, &err, NULL, 0);
+	if (!j)
+		shd_err("out of memory for job %s (world %d) announced by another node", name,
+			world);
+	return j;
 }
 
 void shd_job_remote_rank(struct shd_daemon *d, struct shd_job *j, int32_t rank, uint32_t node,
@@ -168,29 +182,34 @@ void shd_job_remote_rank(struct shd_daemon *d, struct shd_job *j, int32_t rank, 
 {
 	if (rank < 0 || rank >= j->world || node == d->node_id)
 		return;
+	uint32_t known = shd_jobtab_node(j, rank);
 	if (joined) {
-		if (j->rank_node[rank] == SHD_NODE_NONE) {
-			j->rank_node[rank] = node;
+		if (known == SHD_NODE_NONE) {
+			if (shd_jobtab_set(d, j, rank, node, NULL, true, NULL, 0) < 0) {
+				shd_err("job %s: out of memory for rank %d of node %u", j->name, rank,
+					node);
+				return;
+			}
 			j->registered++;
-		} else if (j->rank_node[rank] != node) {
+		} else if (known != node) {
 			shd_warn("job %s: rank %d claimed by node %u but known on node %u", j->name,
-				 rank, node, j->rank_node[rank]);
+				 rank, node, known);
 		}
 		shd_job_check_ready(j);
 		return;
 	}
-	if (j->rank_node[rank] != node)
+	if (known != node)
 		return;
 	if (j->ready) {
 		/* a lost node's ranks drop with -EHOSTDOWN, a departed rank's -ESRCH */
 		bool lost = err == -EHOSTDOWN;
-		j->rank_node[rank] = lost ? SHD_NODE_LOST : SHD_NODE_GONE;
+		shd_jobtab_set(d, j, rank, lost ? SHD_NODE_LOST : SHD_NODE_GONE, NULL, true, NULL, 0);
 		j->gone++;
 		j->lost += lost;
 		if (lost || !shd_epoch_leave_is_benign(j, node))
 			shd_epoch_fail_all(j, lost ? -EHOSTDOWN : -ESRCH);
 	} else {
-		j->rank_node[rank] = SHD_NODE_NONE;
+		shd_jobtab_set(d, j, rank, SHD_NODE_NONE, NULL, true, NULL, 0);
 		j->registered--;
 	}
 	job_maybe_end(d, j);

@@ -15,8 +15,9 @@
 #include "daemon/daemon.h"
 
 /* Register c as rank of job name (created if new).  0, or -EACCES (other
- * owner), -EINVAL (world differs), -EEXIST (rank taken/left/lost), -ENOMEM;
- * why gets a one-line reason. */
+ * owner), -EINVAL (world differs), -EEXIST (rank taken/left/lost), -EDQUOT
+ * / -ENOMEM (the rank directory over the owner's or the total memory
+ * budget, or out of memory); why gets a one-line reason. */
 int shd_job_register(struct shd_daemon *d, struct shd_client *c, const char *name,
 		     int32_t rank, int32_t world, char *why, size_t whylen);
 /* Take c's rank out of the job (gone: it had been part of a complete

@@ -16,6 +16,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "daemon/budget.h"
 #include "daemon/ctlcmd.h"
 #include "daemon/events.h"
 #include "daemon/jobtab.h"
@@ -141,6 +142,7 @@ out_net:
 out:
 	shd_store_close(store);
 	shd_jobtab_free_all(d);
+	shd_budget_fini(d);
 	shd_pass_fini(d);
 	shd_loop_free(d->loop);
 	shd_notice("shuffled stopped");

@@ -601,7 +601,7 @@ void shd_net_send_joins(struct shd_net *n)
 		uint32_t nr = 0;
 		for (uint32_t x = i; rg && x < k; x++) {
 			int32_t r = n->joins[x].rank;
-			if (j->rank_node[r] != d->node_id)
+			if (shd_jobtab_node(j, r) != d->node_id)
 				continue; /* left again meanwhile */
 			if (nr && rg[nr - 1].first + rg[nr - 1].count == r)
 				rg[nr - 1].count++;
@@ -633,8 +633,9 @@ void shd_net_announce_peer(struct shd_peer *p)
 			continue;
 		}
 		uint32_t nr = 0;
-		for (int32_t r = 0; r < j->world && nr < (uint32_t)j->local; r++) {
-			if (j->rank_node[r] != d->node_id)
+		for (int32_t r = shd_jobtab_next(j, 0); r < j->world && nr < (uint32_t)j->local;
+		     r = shd_jobtab_next(j, r + 1)) {
+			if (shd_jobtab_node(j, r) != d->node_id)
 				continue;
 			if (nr && rg[nr - 1].first + rg[nr - 1].count == r)
 				rg[nr - 1].count++;

@@ -6,6 +6,7 @@
  * cleanly, rather than with SIGBUS on first touch), sealed against shrink,
  * grow and further sealing, and passed to the client by fd: it never has a
  * name another user could open, and nothing is left behind after a crash.
+ * Its size is charged to the client's uid (budget.c) from creation to free.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "daemon/budget.h"
 #include "daemon/region.h"
 #include "proto/shm.h"
 
@@ -25,17 +27,26 @@ static void close_fd(int *fd)
 	*fd = -1;
 }
 
-int shd_region_new(struct shd_client *c, uint32_t ring_bytes, uint32_t max_msg, int *memfd_p)
+int shd_region_new(struct shd_client *c, uint32_t ring_bytes, uint32_t max_msg, int *memfd_p,
+		   char *why, size_t whylen)
 {
 	struct shf_shm_layout l;
 	int r = shf_shm_layout(ring_bytes, max_msg + SHF_MSG_HDR_BYTES, &l);
+	if (r) {
+		snprintf(why, whylen, "no region layout for %u B rings", ring_bytes);
+		return r;
+	}
+	/* the whole region is committed below (fallocate): charge it first */
+	r = shd_budget_charge(c->d, c->uid, l.region_bytes, "ring region", why, whylen);
 	if (r)
 		return r;
 	char name[SHF_JOB_MAX + 32];
 	snprintf(name, sizeof(name), "shuffle:%s:%d", c->job ? c->job->name : "?", c->rank);
 	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		r = -errno;
+		goto fail_charge;
+	}
 	r = posix_fallocate(fd, 0, (off_t)l.region_bytes);
 	if (r) {
 		r = -r;
@@ -77,6 +88,10 @@ fail_map:
 	munmap(base, l.region_bytes);
 fail_fd:
 	close(fd);
+fail_charge:
+	shd_budget_release(c->d, c->uid, l.region_bytes);
+	snprintf(why, whylen, "daemon cannot create shared memory (%u B rings): %s", ring_bytes,
+		 strerror(-r));
 	return r;
 }
 
@@ -87,8 +102,10 @@ void shd_region_free(struct shd_client *c)
 	close_fd(&c->bell_daemon);
 	close_fd(&c->bell_deliver);
 	close_fd(&c->bell_space);
-	if (c->region)
+	if (c->region) {
 		munmap(c->region, c->region_bytes);
+		shd_budget_release(c->d, c->uid, c->region_bytes);
+	}
 	c->region = NULL;
 	c->region_bytes = 0;
 }

@@ -26,6 +26,7 @@
 #include "daemon/client.h"
 #include "daemon/deliver.h"
 #include "daemon/epoch.h"
+#include "daemon/jobtab.h"
 #include "daemon/log.h"
 #include "daemon/net_tx.h"
 #include "daemon/relay.h"
@@ -137,6 +138,9 @@ static enum relay_result relay_client(struct shd_daemon *d, struct shd_client *s
 {
 	struct shf_ring_view v;
 	struct shd_job *j = s->job; /* kept while draining, for routing */
+	/* the directory's index never moves while the job lives (its chunks
+	 * may be added, the index slots change, the array stays) */
+	struct shd_dir_chunk *const *dir = j->dir;
 	enum relay_result res = RELAY_MORE;
 	uint64_t used = shf_ring_used(&s->send); /* before draining: the high-water mark */
 	if (used > s->st.send_ring_hwm)
@@ -169,12 +173,14 @@ static enum relay_result relay_client(struct shd_daemon *d, struct shd_client *s
 		uint32_t len = v.len - (uint32_t)sizeof(mh);
 		if ((uint32_t)mh.rank >= (uint32_t)j->world)
 			return ring_fault(d, s, "destination rank %d outside world %d", mh.rank, j->world);
-		uint32_t node = j->rank_node[mh.rank];
+		const struct shd_dir_chunk *ch = dir[(uint32_t)mh.rank >> SHD_DIR_SHIFT];
+		uint32_t node = ch->node[shd_dir_slot(mh.rank)];
 		if (node == d->node_id) {
-			r = shd_deliver_place(d, j->clients[mh.rank], s->rank, mh.type, data, len);
+			struct shd_client *t = ch->client[shd_dir_slot(mh.rank)];
+			r = shd_deliver_place(d, t, s->rank, mh.type, data, len);
 			if (r == -EAGAIN) {
 				shf_ring_unpeek(&s->send, &v);
-				if (block_on_ring(s, j->clients[mh.rank], len)) {
+				if (block_on_ring(s, t, len)) {
 					res = RELAY_BLOCKED;
 					break;
 				}

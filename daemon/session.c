@@ -367,11 +367,12 @@ static void on_register(struct shd_client *c, uint32_t id, const struct shf_ipc_
 		return;
 	}
 	int memfd = -1;
-	r = shd_region_new(c, rb, d->cfg.max_msg, &memfd);
+	r = shd_region_new(c, rb, d->cfg.max_msg, &memfd, why, sizeof(why));
 	if (r) {
-		shd_err("job %s rank %d: cannot create shared memory (%u B rings): %s", m->job,
-			m->rank, rb, strerror(-r));
-		shd_client_error(c, id, r, "daemon cannot create shared memory: %s", strerror(-r));
+		d->st.refused++;
+		shd_info("session %llu (pid %d uid %d): registration refused: %s",
+			 (unsigned long long)c->id, (int)c->pid, (int)c->uid, why);
+		shd_client_error(c, id, r, "%s", why);
 		shd_job_leave(c, false, false);
 		return;
 	}

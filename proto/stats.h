@@ -41,6 +41,8 @@
 	X(disc_ring, COUNTER, "clients cut off for a corrupt ring or record")                \
 	X(disc_timeout, COUNTER, "clients cut off because their job's world did not complete") \
 	X(refused, COUNTER, "registrations refused (bad arguments, rank taken, wrong user)") \
+	X(mem_refused, COUNTER, "registrations refused over a memory budget (uid_mem_max, mem_max)") \
+	X(mem_bytes, GAUGE, "bytes of client regions and rank directories held now (all uids)") \
 	X(ctl_requests, COUNTER, "control requests served (shufflectl)")                     \
 	X(disc_hello, COUNTER, "connections closed because no HELLO came within hello_timeout_ms") \
 	X(disc_idle, COUNTER, "sessions cut off: idle_timeout_ms without registering or a request") \

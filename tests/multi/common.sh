@@ -60,11 +60,12 @@ t_release_held() {
   nodes_sync_post release
 }
 
-# t_daemons_alive: every daemon of the run still answers.
+# t_daemons_alive: every daemon of the run still answers (but T_KILLED's).
 t_daemons_alive() {
   local i
   for i in $(seq 1 "$SHF_NODES_N"); do
     [ -n "$(nodes_var EXTERNAL "$i")" ] && continue
+    [[ " ${T_KILLED-} " == *" $i "* ]] && continue
     "$SHF_NODES_SHUFFLECTL" -s "$(nodes_var SOCKET "$i")" status >/dev/null 2>&1 ||
       t_fail "the daemon of node $i does not answer any more"
   done
@@ -128,6 +129,7 @@ t_fault_fired() {
 
 # t_until MS WHAT CMD...: poll CMD until it succeeds; fail after MS, or at
 # once when a daemon died or reported memory misuse (its report is shown).
+# Nodes listed in T_KILLED ("2 3") were stopped on purpose: not checked.
 t_until() {
   local ms=$1 what=$2 end i
   shift 2
@@ -135,6 +137,7 @@ t_until() {
   until "$@"; do
     for i in $(seq 1 "$SHF_NODES_N"); do
       [ -n "$(nodes_var EXTERNAL "$i")" ] && continue
+      [[ " ${T_KILLED-} " == *" $i "* ]] && continue
       kill -0 "$(nodes_var PID "$i")" 2>/dev/null && continue
       t_sanitizer_reports
       t_fail "node $i's daemon died while waiting for: $what"

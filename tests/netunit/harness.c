@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/budget.h"
 #include "daemon/client.h"
 #include "daemon/config.h"
 #include "daemon/deliver.h"
@@ -423,6 +424,7 @@ void h_close(void)
 	}
 	n_clients = 0;
 	shd_jobtab_free_all(D);
+	shd_budget_fini(D);
 	shd_sched_fini(D);
 	shd_loop_free(D->loop);
 	free(D);
@@ -432,7 +434,8 @@ void h_close(void)
 struct shd_job *h_job(const char *name, int32_t world)
 {
 	CHECK(world <= H_MAX_RANKS);
-	struct shd_job *j = shd_jobtab_new(D, name, world, 1000);
+	int err;
+	struct shd_job *j = shd_jobtab_new(D, name, world, 1000, true, &err, NULL, 0);
 	CHECK(j);
 	return j;
 }
@@ -440,7 +443,7 @@ struct shd_job *h_job(const char *name, int32_t world)
 void h_rank_on(struct shd_job *j, int32_t rank, uint32_t node)
 {
 	CHECK(rank >= 0 && rank < j->world);
-	j->rank_node[rank] = node;
+	CHECK(shd_jobtab_set(D, j, rank, node, NULL, true, NULL, 0) == 0);
 	j->registered++;
 }
 
@@ -472,7 +475,7 @@ struct h_client *h_client(struct shd_job *j, int32_t rank, uint32_t ring_bytes)
 	D->n_clients++;
 	h_rank_on(j, rank, D->node_id);
 	j->local++;
-	j->clients[rank] = c;
+	CHECK(shd_jobtab_set(D, j, rank, D->node_id, c, true, NULL, 0) == 0);
 	clients[n_clients++] = hc;
 	return hc;
 }

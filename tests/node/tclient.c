@@ -13,7 +13,8 @@
  *               once, per-(src,dst) order, checksums, job isolation, and
  *               that an epoch leaves nothing of its round undelivered
  *   victim      sends (to dsts) forever, optionally going into a REMOTE
- *               flush after `victim_flush` messages; the driver kills it
+ *               flush after `victim_flush` messages, or flushing once the
+ *               sync point `victim_until` exists; the driver kills it
  *   open        just shf_open(); `expect` the result (ok, ETIMEDOUT,
  *               EEXIST, EACCES, ...; or several: EACCES,ETIMEDOUT),
  *               `detail` a substring of the error text; `then`: once
@@ -76,6 +77,9 @@ struct cfg {
 	const char *post;  /* post "<post>.<rank>" once open */
 	int check_blocked; /* senders must have seen a full ring */
 	long victim_flush; /* victim: go into a flush after this many messages */
+	const char *victim_until; /* victim: once this sync point exists, flush
+				   * (REMOTE) expecting -ESRCH, post "victim-reported.<rank>",
+				   * then wait to be killed */
 	int steps;         /* mode flushes: steps of n messages */
 	int rank, world;   /* -1: environment */
 	bool srcs[MAX_WORLD], dsts[MAX_WORLD], prefix[MAX_WORLD], slow_src[MAX_WORLD];
@@ -168,6 +172,7 @@ static void parse_args(int argc, char **argv)
 		else if (!strcmp(k, "post")) cfg.post = v;
 		else if (!strcmp(k, "check_blocked")) cfg.check_blocked = atoi(v);
 		else if (!strcmp(k, "victim_flush")) cfg.victim_flush = atol(v);
+		else if (!strcmp(k, "victim_until")) cfg.victim_until = v;
 		else if (!strcmp(k, "steps")) cfg.steps = atoi(v);
 		else if (!strcmp(k, "rank")) cfg.rank = atoi(v);
 		else if (!strcmp(k, "world")) cfg.world = atoi(v);
@@ -196,6 +201,7 @@ static int err_code(const char *name)
 		{"ESRCH", ESRCH}, {"ENOTCONN", ENOTCONN}, {"ECONNREFUSED", ECONNREFUSED},
 		{"EINVAL", EINVAL}, {"EPROTO", EPROTO}, {"EAGAIN", EAGAIN},
 		{"EMSGSIZE", EMSGSIZE}, {"EHOSTDOWN", EHOSTDOWN}, {"EPERM", EPERM},
+		{"EDQUOT", EDQUOT}, {"ENOMEM", ENOMEM},
 	};
 	if (!strcmp(name, "ok"))
 		return 0;
@@ -652,6 +658,18 @@ static int mode_victim(void)
 			r = shf_flush(c, SHF_FLUSH_REMOTE, -1);
 			FAIL("victim: shf_flush returned %s before the kill", shf_strerror(r));
 		}
+		if (cfg.victim_until && i % 64 == 0 && td_sync_exists(g_sync, cfg.victim_until)) {
+			/* the partner died: what went to it was dropped and is reported */
+			r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout);
+			if (r != -ESRCH)
+				FAIL("victim: flush after the partner died: %s, expected ESRCH (%s)",
+				     shf_strerror(r), shf_error_detail());
+			char name[48];
+			snprintf(name, sizeof(name), "victim-reported.%d", g_rank);
+			td_sync_post(g_sync, name);
+			for (;;)
+				pause();
+		}
 	}
 }
 
@@ -663,6 +681,7 @@ static int mode_open(void)
 	o.world = cfg.world;
 	o.timeout_ms = cfg.timeout;
 	o.delivery_thread = !cfg.poll;
+	o.ring_bytes = cfg.ring;
 	struct shf_ctx *c = NULL;
 	rx_set_ready(); /* nothing is expected: any delivery is an error */
 	int64_t t0 = td_now_ms();
