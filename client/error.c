@@ -100,6 +100,8 @@ SHF_EXPORT const char *shf_strerror(int r)
 	case ENOTCONN: return "connection to the shuffle daemon lost";
 	case EPROTO: return "protocol error or version mismatch with the daemon";
 	case EACCES: return "permission denied (job owned by another user?)";
+	case EPERM: return "the daemon runs as a user this process does not trust";
+	case EDQUOT: return "over a per-user limit of the daemon (connections or memory)";
 	case EEXIST: return "rank already registered in this job";
 	case ESRCH: return "no such rank (outside the world, or it left the job)";
 	case EHOSTDOWN: return "destination node is down";

@@ -37,7 +37,8 @@ static void on_msg(void *arg, int src, int dst, uint32_t type, const void *data,
 static void test_strerror(void)
 {
 	static const int api[] = {EAGAIN, EMSGSIZE, EINVAL, ETIMEDOUT, ECONNREFUSED, ENOTCONN,
-				  EPROTO, EACCES, EEXIST, ESRCH, EHOSTDOWN, EDEADLK, EBUSY};
+				  EPROTO, EACCES, EEXIST, ESRCH, EHOSTDOWN, EDEADLK, EBUSY,
+				  EPERM, EDQUOT, EMFILE, ENOMEM};
 	const char *unknown = shf_strerror(-123456);
 	CHECK(unknown && *unknown);
 	CHECK(strcmp(shf_strerror(0), "success") == 0);
