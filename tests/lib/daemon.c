@@ -373,12 +373,21 @@ int td_wait_all(const pid_t *p, int n, int timeout_ms, const char *what)
 	return bad;
 }
 
-pid_t td_spawn_client(const char *job, int rank, int world, const char *const *args,
-		      const char *const *env)
+pid_t td_spawn_client_as(int uid, const char *job, int rank, int world, const char *const *args,
+			 const char *const *env)
 {
 	const char *argv[64], *envp[40];
-	char ej[128], er[32], ew[32];
+	char ej[128], er[32], ew[32], ru[32], rg[32];
 	int n = 0, k = 0;
+	if (uid >= 0) {
+		/* util-linux setpriv: that uid and gid, no supplementary groups */
+		snprintf(ru, sizeof(ru), "--reuid=%d", uid);
+		snprintf(rg, sizeof(rg), "--regid=%d", uid);
+		argv[n++] = TD_SETPRIV;
+		argv[n++] = ru;
+		argv[n++] = rg;
+		argv[n++] = "--clear-groups";
+	}
 	argv[n++] = td_prog("SHF_TEST_TCLIENT");
 	for (int i = 0; args && args[i] && n < 63; i++)
 		argv[n++] = args[i];
@@ -393,6 +402,12 @@ pid_t td_spawn_client(const char *job, int rank, int world, const char *const *a
 		envp[k++] = env[i];
 	envp[k] = NULL;
 	return td_spawn(argv, envp, NULL, NULL);
+}
+
+pid_t td_spawn_client(const char *job, int rank, int world, const char *const *args,
+		      const char *const *env)
+{
+	return td_spawn_client_as(-1, job, rank, world, args, env);
 }
 
 int td_mpirun_argv(int np, const char **argv)

@@ -102,6 +102,11 @@ int td_wait_all(const pid_t *pids, int n, int timeout_ms, const char *what);
  * SHF_RANK, SHF_WORLD) with args after the program name. */
 pid_t td_spawn_client(const char *job, int rank, int world, const char *const *args,
 		      const char *const *env);
+/* The same as user uid (>= 0) through setpriv(1) (TD_SETPRIV; a root-only
+ * test skips when it is missing); uid -1: as this process. */
+#define TD_SETPRIV "/usr/bin/setpriv"
+pid_t td_spawn_client_as(int uid, const char *job, int rank, int world, const char *const *args,
+			 const char *const *env);
 /*
  * The start of an mpirun command line for np processes on this node: in
  * its own PID namespace when root, shared memory only, a session directory

@@ -31,32 +31,12 @@
 
 #include "tests/lib/daemon.h"
 
-#define SETPRIV "/usr/bin/setpriv"
+#define SETPRIV TD_SETPRIV
 #define MiB (1024LL * 1024)
 
 static pid_t spawn_as(int uid, const char *job, int rank, int world, const char *const *args)
 {
-	const char *argv[32];
-	char ru[32], rg[32];
-	int n = 0;
-	snprintf(ru, sizeof(ru), "--reuid=%d", uid);
-	snprintf(rg, sizeof(rg), "--regid=%d", uid);
-	if (uid != 0) {
-		argv[n++] = SETPRIV;
-		argv[n++] = ru;
-		argv[n++] = rg;
-		argv[n++] = "--clear-groups";
-	}
-	argv[n++] = td_prog("SHF_TEST_TCLIENT");
-	for (int i = 0; args[i] && n < 31; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	char ej[80], er[32], ew[32];
-	snprintf(ej, sizeof(ej), "SHF_JOB=%s", job);
-	snprintf(er, sizeof(er), "SHF_RANK=%d", rank);
-	snprintf(ew, sizeof(ew), "SHF_WORLD=%d", world);
-	const char *env[] = {ej, er, ew, NULL};
-	return td_spawn(argv, env, NULL, NULL);
+	return td_spawn_client_as(uid == 0 ? -1 : uid, job, rank, world, args, NULL);
 }
 
 /* Wait until the daemon lists (job, rank) as a registered client. */

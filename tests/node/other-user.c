@@ -13,26 +13,11 @@
 
 #include "tests/lib/daemon.h"
 
-#define SETPRIV "/usr/bin/setpriv"
+#define SETPRIV TD_SETPRIV
 
 static pid_t spawn_nobody(const char *job, int rank, int world, const char *const *args)
 {
-	const char *argv[32];
-	int n = 0;
-	argv[n++] = SETPRIV;
-	argv[n++] = "--reuid=65534";
-	argv[n++] = "--regid=65534";
-	argv[n++] = "--clear-groups";
-	argv[n++] = td_prog("SHF_TEST_TCLIENT");
-	for (int i = 0; args[i] && n < 31; i++)
-		argv[n++] = args[i];
-	argv[n] = NULL;
-	char ej[80], er[32], ew[32];
-	snprintf(ej, sizeof(ej), "SHF_JOB=%s", job);
-	snprintf(er, sizeof(er), "SHF_RANK=%d", rank);
-	snprintf(ew, sizeof(ew), "SHF_WORLD=%d", world);
-	const char *env[] = {ej, er, ew, NULL};
-	return td_spawn(argv, env, NULL, NULL);
+	return td_spawn_client_as(65534, job, rank, world, args, NULL);
 }
 
 int main(void)
