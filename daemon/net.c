@@ -135,8 +135,11 @@ static void reinsert(struct shd_peer *p);
 
 /* A sender not in the address vector claims to be p (tcp, dir without N:
  * a node that published itself after our rendezvous, or moved): look p up
- * in the store or the directory, at most once a second per node (a store
- * lookup blocks the loop for up to LOOKUP_MS).  A new address found there
+ * in the store or the directory, at most once a second per node.  A store
+ * lookup blocks the loop for up to LOOKUP_MS, and anyone can claim any
+ * id: all lookups together get at most LOOKUP_MS of each second (when the
+ * store answers, that is hundreds of lookups; when it does not, one), so
+ * claims cannot stall the loop into missing its own heartbeats.  A new address found there
  * is put into the address vector; the message that prompted the lookup is
  * dropped all the same (the caller counts it foreign): only what comes
  * from the published address is taken, and the node's next heartbeat, or
@@ -149,10 +152,20 @@ static bool learn_address(struct shd_peer *p)
 	uint64_t now = shd_now_ns();
 	if (!n->rdv || now - p->last_lookup_ns < 1000000000u)
 		return false;
+	if (now - n->lookup_window_ns >= 1000000000u) {
+		n->lookup_window_ns = now;
+		n->lookup_spent_ns = 0;
+	}
+	uint64_t left_ns = (uint64_t)LOOKUP_MS * 1000000u - n->lookup_spent_ns;
+	if (n->lookup_spent_ns >= (uint64_t)LOOKUP_MS * 1000000u || left_ns < 1000000u) {
+		n->d->st.lookups_deferred++; /* this second's budget is spent */
+		return false;
+	}
 	p->last_lookup_ns = now;
 	struct shd_rdv_node rn;
 	char err[256] = "";
-	int r = shd_rdv_lookup(n->rdv, p->node, LOOKUP_MS, &rn, err, sizeof(err));
+	int r = shd_rdv_lookup(n->rdv, p->node, (int)(left_ns / 1000000u), &rn, err, sizeof(err));
+	n->lookup_spent_ns += shd_now_ns() - now;
 	if (r < 0) {
 		shd_log_rl(&shd_net_rl_wire, SHD_LOG_WARN, "node %u contacted us but its address "
 			   "is not known: %s", p->node, r == -ENOENT ? "not in the store (yet)" : err);

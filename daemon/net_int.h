@@ -135,6 +135,8 @@ struct shd_net {
 	bool by_address;            /* the fabric names senders: membership is checked
 				       by address (else by the header's claim only) */
 	uint64_t last_refresh_ns;   /* tcp: last check of our records in the store */
+	uint64_t lookup_window_ns;  /* start of this second of address lookups */
+	uint64_t lookup_spent_ns;   /* loop time they took in it (at most LOOKUP_MS) */
 	bool store_lost;            /* tcp: the last check could not reach the store */
 	struct shd_fabric_cb cb;
 	struct shd_peer *peers;     /* [n_nodes]; peers[my node] unused */

@@ -66,6 +66,7 @@
 	X(msgs_unroutable, COUNTER, "received messages for a rank not on this node, dropped") \
 	X(wire_stale, COUNTER, "wire messages of an earlier or unknown session (a restart, a link flap), dropped") \
 	X(wire_foreign, COUNTER, "wire messages from a sender that is not a member at its own address (not in the address vector, nor in the rendezvous under the node it claims), dropped") \
+	X(lookups_deferred, COUNTER, "address lookups of claimed node ids put off because this second's lookup time (300 ms) was spent") \
 	X(auth_failed, COUNTER, "peer handshakes refused: a wrong cluster key, a MAC that does not verify, or one side without a key") \
 	X(rx_drops_down, COUNTER, "received messages still parked when their sender went down, dropped") \
 	X(owner_conflicts, COUNTER, "job announcements from another node naming another owner (uid) for a job known here: the job fails with EACCES") \

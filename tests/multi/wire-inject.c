@@ -44,7 +44,7 @@
  *                 --order benign: DRAINED to A first, to B gap-ms later
  *                 (the control case).
  *
- *   forge T CLAIM JOB RANK
+ *   forge T CLAIM JOB RANK (CLAIM: a node id below 2^20, or FIRST-LAST)
  *                 a non-member (bound to any address the rendezvous did not
  *                 give out): claiming to be node CLAIM, send node T one
  *                 message of every kind with session tags it cannot know
@@ -795,13 +795,23 @@ static unsigned send_every_kind(uint32_t src, uint32_t t, const char *job, int32
 	return sent;
 }
 
-static int mode_forge(uint32_t t, uint32_t claim, const char *job, int32_t rank)
+static int mode_forge(uint32_t t, const char *claims, const char *job, int32_t rank)
 {
-	if (t >= g.n || claim >= g.n || t == claim || !shd_fabric_has_node(g.f, t))
-		usage("forge: bad T or CLAIM (T needs --peer)");
+	/* CLAIM is only written into headers: any id the target's set may
+	 * have (its max_nodes), not just this injector's --nodes; FIRST-LAST
+	 * claims each id of the range in turn */
+	char *end;
+	unsigned long first = strtoul(claims, &end, 10), last = first;
+	if (*end == '-')
+		last = strtoul(end + 1, &end, 10);
+	if (*end || last < first || last >= (1u << 20) || t >= g.n ||
+	    (t >= first && t <= last) || !shd_fabric_has_node(g.f, t))
+		usage("forge: bad T or CLAIM (T needs --peer; CLAIM or FIRST-LAST, not T)");
 	uint64_t st = g.my_session[t], dt = st * UINT64_C(0x9e3779b97f4a7c15) | 1u;
 	g.no_hb = true; /* exactly what it says it sent */
-	unsigned sent = send_every_kind(claim, t, job, rank, st, dt, true);
+	unsigned sent = 0;
+	for (unsigned long claim = first; claim <= last; claim++)
+		sent += send_every_kind((uint32_t)claim, t, job, rank, st, dt, true);
 	pump(300, NULL);
 	printf("forged %u\n", sent);
 	return 0;
@@ -928,8 +938,7 @@ int main(int argc, char **argv)
 		rc = mode_epochleave(argv[i + 1], (uint32_t)atoi(argv[i + 2]),
 				     (uint32_t)atoi(argv[i + 3]));
 	else if (!strcmp(mode, "forge") && i + 4 < argc)
-		rc = mode_forge((uint32_t)atoi(argv[i + 1]), (uint32_t)atoi(argv[i + 2]), argv[i + 3],
-				atoi(argv[i + 4]));
+		rc = mode_forge((uint32_t)atoi(argv[i + 1]), argv[i + 2], argv[i + 3], atoi(argv[i + 4]));
 	else if (!strcmp(mode, "squat") && i + 3 < argc)
 		rc = mode_squat((uint32_t)atoi(argv[i + 1]), argv[i + 2], atoi(argv[i + 3]));
 	else
