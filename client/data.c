@@ -263,7 +263,12 @@ int shc_waiter_wait(struct shf_ctx *c, struct shc_waiter *w, int64_t deadline)
  * is full unless nonblock (then -EAGAIN), up to the deadline.  send_lock is
  * dropped while asleep: other senders (a callback's SHF_NONBLOCK reply, say)
  * must never wait for a sleeper, or two ranks could stall each other.
+ * deadline: CLOCK_MONOTONIC ns, -1 never, or SEND_DEADLINE_LAZY: the
+ * context's timeout counted from the first wait, so a send that finds room
+ * (nearly all of them) reads no clock.
  */
+#define SEND_DEADLINE_LAZY INT64_MIN
+
 static int send_reserve(struct shf_ctx *c, uint32_t kind, uint32_t plen, bool nonblock,
 			int64_t deadline, void **p_out)
 {
@@ -277,8 +282,11 @@ static int send_reserve(struct shf_ctx *c, uint32_t kind, uint32_t plen, bool no
 		}
 		void *p = shf_ring_reserve(&c->send, plen, kind);
 		if (!p && !c->send.err && !nonblock) {
-			if (!t0)
+			if (!t0) {
 				t0 = shc_now_ns();
+				if (deadline == SEND_DEADLINE_LAZY)
+					deadline = shc_deadline(c->timeout_ms);
+			}
 			uint64_t gen = shc_wait_gen(c);
 			/* Arm, then retry ([D1] with the daemon's release [D2]).
 			 * The flag stays set: other threads may sleep on it too
@@ -350,7 +358,7 @@ SHF_EXPORT int shf_send(struct shf_ctx *c, int dst, uint32_t type, const void *d
 	 * the message was not sent and may be sent again. */
 	void *p;
 	int r = send_reserve(c, SHF_REC_MSG, SHF_MSG_HDR_BYTES + len, flags & SHF_NONBLOCK,
-			     shc_deadline(c->timeout_ms), &p);
+			     SEND_DEADLINE_LAZY, &p);
 	if (r) {
 		pthread_mutex_unlock(&c->send_lock);
 		return r;
