@@ -124,7 +124,7 @@ int shc_env_socket_path(const char *opt, unsigned long uid, char *out, size_t ca
 					node, why);
 		const char *xdg = env("XDG_RUNTIME_DIR");
 		if (uid == 0)
-			n = snprintf(out, cap, "/run/shuffle/%s/shuffled.sock", node);
+			n = snprintf(out, cap, SHF_SYSTEM_RUNTIME_DIR "/%s/shuffled.sock", node);
 		else if (xdg && xdg[0] == '/')
 			n = snprintf(out, cap, "%s/shuffle/%s/shuffled.sock", xdg, node);
 		else

@@ -751,7 +751,7 @@ static int derive(struct shd_config *c, char *err, size_t errlen)
 		const char *xdg = getenv("XDG_RUNTIME_DIR");
 		int n;
 		if (geteuid() == 0)
-			n = snprintf(c->runtime_dir, sizeof(c->runtime_dir), "/run/shuffle/%s",
+			n = snprintf(c->runtime_dir, sizeof(c->runtime_dir), SHF_SYSTEM_RUNTIME_DIR "/%s",
 				     c->node_name);
 		else if (xdg && xdg[0] == '/')
 			n = snprintf(c->runtime_dir, sizeof(c->runtime_dir), "%s/shuffle/%s", xdg,
