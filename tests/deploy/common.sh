@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # tests/deploy/common.sh - what the deploy tests share (sourced).
 #
 # Each test configures a fresh build of the source tree
