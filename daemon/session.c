@@ -157,15 +157,6 @@ int shd_ctl_listen(struct shd_daemon *d)
 			cfg->runtime_dir, why);
 		return r;
 	}
-	/* ours: a directory found from an earlier run in the other mode gets
-	 * this mode's permissions (a private daemon's must not stay open) */
-	struct stat dst;
-	if (stat(cfg->runtime_dir, &dst) == 0 && (dst.st_mode & 07777) != dir_mode &&
-	    chmod(cfg->runtime_dir, dir_mode) < 0) {
-		r = -errno;
-		shd_err("chmod %04o %s: %s", (unsigned)dir_mode, cfg->runtime_dir, strerror(errno));
-		return r;
-	}
 	/* One daemon per runtime directory.  The lock dies with the process,
 	 * so a crashed daemon never blocks its successor.  A clean stop
 	 * removes the file while it still holds the lock (shd_ctl_close), so
@@ -199,6 +190,16 @@ int shd_ctl_listen(struct shd_daemon *d)
 			shd_err("lock file %s keeps being replaced", lock);
 			return -EAGAIN;
 		}
+	}
+	/* ours, and locked (so no running daemon is served from it): a
+	 * directory found from an earlier run in the other mode gets this
+	 * mode's permissions (a private daemon's must not stay open) */
+	struct stat dst;
+	if (stat(cfg->runtime_dir, &dst) == 0 && (dst.st_mode & 07777) != dir_mode &&
+	    chmod(cfg->runtime_dir, dir_mode) < 0) {
+		r = -errno;
+		shd_err("chmod %04o %s: %s", (unsigned)dir_mode, cfg->runtime_dir, strerror(errno));
+		return r;
 	}
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	if (strlen(cfg->socket_path) >= sizeof(sa.sun_path)) {
