@@ -5,7 +5,8 @@
  * here $SHF_TEST_SYSTEM_USER; created with useradd --system when absent)
  * serves every local user, as a root daemon does: its runtime directory
  * is 0755, its socket 0666, a client of another uid (65534) runs a job
- * through it, and root's client accepts it.  A daemon of any other user
+ * through it, root.s client accepts it, and jobs stay isolated (uid 65534
+ * cannot join a job root holds: -EACCES).  A daemon of any other user
  * is a user daemon: socket 0600 in a 0700 directory (a directory it finds
  * 0755 is tightened).  A clean stop removes the socket and the lock file.
  * Skipped unless root with setpriv(1).
@@ -149,6 +150,23 @@ int main(void)
 	       "failed; daemon log:\n%s", td_read_file(log));
 	pid_t rootc = td_spawn_client("rootjob", 0, 1, traffic, cenv);
 	CHECKF(td_wait(rootc, 20000) == 0, "root's job through the system user's daemon failed");
+	/* jobs stay isolated as with a root daemon: uid 65534 cannot join a
+	 * job root holds open (-EACCES) */
+	const char *holder[] = {"open", "post=open", "hold=release", "timeout=30000", NULL};
+	const char *denied[] = {"open", "expect=EACCES", "timeout=10000", NULL};
+	pid_t hold = td_spawn_client("held", 0, 2, holder, cenv);
+	bool reg = false;
+	for (int64_t end = td_now_ms() + 10000; !reg && td_now_ms() < end; td_sleep_ms(10)) {
+		json_t *cl = td_ctl_json(sock, "clients");
+		reg = td_client_find(cl, "held", 0) != NULL;
+		json_decref(cl);
+	}
+	CHECKF(reg, "root's rank 0 of job 'held' never registered");
+	nob = td_spawn_client_as(NOBODY, "held", 1, 2, denied, cenv);
+	CHECKF(td_wait(nob, 15000) == 0, "uid 65534 joining root's job: not -EACCES");
+	CHECKF(td_poll_exit(hold) == TD_RUNNING, "root's rank 0 was disturbed");
+	kill(hold, SIGTERM);
+	td_wait(hold, 5000);
 	stop_clean(sys, dir, log);
 	fprintf(stderr, "system-user: the %s daemon served uid 65534 and root\n", sysuser);
 
