@@ -5,7 +5,7 @@
  * here $SHF_TEST_SYSTEM_USER; created with useradd --system when absent)
  * serves every local user, as a root daemon does: its runtime directory
  * is 0755, its socket 0666, a client of another uid (65534) runs a job
- * through it, root.s client accepts it, and jobs stay isolated (uid 65534
+ * through it, root's client accepts it, and jobs stay isolated (uid 65534
  * cannot join a job root holds: -EACCES).  A daemon of any other user
  * is a user daemon: socket 0600 in a 0700 directory (a directory it finds
  * 0755 is tightened).  A clean stop removes the socket and the lock file.
