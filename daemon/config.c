@@ -8,7 +8,9 @@
 #include <assert.h>
 #include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <ini.h>
+#include <pwd.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +23,14 @@
 #include "proto/addr.h"
 #include "proto/ring.h"
 #include "proto/shm.h"
+
+/* configure-time paths and names (daemon/meson.build) */
+#ifndef SHD_CONFIG_DEFAULT
+#error "SHD_CONFIG_DEFAULT (the default INI file) must be set by the build"
+#endif
+#ifndef SHF_SYSTEM_USER
+#error "SHF_SYSTEM_USER (meson option system_user) must be set by the build"
+#endif
 
 _Static_assert(SHD_CONFIG_NAME_MAX == SHF_NODE_NAME_MAX, "node names: one rule (proto/addr.h)");
 
@@ -56,6 +66,7 @@ struct opt {
 
 #define FIELD(f) offsetof(struct shd_config, f), sizeof(((struct shd_config *)0)->f)
 
+static int check_mode(const char *v, char *why, size_t n);
 static int check_node(const char *v, char *why, size_t n);
 static int check_abs_path(const char *v, char *why, size_t n);
 static int check_provider(const char *v, char *why, size_t n);
@@ -66,10 +77,18 @@ static int check_rendezvous(const char *v, char *why, size_t n);
 static int check_store_listen(const char *v, char *why, size_t n);
 
 static const struct opt opts[SHD_OPT_MAX] = {
+	[SHD_OPT_MODE] = {
+		"mode", "SHF_MODE", T_STR, 0, FIELD(mode), 0, 0, "auto", "auto|user|system",
+		"system: serve every local user (runtime directory 0755, socket 0666; each job "
+		"belongs to the uid of its first process). user: serve only this uid (0700, "
+		"0600). auto: system when running as root or as the system user "
+		"'" SHF_SYSTEM_USER "', else user.",
+		check_mode },
 	[SHD_OPT_RUNTIME_DIR] = {
 		"runtime_dir", "SHF_RUNTIME_DIR", T_STR, 0, FIELD(runtime_dir), 0, 0, "", "PATH",
-		"Directory for the control socket and per-node state. Empty: /run/shuffle/NODE "
-		"as root, else $XDG_RUNTIME_DIR/shuffle/NODE or /tmp/shuffle-UID/NODE.",
+		"Directory for the control socket and per-node state; it must belong to this "
+		"uid and be writable by nobody else. Empty: " SHF_SYSTEM_RUNTIME_DIR "/NODE in "
+		"mode system, else $XDG_RUNTIME_DIR/shuffle/NODE or /tmp/shuffle-UID/NODE.",
 		check_abs_path },
 	[SHD_OPT_NODE_NAME] = {
 		"node_name", "SHF_NODE", T_STR, 0, FIELD(node_name), 0, 0, "", "NAME",
@@ -222,10 +241,17 @@ static const struct opt opts[SHD_OPT_MAX] = {
 		"log_file", "SHF_LOG_FILE", T_STR, 0, FIELD(log_file), 0, 0, "", "PATH",
 		"Append the log to this file. Empty: stderr (the journal under systemd).", NULL },
 	[SHD_OPT_CONFIG] = {
-		"config", "SHF_CONFIG", T_STR, F_NO_FILE, FIELD(config), 0, 0, "", "PATH",
+		"config", "SHF_CONFIG", T_STR, F_NO_FILE, FIELD(config), 0, 0, SHD_CONFIG_DEFAULT,
+		"PATH",
 		"INI file to read, section [shuffled], keys named as these options "
-		"(command line or environment only).", NULL },
+		"(command line or environment only). The default file is read when it "
+		"exists; --no-config or --config= (empty) reads none.", check_abs_path },
 };
+
+const char *shd_config_default_file(void)
+{
+	return SHD_CONFIG_DEFAULT;
+}
 
 const char *shd_config_opt_name(int opt)
 {
@@ -448,6 +474,15 @@ static int find_opt(const char *name, size_t len)
 
 /* ---- string checks ---- */
 
+static int check_mode(const char *v, char *why, size_t n)
+{
+	if (strcmp(v, "auto") && strcmp(v, "user") && strcmp(v, "system")) {
+		shd_errf(why, n, "must be auto, user or system");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* Empty: the host name, checked the same way in derive(). */
 static int check_node(const char *v, char *why, size_t n)
 {
@@ -532,6 +567,7 @@ void shd_config_defaults(struct shd_config *c)
 {
 	char why[256];
 	memset(c, 0, sizeof(*c));
+	c->system_uid = -1;
 	for (int i = 0; i < SHD_OPT_MAX; i++) {
 		int r = parse_value(c, &opts[i], opts[i].def, why, sizeof(why));
 		assert(r == 0 && "option table default does not pass its own checks");
@@ -542,65 +578,100 @@ void shd_config_defaults(struct shd_config *c)
 
 /* ---- command line ---- */
 
-enum arg_kind { ARG_END, ARG_OPT, ARG_HELP, ARG_VERSION };
+enum arg_kind { ARG_END, ARG_HELP, ARG_VERSION };
+
+/* One option from the command line: SHD_OPT_*, its value (--no-config:
+ * SHD_OPT_CONFIG with ""). */
+struct arg {
+	int opt;
+	const char *val;
+};
+
+#define LONG_BASE 0x100                    /* getopt_long val of option i: LONG_BASE + i */
+#define LONG_NO_CONFIG (LONG_BASE + SHD_OPT_MAX)
 
 /*
- * Next command-line item from argv[*pi]; advances *pi.  ARG_OPT gives the
- * option and its value.  Negative errno with a message on bad syntax.
+ * Parse argv with getopt_long(3) into out[] (argc slots), *n_out items.
+ * The long options come from the table, each name spelled with '_' and
+ * with '-'; an abbreviation getopt_long would take is refused (a typo must
+ * not set another option).  ARG_END, ARG_HELP or ARG_VERSION (at the first
+ * --help/--version; what follows is not looked at), or a negative errno
+ * with a message.
  */
-static int next_arg(int argc, char **argv, int *pi, int *opt, const char **val, char *err,
-		    size_t errlen)
+static int parse_argv(int argc, char **argv, struct arg *out, int *n_out, char *err,
+		      size_t errlen)
 {
-	int i = *pi;
+	struct option lo[2 * SHD_OPT_MAX + 4];
+	char dashed[SHD_OPT_MAX][48];
 	char shown[80];
+	int n = 0, k = 0;
 
-	if (i >= argc)
-		return ARG_END;
-	const char *a = argv[i];
-	*pi = i + 1;
-	if (!a)
-		return ARG_END;
-	if (!strcmp(a, "--")) {
-		if (i + 1 < argc) {
-			fmt_value(argv[i + 1], shown, sizeof(shown));
-			shd_errf(err, errlen, "unexpected argument '%s': shuffled takes no "
-				"positional arguments", shown);
+	for (int i = 0; i < SHD_OPT_MAX; i++) {
+		lo[n++] = (struct option){opts[i].name, required_argument, NULL, LONG_BASE + i};
+		snprintf(dashed[i], sizeof(dashed[i]), "%s", opts[i].name);
+		for (char *p = dashed[i]; *p; p++)
+			if (*p == '_')
+				*p = '-';
+		if (strcmp(dashed[i], opts[i].name))
+			lo[n++] = (struct option){dashed[i], required_argument, NULL, LONG_BASE + i};
+	}
+	lo[n++] = (struct option){"no-config", no_argument, NULL, LONG_NO_CONFIG};
+	lo[n++] = (struct option){"help", no_argument, NULL, 'h'};
+	lo[n++] = (struct option){"version", no_argument, NULL, 'V'};
+	lo[n] = (struct option){NULL, 0, NULL, 0};
+
+	*n_out = 0;
+	optind = 0; /* glibc: start afresh (shd_config_load may run more than once) */
+	opterr = 0;
+	for (;;) {
+		int at = optind > 0 ? optind : 1; /* the word being parsed */
+		int li = -1;
+		/* '+': stop at the first word that is not an option (refused below) */
+		int ch = getopt_long(argc, argv, "+:hV", lo, &li);
+		if (ch == -1)
+			break;
+		const char *text = at < argc && argv[at] ? argv[at] : "";
+		size_t name_len = strcspn(text, "=");
+		bool is_long = !strncmp(text, "--", 2);
+		if (ch == 'h' || ch == 'V') {
+			if (is_long && li >= 0 && name_len != strlen(lo[li].name) + 2)
+				goto unknown; /* --he, --vers */
+			return ch == 'h' ? ARG_HELP : ARG_VERSION;
+		}
+		if (ch == '?')
+			goto unknown;
+		if (ch == ':') {
+			int o = is_long ? find_opt(text + 2, name_len - 2) : -1;
+			if (o < 0)
+				goto unknown; /* an abbreviation without its value */
+			shd_errf(err, errlen, "option --%s needs a value", opts[o].name);
 			return -EINVAL;
 		}
-		return ARG_END;
+		if (!is_long || li < 0 || name_len != strlen(lo[li].name) + 2)
+			goto unknown;
+		out[k].opt = ch == LONG_NO_CONFIG ? SHD_OPT_CONFIG : ch - LONG_BASE;
+		out[k].val = ch == LONG_NO_CONFIG ? "" : optarg;
+		k++;
+		continue;
+unknown:
+		if (!is_long && optopt && ch == '?')
+			snprintf(shown, sizeof(shown), "-%c", optopt);
+		else {
+			fmt_value(text, shown, sizeof(shown));
+			if (name_len < strlen(shown))
+				shown[name_len] = '\0';
+		}
+		shd_errf(err, errlen, "unknown option '%s' (see shuffled --help)", shown);
+		return -EINVAL;
 	}
-	if (!strcmp(a, "--help") || !strcmp(a, "-h"))
-		return ARG_HELP;
-	if (!strcmp(a, "--version") || !strcmp(a, "-V"))
-		return ARG_VERSION;
-	if (a[0] != '-' || a[1] == '\0') {
-		fmt_value(a, shown, sizeof(shown));
+	if (optind < argc && argv[optind]) {
+		fmt_value(argv[optind], shown, sizeof(shown));
 		shd_errf(err, errlen, "unexpected argument '%s': shuffled takes no positional "
 			"arguments (options are --name=value)", shown);
 		return -EINVAL;
 	}
-	const char *name = a + 2;
-	const char *eq = a[1] == '-' ? strchr(name, '=') : NULL;
-	size_t len = eq ? (size_t)(eq - name) : strlen(name);
-	int o = a[1] == '-' ? find_opt(name, len) : -1;
-	if (o < 0) {
-		fmt_value(a, shown, sizeof(shown));
-		if (eq && (size_t)(eq - a) < sizeof(shown))
-			shown[eq - a] = '\0';
-		shd_errf(err, errlen, "unknown option '%s' (see shuffled --help)", shown);
-		return -EINVAL;
-	}
-	if (eq) {
-		*val = eq + 1;
-	} else if (i + 1 < argc && argv[i + 1]) {
-		*val = argv[i + 1];
-		*pi = i + 2;
-	} else {
-		shd_errf(err, errlen, "option --%s needs a value", opts[o].name);
-		return -EINVAL;
-	}
-	*opt = o;
-	return ARG_OPT;
+	*n_out = k;
+	return ARG_END;
 }
 
 /* ---- INI file ---- */
@@ -747,10 +818,26 @@ static int derive(struct shd_config *c, char *err, size_t errlen)
 		c->source[SHD_OPT_NODE_NAME] = SHD_CONFIG_SRC_COMPUTED;
 	}
 
+	/* the system user (looked up now: it may be created after the build),
+	 * and mode auto resolved with it */
+	c->system_uid = -1;
+	if (SHF_SYSTEM_USER[0]) {
+		struct passwd pw, *res = NULL;
+		char buf[4096];
+		if (getpwnam_r(SHF_SYSTEM_USER, &pw, buf, sizeof(buf), &res) == 0 && res)
+			c->system_uid = res->pw_uid;
+	}
+	if (!strcmp(c->mode, "auto")) {
+		uid_t me = geteuid();
+		bool sys = me == 0 || (c->system_uid >= 0 && me == (uid_t)c->system_uid);
+		strcpy(c->mode, sys ? "system" : "user");
+		c->source[SHD_OPT_MODE] = SHD_CONFIG_SRC_COMPUTED;
+	}
+
 	if (!c->runtime_dir[0]) {
 		const char *xdg = getenv("XDG_RUNTIME_DIR");
 		int n;
-		if (geteuid() == 0)
+		if (shd_config_system(c))
 			n = snprintf(c->runtime_dir, sizeof(c->runtime_dir), SHF_SYSTEM_RUNTIME_DIR "/%s",
 				     c->node_name);
 		else if (xdg && xdg[0] == '/')
@@ -893,14 +980,16 @@ int shd_config_load(struct shd_config *c, int argc, char **argv, char *err, size
 	if (!argv)
 		argc = 0;
 
-	/* pass 1: syntax, --help/--version, and --config (needed before the file) */
-	const char *cfg_val = NULL; /* last --config on the command line */
-	for (i = 1;;) {
-		r = next_arg(argc, argv, &i, &o, &v, err, errlen);
-		if (r < 0)
-			return r;
-		if (r == ARG_END)
-			break;
+	/* the whole command line first: syntax, --help/--version, --config */
+	struct arg *args = NULL;
+	int n_args = 0;
+	if (argc > 1 && !(args = calloc((size_t)argc, sizeof(*args)))) {
+		shd_errf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	r = argc > 1 ? parse_argv(argc, argv, args, &n_args, err, errlen) : ARG_END;
+	if (r != ARG_END) {
+		free(args);
 		if (r == ARG_HELP) {
 			config_help(stdout);
 			return 1;
@@ -909,11 +998,15 @@ int shd_config_load(struct shd_config *c, int argc, char **argv, char *err, size
 			printf("shuffled %s\n", SHF_VERSION);
 			return 1;
 		}
-		if (o == SHD_OPT_CONFIG)
-			cfg_val = v;
+		return r;
 	}
+	const char *cfg_val = NULL; /* the last --config / --no-config */
+	for (i = 0; i < n_args; i++)
+		if (args[i].opt == SHD_OPT_CONFIG)
+			cfg_val = args[i].val;
 
-	/* the file's path: command line, else environment */
+	/* the file: command line, else environment, else the default file
+	 * when it exists */
 	const char *env_cfg = getenv(opts[SHD_OPT_CONFIG].env);
 	if (cfg_val)
 		r = set_opt(c, SHD_OPT_CONFIG, cfg_val, SHD_CONFIG_SRC_CLI, "command line", err,
@@ -921,18 +1014,17 @@ int shd_config_load(struct shd_config *c, int argc, char **argv, char *err, size
 	else if (env_cfg && *env_cfg)
 		r = set_opt(c, SHD_OPT_CONFIG, env_cfg, SHD_CONFIG_SRC_ENV,
 			    "env SHF_CONFIG", err, errlen);
-	else
+	else if (c->config[0] && access(c->config, F_OK) < 0 && errno == ENOENT) {
+		c->config[0] = '\0';
+		c->source[SHD_OPT_CONFIG] = SHD_CONFIG_SRC_COMPUTED;
 		r = 0;
-	if (r < 0)
-		return r;
+	} else
+		r = 0;
 
 	/* lowest precedence first, each source overriding the previous */
-	if (c->config[0]) {
+	if (r == 0 && c->config[0])
 		r = read_file(c, err, errlen);
-		if (r < 0)
-			return r;
-	}
-	for (o = 0; o < SHD_OPT_MAX; o++) {
+	for (o = 0; r == 0 && o < SHD_OPT_MAX; o++) {
 		if (o == SHD_OPT_CONFIG)
 			continue;
 		v = getenv(opts[o].env);
@@ -940,21 +1032,14 @@ int shd_config_load(struct shd_config *c, int argc, char **argv, char *err, size
 			continue;
 		snprintf(where, sizeof(where), "env %s", opts[o].env);
 		r = set_opt(c, o, v, SHD_CONFIG_SRC_ENV, where, err, errlen);
-		if (r < 0)
-			return r;
 	}
-	for (i = 1;;) {
-		r = next_arg(argc, argv, &i, &o, &v, err, errlen);
-		if (r < 0)
-			return r;
-		if (r == ARG_END)
-			break;
-		if (r != ARG_OPT || o == SHD_OPT_CONFIG)
-			continue;
-		r = set_opt(c, o, v, SHD_CONFIG_SRC_CLI, "command line", err, errlen);
-		if (r < 0)
-			return r;
-	}
+	for (i = 0; r == 0 && i < n_args; i++)
+		if (args[i].opt != SHD_OPT_CONFIG)
+			r = set_opt(c, args[i].opt, args[i].val, SHD_CONFIG_SRC_CLI, "command line",
+				    err, errlen);
+	free(args);
+	if (r < 0)
+		return r;
 
 	r = derive(c, err, errlen);
 	if (r < 0)
@@ -1006,13 +1091,15 @@ static void config_help(FILE *f)
 {
 	char def[128], lim[96], line[256];
 
-	fprintf(f, "Usage: shuffled [--config PATH] [--NAME=VALUE | --NAME VALUE]...\n"
+	fprintf(f, "Usage: shuffled [--config PATH | --no-config] [--NAME=VALUE | --NAME VALUE]...\n"
 		   "       shuffled --help | --version\n"
 		   "\n"
 		   "shuffled is the per-node relay daemon of shuffle. Each option below can be\n"
 		   "given on the command line ('-' or '_' in names), in the environment\n"
 		   "(SHF_NAME, shown) or in the INI file's [shuffled] section (key = value);\n"
 		   "the command line wins over the environment, which wins over the file.\n"
+		   "The file is --config, else $SHF_CONFIG, else " SHD_CONFIG_DEFAULT "\n"
+		   "when it exists; --no-config (or --config=) reads none.\n"
 		   "Sizes take binary suffixes: k/KiB, m/MiB, g/GiB.\n"
 		   "\n"
 		   "Options:\n");
@@ -1029,7 +1116,8 @@ static void config_help(FILE *f)
 		}
 		print_wrapped(f, line, 8);
 	}
-	fprintf(f, "  -h, --help     print this help and exit\n"
+	fprintf(f, "  --no-config    read no INI file (not even the default one)\n"
+		   "  -h, --help     print this help and exit\n"
 		   "  -V, --version  print the version and exit\n");
 }
 

@@ -6,8 +6,14 @@
  * INI file, --help, shd_config_print() and shd_config_json().  Precedence:
  *   command line  --name=value | --name value  ('-' and '_' both accepted)
  *   environment   SHF_<NAME> (node_name: SHF_NODE; empty = unset)
- *   INI file      --config PATH or $SHF_CONFIG, section [shuffled], key = name
+ *   INI file      --config PATH or $SHF_CONFIG, else SHD_CONFIG_DEFAULT
+ *                 (SYSCONFDIR/shuffle/shuffled.conf) when it exists;
+ *                 --no-config or --config= reads none; section [shuffled],
+ *                 key = name
  *   default
+ * The command line is parsed with getopt_long(3), the long options built
+ * from the table: --name=value and --name value, each name spelled with
+ * '_' and with '-'; abbreviations are refused.
  * Every value is checked where it is read (type, range, power of two,
  * length, syntax) and refused with a message naming the option, the value,
  * what is allowed and where the value came from, e.g.
@@ -25,6 +31,7 @@
 
 /* Option indices: the order of the table, of --help and of print/json. */
 enum shd_config_opt {
+	SHD_OPT_MODE,
 	SHD_OPT_RUNTIME_DIR,
 	SHD_OPT_NODE_NAME,
 	SHD_OPT_SOCKET,
@@ -69,8 +76,10 @@ enum shd_config_opt {
 /* Where an option's current value came from. */
 enum shd_config_src {
 	SHD_CONFIG_SRC_DEFAULT,  /* the table's default */
-	SHD_CONFIG_SRC_COMPUTED, /* derived at load (node_name, runtime_dir, socket,
-				  * max_msg shrunk to fit ring_bytes) */
+	SHD_CONFIG_SRC_COMPUTED, /* derived at load (mode auto resolved, node_name,
+				  * runtime_dir, socket, max_msg shrunk to fit
+				  * ring_bytes, config "" when the default file
+				  * does not exist) */
 	SHD_CONFIG_SRC_FILE,     /* the INI file named by `config` */
 	SHD_CONFIG_SRC_ENV,      /* SHF_<NAME> */
 	SHD_CONFIG_SRC_CLI,      /* the command line */
@@ -83,9 +92,19 @@ enum shd_config_src {
 #define SHD_CONFIG_STORE_LISTEN_MAX 272 /* "[host]:port", NUL included */
 
 struct shd_config {
+	/* "system": serve every local user (runtime directory 0755, socket
+	 * 0666; jobs belong to their first client's uid); "user": only this
+	 * uid (0700, 0600).  "auto" is resolved at load (source computed):
+	 * system when the euid is 0 or the system user's (SHF_SYSTEM_USER,
+	 * looked up then), else user.  shd_config_system() reads it. */
+	char mode[8];
+	/* the system user's uid (SHF_SYSTEM_USER), -1 when it has none; set
+	 * at load.  Not an option. */
+	long long system_uid;
 	/* directory for the control socket and per-node state; "" at load:
-	 * uid 0 "/run/shuffle/<node_name>", else "$XDG_RUNTIME_DIR/shuffle/<node_name>"
-	 * or "/tmp/shuffle-<uid>/<node_name>"; absolute */
+	 * mode system "SHF_SYSTEM_RUNTIME_DIR/<node_name>" (/run/shuffle/...),
+	 * else "$XDG_RUNTIME_DIR/shuffle/<node_name>" or
+	 * "/tmp/shuffle-<uid>/<node_name>"; absolute */
 	char runtime_dir[SHD_CONFIG_PATH_MAX];
 	/* this node's name (path component, per-node names on one host);
 	 * "" at load: gethostname() */
@@ -135,7 +154,8 @@ struct shd_config {
 	uint32_t store_max_waiters;
 	int log_level;             /* enum shd_log_level */
 	char log_file[SHD_CONFIG_PATH_MAX]; /* "" stderr (or the journal) */
-	char config[SHD_CONFIG_PATH_MAX];   /* the INI file read; "" none */
+	char config[SHD_CONFIG_PATH_MAX];   /* the INI file read; "" none (source
+					     * computed: the default file does not exist) */
 	uint8_t source[SHD_OPT_MAX];        /* enum shd_config_src per option */
 };
 
@@ -169,6 +189,15 @@ void shd_config_print(FILE *f, const struct shd_config *c);
  * New reference, NULL on allocation failure.
  */
 json_t *shd_config_json(const struct shd_config *c);
+
+/* The default INI file (SYSCONFDIR/shuffle/shuffled.conf). */
+const char *shd_config_default_file(void);
+
+/* Does this daemon serve every local user (mode system, after load)? */
+static inline int shd_config_system(const struct shd_config *c)
+{
+	return c->mode[0] == 's';
+}
 
 /* Name of an option ("ring_bytes", "socket"), NULL when out of range. */
 const char *shd_config_opt_name(int opt);

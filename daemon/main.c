@@ -3,17 +3,16 @@
  * daemon/main.c - shuffled: start-up, the loop, shut-down.
  *
  * Start-up order: configuration, log, loop, network + rendezvous (so the
- * node id is known), control socket, then READY=1 to systemd.  SIGTERM and
- * SIGINT stop cleanly (socket and lock removed, regions freed); SIGUSR1
- * writes the whole state to the log.
+ * node id is known), control socket, then READY=1 to systemd (notify.c:
+ * STATUS=, WATCHDOG=1 from a timer, STOPPING=1).  SIGTERM and SIGINT stop
+ * cleanly (socket and lock file removed, regions freed); SIGHUP reopens
+ * the log file; SIGUSR1 writes the whole state to the log.
  */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "daemon/budget.h"
@@ -22,37 +21,82 @@
 #include "daemon/jobtab.h"
 #include "daemon/log.h"
 #include "daemon/net.h"
+#include "daemon/notify.h"
 #include "daemon/pass.h"
 #include "daemon/session.h"
 #include "daemon/store.h"
 
-/* systemd's notify protocol: one datagram to $NOTIFY_SOCKET. */
-static void sd_notify_ready(void)
+/* "nodes up 3/4, jobs 2, clients 17": the service's STATUS= line */
+static void status_line(struct shd_daemon *d, char *buf, size_t n)
 {
-	const char *path = getenv("NOTIFY_SOCKET");
-	if (!path || !*path)
-		return;
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	size_t n = strlen(path);
-	if (n >= sizeof(sa.sun_path))
-		return;
-	memcpy(sa.sun_path, path, n);
-	if (sa.sun_path[0] == '@')
-		sa.sun_path[0] = '\0'; /* abstract namespace */
-	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return;
-	static const char msg[] = "READY=1";
-	if (sendto(fd, msg, sizeof(msg) - 1, 0, (struct sockaddr *)&sa,
-		   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n)) < 0)
-		shd_warn("sd_notify: %s", strerror(errno));
-	close(fd);
+	unsigned jobs = 0, clients = 0;
+	const struct shd_list *p;
+	for (p = d->jobs.next; p != &d->jobs; p = p->next)
+		jobs++;
+	for (p = d->clients.next; p != &d->clients; p = p->next)
+		clients += shd_container_of(p, struct shd_client, all_link)->job != NULL;
+	snprintf(buf, n, "nodes up %u/%u, jobs %u, clients %u", shd_net_nodes_up(d), d->n_nodes,
+		 jobs, clients);
+}
+
+/* Under systemd: STATUS= when it changes and WATCHDOG=1, from one timer
+ * that fires every half watchdog period (at most every 2 s). */
+#define NOTIFY_STATUS_USEC 2000000u
+static struct {
+	struct shd_ev *timer;
+	uint64_t period_us; /* the timer's period */
+	uint64_t watchdog_us; /* 0: no watchdog */
+	bool warned;        /* one log line for a failing notify socket */
+} notify;
+
+static void notify_check(int r, const char *what)
+{
+	if (r < 0 && !notify.warned) {
+		notify.warned = true;
+		shd_warn("sd_notify %s: %s (further failures are not logged)", what, strerror(-r));
+	}
+}
+
+static void on_notify_tick(int fd, void *arg)
+{
+	struct shd_daemon *d = arg;
+	char st[128];
+	(void)fd;
+	if (notify.watchdog_us)
+		notify_check(shd_notify_watchdog(), "WATCHDOG=1");
+	status_line(d, st, sizeof(st));
+	notify_check(shd_notify_status(st), "STATUS");
+	shd_ev_arm(notify.timer, notify.period_us);
+}
+
+/* READY=1 and, under systemd, the timer. */
+static int notify_start(struct shd_daemon *d)
+{
+	char st[128];
+	status_line(d, st, sizeof(st));
+	notify_check(shd_notify_ready(st), "READY=1");
+	if (!shd_notify_enabled())
+		return 0;
+	notify.watchdog_us = shd_notify_watchdog_usec();
+	notify.period_us = NOTIFY_STATUS_USEC;
+	if (notify.watchdog_us && notify.watchdog_us / 2 < notify.period_us)
+		notify.period_us = notify.watchdog_us / 2 ? notify.watchdog_us / 2 : 1;
+	if (!(notify.timer = shd_loop_timer(d->loop, on_notify_tick, d)))
+		return -ENOMEM;
+	shd_ev_arm(notify.timer, notify.period_us);
+	if (notify.watchdog_us)
+		shd_info("systemd watchdog: %llu ms, fed every %llu ms",
+			 (unsigned long long)(notify.watchdog_us / 1000),
+			 (unsigned long long)(notify.period_us / 1000));
+	return 0;
 }
 
 static void on_stop(int sig, void *arg)
 {
 	struct shd_daemon *d = arg;
 	shd_notice("signal %d: stopping", sig);
+	if (!d->stopping)
+		notify_check(shd_notify_stopping(), "STOPPING=1");
 	d->stopping = true;
 	shd_loop_stop(d->loop);
 }
@@ -128,12 +172,17 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_SETMASK, &old_sigs, NULL);
 	shd_notice("shuffled %s started: node %u of %u (%s), socket %s, pid %d", SHF_VERSION,
 		   d->node_id, d->n_nodes, d->cfg.node_name, d->cfg.socket_path, (int)getpid());
-	sd_notify_ready();
+	if (notify_start(d) < 0) {
+		shd_err("cannot set up the notify timer");
+		goto out_ctl;
+	}
 	if (shd_loop_run(d->loop) < 0)
 		shd_err("event loop failed");
 	else
 		rc = 0;
 out_ctl:
+	shd_ev_free(notify.timer);
+	notify.timer = NULL;
 	for (unsigned i = 0; i < sizeof(d->sig_ev) / sizeof(d->sig_ev[0]); i++)
 		shd_ev_free(d->sig_ev[i]);
 	shd_ctl_close(d);

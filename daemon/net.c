@@ -590,6 +590,15 @@ int shd_net_not_up(struct shd_daemon *d, char *buf, size_t len)
 	return count;
 }
 
+uint32_t shd_net_nodes_up(const struct shd_daemon *d)
+{
+	const struct shd_net *n = d->net;
+	uint32_t up = 1;
+	for (uint32_t i = 0; n && i < n->n_nodes; i++)
+		up += i != d->node_id && n->peers[i].state == PEER_UP;
+	return up;
+}
+
 const char *shd_net_auth_mode(const struct shd_daemon *d)
 {
 	if (!d->net)

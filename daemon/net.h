@@ -41,6 +41,9 @@ void shd_net_reap(struct shd_daemon *d);
  * ",..."); returns how many peers are not up (0: buf is ""). */
 int shd_net_not_up(struct shd_daemon *d, char *buf, size_t len);
 
+/* Nodes up, this one included (1 when alone). */
+uint32_t shd_net_nodes_up(const struct shd_daemon *d);
+
 /* JSON array describing the peers, for shufflectl. */
 struct json_t;
 struct json_t *shd_net_json(struct shd_daemon *d);

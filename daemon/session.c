@@ -72,11 +72,13 @@ static int mkdir_p(const char *path, mode_t mode)
  * Is the runtime directory ours alone?  Another user who could create or
  * replace it (or its socket) could serve clients a daemon of their own, or
  * take ours over.  The directory must belong to us and be writable by
- * nobody else; each directory above it must belong to root or to us and,
- * if others may write it, carry the sticky bit (as /tmp does), so that
+ * nobody else; each directory above it must belong to root, to us or (a
+ * system daemon) to the system user, trusted as root is (systemd's
+ * RuntimeDirectory= gives /run/shuffle to the unit's User=), and, if
+ * others may write it, carry the sticky bit (as /tmp does), so that
  * nobody else can rename what we made there.  0, or -EPERM with why.
  */
-static int runtime_dir_check(const char *dir, char *why, size_t n)
+static int runtime_dir_check(const char *dir, long long sys_uid, char *why, size_t n)
 {
 	char path[4096];
 	uid_t me = geteuid();
@@ -106,9 +108,11 @@ static int runtime_dir_check(const char *dir, char *why, size_t n)
 				 (unsigned)(st.st_mode & 07777));
 			return -EPERM;
 		}
-		if (!last && st.st_uid != 0 && st.st_uid != me) {
+		if (!last && st.st_uid != 0 && st.st_uid != me &&
+		    (sys_uid < 0 || st.st_uid != (uid_t)sys_uid)) {
 			snprintf(why, n, "%s (above it) is owned by uid %u, neither root nor this "
-				 "daemon's uid %u", path, (unsigned)st.st_uid, (unsigned)me);
+				 "daemon's uid %u%s", path, (unsigned)st.st_uid, (unsigned)me,
+				 sys_uid >= 0 ? " nor the system user's" : "");
 			return -EPERM;
 		}
 		if (!last && (st.st_mode & 022) && !(st.st_mode & S_ISVTX)) {
@@ -134,17 +138,19 @@ static void on_accept_resume(int fd, void *arg);
 int shd_ctl_listen(struct shd_daemon *d)
 {
 	const struct shd_config *cfg = &d->cfg;
-	bool root = geteuid() == 0;
+	bool shared = shd_config_system(cfg);
+	mode_t dir_mode = shared ? 0755 : 0700;
 	char why[4300];
 	d->spare_fd = -1;
-	/* a root daemon serves everyone (a 0755 directory, a 0666 socket); a
-	 * user's daemon only that user (0700, 0600) */
-	int r = mkdir_p(cfg->runtime_dir, root ? 0755 : 0700);
+	/* a system daemon (mode system: root or the system user) serves
+	 * everyone (a 0755 directory, a 0666 socket); a user's daemon only
+	 * that user (0700, 0600) */
+	int r = mkdir_p(cfg->runtime_dir, dir_mode);
 	if (r) {
 		shd_err("cannot create runtime directory %s: %s", cfg->runtime_dir, strerror(-r));
 		return r;
 	}
-	r = runtime_dir_check(cfg->runtime_dir, why, sizeof(why));
+	r = runtime_dir_check(cfg->runtime_dir, shared ? cfg->system_uid : -1, why, sizeof(why));
 	if (r) {
 		shd_err("refusing runtime directory %s: %s (another user could serve a daemon "
 			"of their own there; use a directory only this user can write)",
@@ -152,18 +158,47 @@ int shd_ctl_listen(struct shd_daemon *d)
 		return r;
 	}
 	/* One daemon per runtime directory.  The lock dies with the process,
-	 * so a crashed daemon never blocks its successor. */
+	 * so a crashed daemon never blocks its successor.  A clean stop
+	 * removes the file while it still holds the lock (shd_ctl_close), so
+	 * a daemon that opened the old file and got its lock afterwards holds
+	 * a lock on a file nobody else will open: it checks that the path
+	 * still names the file it locked, and tries again if not. */
 	char lock[4200];
 	snprintf(lock, sizeof(lock), "%s/shuffled.lock", cfg->runtime_dir);
-	d->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (d->lock_fd < 0) {
-		r = -errno;
-		shd_err("cannot open lock file %s: %s", lock, strerror(errno));
-		return r;
+	for (int tries = 0;; tries++) {
+		d->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (d->lock_fd < 0) {
+			r = -errno;
+			shd_err("cannot open lock file %s: %s", lock, strerror(errno));
+			return r;
+		}
+		if (flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+			r = errno == EWOULDBLOCK ? -EADDRINUSE : -errno;
+			shd_err("another shuffled is running in %s (lock %s held)",
+				cfg->runtime_dir, lock);
+			close(d->lock_fd); /* not ours: never removed by us */
+			d->lock_fd = -1;
+			return r;
+		}
+		struct stat fst, pst;
+		if (fstat(d->lock_fd, &fst) == 0 && stat(lock, &pst) == 0 &&
+		    fst.st_dev == pst.st_dev && fst.st_ino == pst.st_ino)
+			break;
+		close(d->lock_fd);
+		d->lock_fd = -1;
+		if (tries == 100) {
+			shd_err("lock file %s keeps being replaced", lock);
+			return -EAGAIN;
+		}
 	}
-	if (flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0) {
-		r = errno == EWOULDBLOCK ? -EADDRINUSE : -errno;
-		shd_err("another shuffled is running in %s (lock %s held)", cfg->runtime_dir, lock);
+	/* ours, and locked (so no running daemon is served from it): a
+	 * directory found from an earlier run in the other mode gets this
+	 * mode's permissions (a private daemon's must not stay open) */
+	struct stat dst;
+	if (stat(cfg->runtime_dir, &dst) == 0 && (dst.st_mode & 07777) != dir_mode &&
+	    chmod(cfg->runtime_dir, dir_mode) < 0) {
+		r = -errno;
+		shd_err("chmod %04o %s: %s", (unsigned)dir_mode, cfg->runtime_dir, strerror(errno));
 		return r;
 	}
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -184,10 +219,10 @@ int shd_ctl_listen(struct shd_daemon *d)
 		shd_err("bind %s: %s", cfg->socket_path, strerror(errno));
 		return r;
 	}
-	/* A root daemon serves every local user: anyone may connect, and
+	/* A system daemon serves every local user: anyone may connect, and
 	 * SO_PEERCRED decides which jobs they may join.  A user's own daemon
 	 * is private to that user. */
-	if (chmod(cfg->socket_path, root ? 0666 : 0600) < 0 || listen(d->listen_fd, 256) < 0) {
+	if (chmod(cfg->socket_path, shared ? 0666 : 0600) < 0 || listen(d->listen_fd, 256) < 0) {
 		r = -errno;
 		shd_err("socket %s: %s", cfg->socket_path, strerror(errno));
 		return r;
@@ -219,8 +254,13 @@ void shd_ctl_close(struct shd_daemon *d)
 		unlink(d->cfg.socket_path);
 	}
 	d->listen_fd = -1;
-	if (d->lock_fd >= 0)
+	/* removed while still held: see the lock's loop in shd_ctl_listen */
+	if (d->lock_fd >= 0) {
+		char lock[SHD_CONFIG_PATH_MAX + 16];
+		snprintf(lock, sizeof(lock), "%s/shuffled.lock", d->cfg.runtime_dir);
+		unlink(lock);
 		close(d->lock_fd);
+	}
 	d->lock_fd = -1;
 }
 

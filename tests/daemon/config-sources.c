@@ -6,6 +6,7 @@
  * what print and JSON report (value, source, limits).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -44,7 +45,8 @@ static void test_defaults(void)
 		CHECK(shd_config_opt_name(i) != NULL);
 		if (i == SHD_OPT_NODE_NAME)
 			CHECK(c.source[i] == SHD_CONFIG_SRC_CLI);
-		else if (i == SHD_OPT_RUNTIME_DIR || i == SHD_OPT_SOCKET)
+		else if (i == SHD_OPT_RUNTIME_DIR || i == SHD_OPT_SOCKET || i == SHD_OPT_MODE ||
+			 i == SHD_OPT_CONFIG) /* mode auto resolved; no default file */
 			CHECK(c.source[i] == SHD_CONFIG_SRC_COMPUTED);
 		else
 			CHECKF(c.source[i] == SHD_CONFIG_SRC_DEFAULT, "%s", shd_config_opt_name(i));
@@ -334,8 +336,153 @@ static void test_print_json(void)
 	json_decref(j);
 }
 
+/* mode: auto resolves by euid (root and the system user: system), an
+ * explicit mode is kept, and it picks the default runtime directory. */
+static void test_mode(void)
+{
+	struct shd_config c;
+	clear_config_env();
+	unsetenv("XDG_RUNTIME_DIR");
+	CHECKF(load_args(&c, err, sizeof(err), "--node_name=m1", NULL) == 0, "%s", err);
+	CHECK(c.source[SHD_OPT_MODE] == SHD_CONFIG_SRC_COMPUTED);
+	long long su = c.system_uid; /* the system user's uid, -1 when it has none */
+	bool sys = geteuid() == 0 || (su >= 0 && geteuid() == (uid_t)su);
+	CHECK_STR(c.mode, sys ? "system" : "user");
+	CHECK(shd_config_system(&c) == sys);
+	if (sys)
+		CHECK_STR(c.runtime_dir, SHF_SYSTEM_RUNTIME_DIR "/m1");
+
+	CHECKF(load_args(&c, err, sizeof(err), "--node_name=m1", "--mode", "user", NULL) == 0,
+	       "%s", err);
+	CHECK_STR(c.mode, "user");
+	CHECK(c.source[SHD_OPT_MODE] == SHD_CONFIG_SRC_CLI);
+	char want[128];
+	snprintf(want, sizeof(want), "/tmp/shuffle-%u/m1", (unsigned)geteuid());
+	CHECK_STR(c.runtime_dir, want);
+
+	setenv("SHF_MODE", "system", 1);
+	CHECKF(load_args(&c, err, sizeof(err), "--node_name=m1", NULL) == 0, "%s", err);
+	CHECK_STR(c.mode, "system");
+	CHECK(c.source[SHD_OPT_MODE] == SHD_CONFIG_SRC_ENV);
+	CHECK_STR(c.runtime_dir, SHF_SYSTEM_RUNTIME_DIR "/m1");
+	unsetenv("SHF_MODE");
+
+	CHECK(load_args(&c, err, sizeof(err), "--node_name=m1", "--mode=shared", NULL) == -EINVAL);
+	CHECK_HAS(err, "mode=shared: must be auto, user or system (command line)");
+
+	/* the system user's own daemon is a system daemon */
+	if (geteuid() == 0 && su > 0) {
+		fflush(NULL);
+		pid_t pid = fork();
+		CHECK(pid >= 0);
+		if (pid == 0) {
+			if (setuid((uid_t)su) < 0)
+				_exit(2);
+			struct shd_config s;
+			CHECKF(load_args(&s, err, sizeof(err), "--node_name=m2", NULL) == 0, "%s", err);
+			CHECK_STR(s.mode, "system");
+			CHECK_STR(s.runtime_dir, SHF_SYSTEM_RUNTIME_DIR "/m2");
+			_exit(0);
+		}
+		int st;
+		CHECK(waitpid(pid, &st, 0) == pid);
+		CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "system user's check failed");
+	} else {
+		fprintf(stderr, "note: no system user or not root: its mode is not checked\n");
+	}
+}
+
+/* The default INI file (this test's own SHD_CONFIG_DEFAULT, tests/daemon/
+ * meson.build) is read when it exists; --config, SHF_CONFIG, --no-config
+ * and --config= choose otherwise. */
+static void test_default_file(void)
+{
+	struct shd_config c;
+	const char *def = SHD_CONFIG_DEFAULT;
+	clear_config_env();
+	CHECK_STR(shd_config_default_file(), def);
+	unlink(def);
+	CHECKF(load_args(&c, err, sizeof(err), "--node_name=d", NULL) == 0, "%s", err);
+	CHECK_STR(c.config, "");
+	CHECK(c.source[SHD_OPT_CONFIG] == SHD_CONFIG_SRC_COMPUTED);
+	CHECK(c.ring_bytes == 1u << 20);
+
+	FILE *f = fopen(def, "w");
+	CHECK(f);
+	fputs("[shuffled]\nring_bytes = 64K\n", f);
+	CHECK(fclose(f) == 0);
+	CHECKF(load_args(&c, err, sizeof(err), "--node_name=d", NULL) == 0, "%s", err);
+	CHECK_STR(c.config, def);
+	CHECK(c.source[SHD_OPT_CONFIG] == SHD_CONFIG_SRC_DEFAULT);
+	CHECK(c.ring_bytes == 64u << 10);
+	CHECK(c.source[SHD_OPT_RING_BYTES] == SHD_CONFIG_SRC_FILE);
+
+	/* skipped */
+	CHECKF(load_args(&c, err, sizeof(err), "--node_name=d", "--no-config", NULL) == 0, "%s",
+	       err);
+	CHECK_STR(c.config, "");
+	CHECK(c.source[SHD_OPT_CONFIG] == SHD_CONFIG_SRC_CLI);
+	CHECK(c.ring_bytes == 1u << 20);
+	CHECKF(load_args(&c, err, sizeof(err), "--config=", "--node_name=d", NULL) == 0, "%s", err);
+	CHECK_STR(c.config, "");
+	CHECK(c.ring_bytes == 1u << 20);
+	/* the last of --config / --no-config wins */
+	const char *other = write_temp(2, "[shuffled]\nring_bytes = 128K\n");
+	char arg[128];
+	snprintf(arg, sizeof(arg), "--config=%s", other);
+	CHECKF(load_args(&c, err, sizeof(err), "--no-config", arg, "--node_name=d", NULL) == 0,
+	       "%s", err);
+	CHECK(c.ring_bytes == 128u << 10);
+	/* SHF_CONFIG replaces the default file */
+	setenv("SHF_CONFIG", other, 1);
+	CHECKF(load_args(&c, err, sizeof(err), "--node_name=d", NULL) == 0, "%s", err);
+	CHECK_STR(c.config, other);
+	CHECK(c.source[SHD_OPT_CONFIG] == SHD_CONFIG_SRC_ENV);
+	CHECK(c.ring_bytes == 128u << 10);
+	unsetenv("SHF_CONFIG");
+	/* a default file that cannot be read is an error, not ignored */
+	if (geteuid() != 0) {
+		CHECK(chmod(def, 0) == 0);
+		CHECK(load_args(&c, err, sizeof(err), "--node_name=d", NULL) == -EACCES);
+		CHECK_HAS(err, def);
+	}
+	unlink(def);
+}
+
+/* getopt_long: both spellings, both value forms, no abbreviations. */
+static void test_getopt(void)
+{
+	struct shd_config c;
+	clear_config_env();
+	CHECKF(load_args(&c, err, sizeof(err), "--node-name", "g", "--peer-timeout-ms", "7000",
+			 "--peer_timeout_ms=8000", "--ring-bytes=64K", "--linger_us", "7",
+			 NULL) == 0, "%s", err);
+	CHECK(c.peer_timeout_ms == 8000);
+	CHECK(c.ring_bytes == 64u << 10);
+	CHECK(c.linger_us == 7);
+	CHECK_STR(c.node_name, "g");
+	/* abbreviations getopt_long would take are refused */
+	CHECK(load_args(&c, err, sizeof(err), "--node-name=g", "--ring-byte=1M", NULL) == -EINVAL);
+	CHECK_HAS(err, "unknown option '--ring-byte' (see shuffled --help)");
+	CHECK(load_args(&c, err, sizeof(err), "--node-name=g", "--linger", "5", NULL) == -EINVAL);
+	CHECK_HAS(err, "unknown option '--linger'");
+	CHECK(load_args(&c, err, sizeof(err), "--node-name=g", "--no-conf", NULL) == -EINVAL);
+	CHECK_HAS(err, "unknown option '--no-conf'");
+	CHECK(load_args(&c, err, sizeof(err), "--node-name=g", "--ring-byte", NULL) == -EINVAL);
+	CHECK_HAS(err, "unknown option '--ring-byte'");
+	CHECK(load_args(&c, err, sizeof(err), "--node-name=g", "--mode", NULL) == -EINVAL);
+	CHECK_HAS(err, "option --mode needs a value");
+	CHECK(load_args(&c, err, sizeof(err), "--node-name=g", "--no-config=x", NULL) == -EINVAL);
+	CHECK_HAS(err, "unknown option '--no-config'");
+	/* twice in a row (getopt's state is reset) */
+	CHECKF(load_args(&c, err, sizeof(err), "--node-name=g", NULL) == 0, "%s", err);
+}
+
 int main(void)
 {
+	test_mode();
+	test_default_file();
+	test_getopt();
 	test_defaults();
 	test_precedence();
 	test_env_names();

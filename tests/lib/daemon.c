@@ -480,6 +480,7 @@ pid_t td_spawn_daemon(struct td_daemon *d, const char *const *args, const char *
 	argv[n++] = td_prog("SHF_TEST_SHUFFLED");
 	argv[n++] = rt;
 	argv[n++] = lf;
+	argv[n++] = "--no-config"; /* not the machine's file; a --config in args wins */
 	if (!has_arg(args, "--rendezvous"))
 		argv[n++] = "--rendezvous=none";
 	if (!has_arg(args, "--node-name") && !has_arg(args, "--node_name"))

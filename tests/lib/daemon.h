@@ -64,8 +64,9 @@ const char *td_prog(const char *var);
 struct td_daemon *td_daemon(const char *tag);
 
 /*
- * Start $SHF_TEST_SHUFFLED --runtime-dir, --log-file, --rendezvous=none and
- * --node-name=testnode (these two unless args give them) plus args
+ * Start $SHF_TEST_SHUFFLED --runtime-dir, --log-file, --no-config,
+ * --rendezvous=none and --node-name=testnode (these two unless args give
+ * them) plus args
  * (NULL-terminated, may be NULL), with env edits ("NAME=value"; "NAME="
  * removes; may be NULL), and wait up to 10 s until its socket accepts
  * connections.  0, or -1 when it exited or never became ready (then it is
