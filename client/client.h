@@ -83,17 +83,59 @@ void shc_debug_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Strict decimal: [0-9]+ only, no sign, no blanks, <= INT_MAX.  0 or -EINVAL. */
 int shc_parse_int(const char *s, int *out);
 
-/* Rank and world from the launcher's environment, tried in matching pairs:
- * (SHF_RANK, SHF_WORLD), (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE),
- * (PMIX_RANK, PMIX_SIZE), (PMI_RANK, PMI_SIZE), (SLURM_PROCID, SLURM_NTASKS).
- * The first pair with both variables set wins; an incomplete pair is
- * skipped.  Values must parse strictly and satisfy 0 <= rank < world <=
- * SHF_WORLD_MAX.  0, or -EINVAL with the detail set. */
+/*
+ * The launcher that started this process, found from its environment.
+ * Rank, world and the job key come from the same launcher (a mix of two
+ * launchers' variables is how jobs collide).  Tried in this order, the
+ * innermost launcher first; the first one whose variables are all there
+ * wins:
+ *
+ *   pytorch    RANK, WORLD_SIZE, and a key: TORCHELASTIC_RUN_ID (unless
+ *              "none"), else MASTER_ADDR:MASTER_PORT.  (torchrun, or any
+ *              env:// set-up; before MPI and Slurm, which may have started
+ *              torchrun itself)
+ *   openmpi    OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE; key
+ *              PMIX_NAMESPACE, else OMPI_MCA_ess_base_jobid, else
+ *              OMPI_MCA_orte_ess_jobid (per mpirun: two mpiruns in one
+ *              Slurm allocation differ)
+ *   singleton  OMPI_MCA_ess=singleton (an Open MPI program started without
+ *              mpirun, after MPI_Init): rank 0 of 1 (PMIX_RANK, if set,
+ *              must be 0); key PMIX_NAMESPACE, else "singleton.<host>.<pid>"
+ *   pmix       PMIX_RANK, PMIX_SIZE (PMIx itself has the size only in
+ *              PMIx_Get(PMIX_JOB_SIZE)); key PMIX_NAMESPACE
+ *   pmi        PMI_RANK, PMI_SIZE (MPICH hydra, srun --mpi=pmi2); key
+ *              PMI_JOBID, if set
+ *   slurm      SLURM_PROCID, SLURM_NTASKS; key SLURM_JOB_ID.SLURM_STEP_ID
+ *              (SLURM_STEPID; just SLURM_JOB_ID without a step)
+ */
+enum shc_launcher {
+	SHC_LAUNCHER_PYTORCH,
+	SHC_LAUNCHER_OPENMPI,
+	SHC_LAUNCHER_SINGLETON,
+	SHC_LAUNCHER_PMIX,
+	SHC_LAUNCHER_PMI,
+	SHC_LAUNCHER_SLURM,
+	SHC_LAUNCHER_MAX /* none found */
+};
+
+/* Short name of a launcher ("openmpi", ...; "none" for SHC_LAUNCHER_MAX). */
+const char *shc_launcher_name(enum shc_launcher l);
+
+/* The launcher found in the environment, or SHC_LAUNCHER_MAX.  Presence
+ * only: values are checked by shc_env_rank_world(). */
+enum shc_launcher shc_env_launcher(void);
+
+/* Rank and world: SHF_RANK + SHF_WORLD (both, or neither), else the
+ * launcher's (shc_env_launcher()).  Values must parse strictly and satisfy
+ * 0 <= rank < world <= SHF_WORLD_MAX.  0, or -EINVAL with the detail set
+ * (naming a half-set pair when nothing complete was found). */
 int shc_env_rank_world(int *rank_p, int *world_p);
 
-/* Job name: opt, else $SHF_JOB, $SLURM_JOB_ID, $PMIX_NAMESPACE (empty values
- * are skipped), else "default".  Characters outside [A-Za-z0-9._:@+-]
- * become '_'; the result is cut to SHF_JOB_MAX - 1 characters. */
+/* Job key: opt, else $SHF_JOB, else the launcher's key (the list above;
+ * empty values are skipped); with no launcher found (rank and world from
+ * opts or SHF_*), $PMIX_NAMESPACE, else the Slurm key; else "default".  Characters outside
+ * [A-Za-z0-9._:@+-] become '_'; the result is cut to SHF_JOB_MAX - 1
+ * characters. */
 void shc_env_job(const char *opt, char job[SHF_JOB_MAX]);
 
 /* Control socket path, found the way shuffled (daemon/config.c) places it:

@@ -446,8 +446,9 @@ SHF_EXPORT int shf_open(const struct shf_opts *o, shf_deliver_fn fn, void *arg,
 		shc_deadline(c->timeout_ms > INT_MAX - SHC_OPEN_GRACE_MS ? INT_MAX :
 			     c->timeout_ms + SHC_OPEN_GRACE_MS);
 	int64_t ready_deadline = o->timeout_ms == 0 ? -1 : deadline;
-	shc_debug("open: job %s rank %d/%d socket %s ring %u %s mode", c->job, rank, world, path,
-		  o->ring_bytes, c->thread_mode ? "thread" : "poll");
+	shc_debug("open: job %s rank %d/%d (launcher %s) socket %s ring %u %s mode", c->job,
+		  rank, world, shc_launcher_name(shc_env_launcher()), path, o->ring_bytes,
+		  c->thread_mode ? "thread" : "poll");
 
 	if ((r = open_connect(c, path)) || (r = open_hello(c, deadline)) ||
 	    (r = open_register(c, o->ring_bytes, o->timeout_ms, deadline)) ||
