@@ -3,7 +3,7 @@
  * client/env.c - what shf_open() takes from the launcher's environment:
  * rank, world and the job key, all from the same launcher (client.h, enum
  * shc_launcher).  Pure functions of the environment, unit-tested in
- * tests/unit/client-env.c.  Also the socket path.
+ * tests/unit/client-env.c.  Where the daemon is: discover.c.
  */
 #include <errno.h>
 #include <limits.h>
@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "client/client.h"
-#include "proto/addr.h"
 
 /* An empty variable counts as unset. */
 static const char *env(const char *name)
@@ -241,41 +240,4 @@ void shc_env_job(const char *opt, char job[SHF_JOB_MAX])
 	for (i = 0; i < SHF_JOB_MAX - 1 && src[i]; i++)
 		job[i] = job_char_ok(src[i]) ? src[i] : '_';
 	job[i] = '\0';
-}
-
-int shc_env_socket_path(const char *opt, unsigned long uid, char *out, size_t cap)
-{
-	const char *p = opt && *opt ? opt : env("SHF_SOCKET");
-	const char *rd = env("SHF_RUNTIME_DIR");
-	int n;
-	if (p) {
-		n = snprintf(out, cap, "%s", p);
-	} else if (rd) {
-		n = snprintf(out, cap, "%s/shuffled.sock", rd);
-	} else {
-		char host[256];
-		const char *node = env("SHF_NODE");
-		if (!node) {
-			if (gethostname(host, sizeof(host)) < 0)
-				return shc_fail(-EINVAL, "cannot get the host name: %s",
-						strerror(errno));
-			host[sizeof(host) - 1] = '\0';
-			node = host;
-		}
-		const char *why;
-		if (shf_node_name_check(node, &why) < 0)
-			return shc_fail(-EINVAL, "node name '%.64s' (SHF_NODE or the host name): %s",
-					node, why);
-		const char *xdg = env("XDG_RUNTIME_DIR");
-		if (uid == 0)
-			n = snprintf(out, cap, SHF_SYSTEM_RUNTIME_DIR "/%s/shuffled.sock", node);
-		else if (xdg && xdg[0] == '/')
-			n = snprintf(out, cap, "%s/shuffle/%s/shuffled.sock", xdg, node);
-		else
-			n = snprintf(out, cap, "/tmp/shuffle-%lu/%s/shuffled.sock", uid, node);
-	}
-	if (n < 0 || (size_t)n >= cap)
-		return shc_fail(-EINVAL, "socket path too long (max %zu bytes): %.128s...",
-				cap - 1, out);
-	return 0;
 }

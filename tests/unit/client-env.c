@@ -4,14 +4,13 @@
  * strict integer parsing, rank/world from launcher variables in matching
  * pairs and in order, the job name (sources, sanitising, truncation), and
  * each launcher's real variable set: rank, world and job key from the same
- * launcher; and the control socket path.
+ * launcher.  (Where the socket is: client-discover.c.)
  * Links the library's internals (shc_internal) directly.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "client/client.h"
@@ -347,76 +346,12 @@ static void test_launchers(void)
 	CHECK(strstr(shf_error_detail(), "SHF_WORLD") != NULL);
 }
 
-static void expect_path(int line, const char *opt, unsigned long uid, int err, const char *want)
-{
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	int r = shc_env_socket_path(opt, uid, path, sizeof(path));
-	if (r != err || (!err && strcmp(path, want) != 0)) {
-		fprintf(stderr, "line %d: socket path: %d '%s', want %d '%s' (detail: %s)\n", line, r,
-			r ? "" : path, err, want ? want : "", shf_error_detail());
-		failures++;
-	}
-}
-
-static void test_socket_path(void)
-{
-	env_clear();
-	set("SHF_NODE", "n1");
-	expect_path(__LINE__, NULL, 0, 0, "/run/shuffle/n1/shuffled.sock");
-	expect_path(__LINE__, NULL, 1000, 0, "/tmp/shuffle-1000/n1/shuffled.sock");
-	set("XDG_RUNTIME_DIR", "/run/user/1000");
-	expect_path(__LINE__, NULL, 1000, 0, "/run/user/1000/shuffle/n1/shuffled.sock");
-	expect_path(__LINE__, NULL, 0, 0, "/run/shuffle/n1/shuffled.sock"); /* root ignores XDG */
-	set("XDG_RUNTIME_DIR", "relative/dir");
-	expect_path(__LINE__, NULL, 1000, 0, "/tmp/shuffle-1000/n1/shuffled.sock");
-	set("XDG_RUNTIME_DIR", "");
-	expect_path(__LINE__, NULL, 1000, 0, "/tmp/shuffle-1000/n1/shuffled.sock");
-
-	/* the runtime dir, then the socket, then the option win */
-	set("SHF_RUNTIME_DIR", "/tmp/rt-x");
-	expect_path(__LINE__, NULL, 0, 0, "/tmp/rt-x/shuffled.sock");
-	set("SHF_SOCKET", "/tmp/s.sock");
-	expect_path(__LINE__, NULL, 0, 0, "/tmp/s.sock");
-	expect_path(__LINE__, "/tmp/opt.sock", 0, 0, "/tmp/opt.sock");
-	expect_path(__LINE__, "", 0, 0, "/tmp/s.sock");
-
-	/* node name: the host name when SHF_NODE is unset; never a path */
-	env_clear();
-	char host[256], want[300];
-	CHECK(gethostname(host, sizeof(host)) == 0);
-	host[sizeof(host) - 1] = '\0';
-	snprintf(want, sizeof(want), "/run/shuffle/%s/shuffled.sock", host);
-	expect_path(__LINE__, NULL, 0, 0, want);
-	set("SHF_NODE", "a/b");
-	expect_path(__LINE__, NULL, 0, -EINVAL, NULL);
-	set("SHF_NODE", "..");
-	expect_path(__LINE__, NULL, 0, -EINVAL, NULL);
-
-	/* longest path that fits sun_path, and one byte more */
-	char p[200];
-	size_t cap = sizeof(((struct sockaddr_un *)0)->sun_path);
-	memset(p, 'p', sizeof(p));
-	p[0] = '/';
-	p[cap - 1] = '\0';
-	expect_path(__LINE__, p, 0, 0, p);
-	p[cap - 1] = 'p';
-	p[cap] = '\0';
-	expect_path(__LINE__, p, 0, -EINVAL, NULL);
-	set("SHF_NODE", "n");
-	memset(p, 'x', sizeof(p));
-	p[0] = '/';
-	p[cap - 20] = '\0';
-	set("XDG_RUNTIME_DIR", p);
-	expect_path(__LINE__, NULL, 1000, -EINVAL, NULL);
-}
-
 int main(void)
 {
 	test_parse_int();
 	test_rank_world();
 	test_job();
 	test_launchers();
-	test_socket_path();
 	env_clear();
 	if (failures) {
 		fprintf(stderr, "client-env: %d failure(s)\n", failures);
