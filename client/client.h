@@ -11,7 +11,8 @@
  *   open.c   shf_open()/shf_close(): connect, handshake, map, start, stop
  *   data.c   data.h: send, delivery, the wait step that delivers, flush, epoch
  *   wait.c   wait.h: deadlines, death, reply waiters, leader/gen, socket reader
- *   error.c, env.c   (this header): error details, debug output, environment
+ *   error.c, env.c, discover.c   (this header): error details, debug output,
+ *            the launcher's environment, finding the daemon
  *
  * Threads and locks of a context (struct shf_ctx):
  *
@@ -46,6 +47,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "proto/ipc.h"
 #include "proto/ring.h"
@@ -53,7 +55,8 @@
 
 #define SHF_EXPORT __attribute__((visibility("default")))
 
-#define SHC_DETAIL_MAX 256u        /* error detail strings, NUL included */
+#define SHC_DETAIL_MAX 512u        /* error detail strings, NUL included (the
+                                      discovery error lists two socket paths) */
 #define SHC_DEFAULT_TIMEOUT_MS 60000
 #define SHC_OPEN_GRACE_MS 5000     /* open waits the daemon's world timeout plus this */
 #define SHC_CLOSE_FLUSH_MS 10000   /* shf_close's bounded origin flush */
@@ -83,27 +86,93 @@ void shc_debug_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Strict decimal: [0-9]+ only, no sign, no blanks, <= INT_MAX.  0 or -EINVAL. */
 int shc_parse_int(const char *s, int *out);
 
-/* Rank and world from the launcher's environment, tried in matching pairs:
- * (SHF_RANK, SHF_WORLD), (OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE),
- * (PMIX_RANK, PMIX_SIZE), (PMI_RANK, PMI_SIZE), (SLURM_PROCID, SLURM_NTASKS).
- * The first pair with both variables set wins; an incomplete pair is
- * skipped.  Values must parse strictly and satisfy 0 <= rank < world <=
- * SHF_WORLD_MAX.  0, or -EINVAL with the detail set. */
+/*
+ * The launcher that started this process, found from its environment.
+ * Rank, world and the job key come from the same launcher (a mix of two
+ * launchers' variables is how jobs collide).  Tried in this order, the
+ * innermost launcher first; the first one whose variables are all there
+ * wins:
+ *
+ *   pytorch    RANK, WORLD_SIZE, and a key: TORCHELASTIC_RUN_ID (unless
+ *              "none"), else MASTER_ADDR:MASTER_PORT.  (torchrun, or any
+ *              env:// set-up; before MPI and Slurm, which may have started
+ *              torchrun itself)
+ *   openmpi    OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE; key
+ *              PMIX_NAMESPACE, else OMPI_MCA_ess_base_jobid, else
+ *              OMPI_MCA_orte_ess_jobid (per mpirun: two mpiruns in one
+ *              Slurm allocation differ)
+ *   singleton  OMPI_MCA_ess=singleton (an Open MPI program started without
+ *              mpirun, after MPI_Init): rank 0 of 1 (PMIX_RANK, if set,
+ *              must be 0); key PMIX_NAMESPACE, else "singleton.<host>.<pid>"
+ *   pmix       PMIX_RANK, PMIX_SIZE (PMIx itself has the size only in
+ *              PMIx_Get(PMIX_JOB_SIZE)); key PMIX_NAMESPACE
+ *   pmi        PMI_RANK, PMI_SIZE (MPICH hydra, srun --mpi=pmi2); key
+ *              PMI_JOBID, if set
+ *   slurm      SLURM_PROCID, SLURM_NTASKS; key SLURM_JOB_ID.SLURM_STEP_ID
+ *              (SLURM_STEPID; just SLURM_JOB_ID without a step)
+ */
+enum shc_launcher {
+	SHC_LAUNCHER_PYTORCH,
+	SHC_LAUNCHER_OPENMPI,
+	SHC_LAUNCHER_SINGLETON,
+	SHC_LAUNCHER_PMIX,
+	SHC_LAUNCHER_PMI,
+	SHC_LAUNCHER_SLURM,
+	SHC_LAUNCHER_MAX /* none found */
+};
+
+/* Short name of a launcher ("openmpi", ...; "none" for SHC_LAUNCHER_MAX). */
+const char *shc_launcher_name(enum shc_launcher l);
+
+/* The launcher found in the environment, or SHC_LAUNCHER_MAX.  Presence
+ * only: values are checked by shc_env_rank_world(). */
+enum shc_launcher shc_env_launcher(void);
+
+/* Rank and world: SHF_RANK + SHF_WORLD (both, or neither), else the
+ * launcher's (shc_env_launcher()).  Values must parse strictly and satisfy
+ * 0 <= rank < world <= SHF_WORLD_MAX.  0, or -EINVAL with the detail set
+ * (naming a half-set pair when nothing complete was found). */
 int shc_env_rank_world(int *rank_p, int *world_p);
 
-/* Job name: opt, else $SHF_JOB, $SLURM_JOB_ID, $PMIX_NAMESPACE (empty values
- * are skipped), else "default".  Characters outside [A-Za-z0-9._:@+-]
- * become '_'; the result is cut to SHF_JOB_MAX - 1 characters. */
+/* Job key: opt, else $SHF_JOB, else the launcher's key (the list above;
+ * empty values are skipped); with no launcher found (rank and world from
+ * opts or SHF_*), $PMIX_NAMESPACE, else the Slurm key; else "default".  Characters outside
+ * [A-Za-z0-9._:@+-] become '_'; the result is cut to SHF_JOB_MAX - 1
+ * characters. */
 void shc_env_job(const char *opt, char job[SHF_JOB_MAX]);
 
-/* Control socket path, found the way shuffled (daemon/config.c) places it:
- * opt, else $SHF_SOCKET, else $SHF_RUNTIME_DIR/shuffled.sock, else
- * <base>/<node>/shuffled.sock where <base> is /run/shuffle for uid 0, else
- * $XDG_RUNTIME_DIR/shuffle (if absolute), else /tmp/shuffle-<uid>, and node
- * is $SHF_NODE or the host name.  `uid` is the effective uid.  `cap`
- * should be sizeof(sun_path).  0, or -EINVAL (too long, bad node name)
- * with the detail set. */
-int shc_env_socket_path(const char *opt, unsigned long uid, char *out, size_t cap);
+/* ---------------------------------------------------------------- discover.c */
+
+/* A connection to the node's daemon, found by the rule in discover.c. */
+struct shc_found {
+	int fd;                 /* connected SOCK_SEQPACKET socket (CLOEXEC), or -1 */
+	char path[108];         /* the socket it is connected to (sizeof sun_path) */
+	const char *source;     /* static: "SHF_SOCKET", "private daemon", ... */
+	struct ucred cred;      /* the daemon's (SO_PEERCRED); also set on -EPERM */
+};
+
+struct shc_discover_cfg {
+	const char *opt;         /* opts.socket_path / shufflectl -s; NULL: none */
+	const char *opt_name;    /* how to name opt in errors; NULL: "opts.socket_path" */
+	unsigned long uid;       /* effective uid: /tmp/shuffle-UID, root's order */
+	const char *system_dir;  /* SHF_SYSTEM_RUNTIME_DIR (tests: a temp dir) */
+	const char *system_user; /* trusted daemon user besides root and us */
+	int timeout_ms;          /* > 0: bound on connect (SO_SNDTIMEO, left set) */
+};
+
+/*
+ * Find the daemon and connect to it (the rule: discover.c's head comment,
+ * docs/api.md).  The daemon's uid is checked (proto/cred.h) before this
+ * returns.  0 with *f filled, or, with the detail set and f->fd = -1:
+ * -ECONNREFUSED nothing found (the detail lists every place tried),
+ * -EACCES a socket or directory we may not reach, -EPERM an untrusted
+ * daemon (f->cred says who), -ETIMEDOUT connect timed out, -EINVAL a bad
+ * node name or a path too long, or another -errno.
+ */
+int shc_discover_in(const struct shc_discover_cfg *cfg, struct shc_found *f);
+/* The same with this process's euid, SHF_SYSTEM_RUNTIME_DIR and
+ * SHF_SYSTEM_USER (the build's). */
+int shc_discover(const char *opt, const char *opt_name, int timeout_ms, struct shc_found *f);
 
 /* ------------------------------------------------------------------ context */
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * client/env.c - what shf_open() takes from the environment: rank and world
- * (from whatever launcher started us), the job name and the socket path.
- * Pure functions of the environment, unit-tested in tests/unit/client-env.c.
+ * client/env.c - what shf_open() takes from the launcher's environment:
+ * rank, world and the job key, all from the same launcher (client.h, enum
+ * shc_launcher).  Pure functions of the environment, unit-tested in
+ * tests/unit/client-env.c.  Where the daemon is: discover.c.
  */
 #include <errno.h>
 #include <limits.h>
@@ -12,7 +13,6 @@
 #include <unistd.h>
 
 #include "client/client.h"
-#include "proto/addr.h"
 
 /* An empty variable counts as unset. */
 static const char *env(const char *name)
@@ -37,8 +37,89 @@ int shc_parse_int(const char *s, int *out)
 	return 0;
 }
 
-static const char *const rank_pairs[][2] = {
+/*
+ * The launchers (client.h, enum shc_launcher), in the order tried.  A
+ * launcher is found when its rank and world variables and (where it has
+ * one) its key are all set; values are checked only for the launcher used.
+ */
+struct launcher {
+	const char *name;
+	const char *rank, *world; /* variables; NULL rank: always 0 */
+	const char *need;         /* another variable that must be set, or NULL */
+	const char *need_value;   /* ... to this value, or NULL: any */
+};
+
+static const struct launcher launchers[SHC_LAUNCHER_MAX] = {
+	[SHC_LAUNCHER_PYTORCH] = {"pytorch", "RANK", "WORLD_SIZE", NULL, NULL},
+	[SHC_LAUNCHER_OPENMPI] = {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+				  NULL, NULL},
+	[SHC_LAUNCHER_SINGLETON] = {"singleton", NULL, NULL, "OMPI_MCA_ess", "singleton"},
+	[SHC_LAUNCHER_PMIX] = {"pmix", "PMIX_RANK", "PMIX_SIZE", NULL, NULL},
+	[SHC_LAUNCHER_PMI] = {"pmi", "PMI_RANK", "PMI_SIZE", NULL, NULL},
+	[SHC_LAUNCHER_SLURM] = {"slurm", "SLURM_PROCID", "SLURM_NTASKS", NULL, NULL},
+};
+
+const char *shc_launcher_name(enum shc_launcher l)
+{
+	return l < SHC_LAUNCHER_MAX ? launchers[l].name : "none";
+}
+
+/* PyTorch's job key: TORCHELASTIC_RUN_ID, unless torchrun's default
+ * "none" (every static torchrun has it), else MASTER_ADDR:MASTER_PORT.
+ * NULL when neither; buf holds the joined form. */
+static const char *torch_key(char *buf, size_t cap)
+{
+	const char *id = env("TORCHELASTIC_RUN_ID");
+	if (id && strcmp(id, "none") != 0)
+		return id;
+	const char *a = env("MASTER_ADDR"), *p = env("MASTER_PORT");
+	if (!a || !p)
+		return NULL;
+	snprintf(buf, cap, "%s:%s", a, p);
+	return buf;
+}
+
+enum shc_launcher shc_env_launcher(void)
+{
+	char buf[SHF_JOB_MAX];
+	for (int i = 0; i < SHC_LAUNCHER_MAX; i++) {
+		const struct launcher *l = &launchers[i];
+		if (l->rank && (!env(l->rank) || !env(l->world)))
+			continue;
+		if (l->need) {
+			const char *v = env(l->need);
+			if (!v || (l->need_value && strcmp(v, l->need_value) != 0))
+				continue;
+		}
+		/* RANK and WORLD_SIZE are common names: only env:// (a key) counts */
+		if (i == SHC_LAUNCHER_PYTORCH && !torch_key(buf, sizeof(buf)))
+			continue;
+		return (enum shc_launcher)i;
+	}
+	return SHC_LAUNCHER_MAX;
+}
+
+static int parse_pair(const char *rn, const char *rv, const char *wn, const char *wv,
+		      int *rank_p, int *world_p)
+{
+	int rank, world;
+	if (shc_parse_int(rv, &rank))
+		return shc_fail(-EINVAL, "%s='%.64s' is not a non-negative integer", rn, rv);
+	if (shc_parse_int(wv, &world))
+		return shc_fail(-EINVAL, "%s='%.64s' is not a non-negative integer", wn, wv);
+	if (world < 1 || world > SHF_WORLD_MAX)
+		return shc_fail(-EINVAL, "%s=%d is outside [1, %d]", wn, world, SHF_WORLD_MAX);
+	if (rank >= world)
+		return shc_fail(-EINVAL, "%s=%d is not below %s=%d", rn, rank, wn, world);
+	*rank_p = rank;
+	*world_p = world;
+	return 0;
+}
+
+/* Variables whose presence without their partner explains a failure. */
+static const char *const halves[][2] = {
 	{"SHF_RANK", "SHF_WORLD"},
+	{"RANK", "WORLD_SIZE"},
 	{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
 	{"PMIX_RANK", "PMIX_SIZE"},
 	{"PMI_RANK", "PMI_SIZE"},
@@ -47,31 +128,41 @@ static const char *const rank_pairs[][2] = {
 
 int shc_env_rank_world(int *rank_p, int *world_p)
 {
-	const char *half = NULL; /* first variable seen without its partner */
-	for (size_t i = 0; i < sizeof(rank_pairs) / sizeof(rank_pairs[0]); i++) {
-		const char *rn = rank_pairs[i][0], *wn = rank_pairs[i][1];
-		const char *rv = env(rn), *wv = env(wn);
-		if (!rv || !wv) {
-			if ((rv || wv) && !half)
-				half = rv ? rn : wn;
-			continue;
-		}
-		int rank, world;
-		if (shc_parse_int(rv, &rank))
-			return shc_fail(-EINVAL, "%s='%.64s' is not a non-negative integer", rn, rv);
-		if (shc_parse_int(wv, &world))
-			return shc_fail(-EINVAL, "%s='%.64s' is not a non-negative integer", wn, wv);
-		if (world < 1 || world > SHF_WORLD_MAX)
-			return shc_fail(-EINVAL, "%s=%d is outside [1, %d]", wn, world, SHF_WORLD_MAX);
-		if (rank >= world)
-			return shc_fail(-EINVAL, "%s=%d is not below %s=%d", rn, rank, wn, world);
-		*rank_p = rank;
-		*world_p = world;
+	const char *sr = env("SHF_RANK"), *sw = env("SHF_WORLD");
+	if (sr && sw)
+		return parse_pair("SHF_RANK", sr, "SHF_WORLD", sw, rank_p, world_p);
+	if (sr || sw)
+		return shc_fail(-EINVAL, "%s is set without %s (set both, or neither)",
+				sr ? "SHF_RANK" : "SHF_WORLD", sr ? "SHF_WORLD" : "SHF_RANK");
+	enum shc_launcher l = shc_env_launcher();
+	if (l == SHC_LAUNCHER_SINGLETON) {
+		/* Open MPI's singleton: one process, PMIX_RANK 0 and no size */
+		const char *pr = env("PMIX_RANK");
+		int rank = 0;
+		if (pr && (shc_parse_int(pr, &rank) || rank != 0))
+			return shc_fail(-EINVAL, "OMPI_MCA_ess=singleton but PMIX_RANK='%.64s', "
+					"not 0", pr);
+		*rank_p = 0;
+		*world_p = 1;
 		return 0;
 	}
-	if (half)
-		return shc_fail(-EINVAL, "rank and world not set: %s is set without its partner "
-			       "(set opts.rank/world, or SHF_RANK and SHF_WORLD)", half);
+	if (l < SHC_LAUNCHER_MAX) {
+		const struct launcher *x = &launchers[l];
+		return parse_pair(x->rank, env(x->rank), x->world, env(x->world), rank_p, world_p);
+	}
+	for (size_t i = 0; i < sizeof(halves) / sizeof(halves[0]); i++) {
+		const char *rv = env(halves[i][0]), *wv = env(halves[i][1]);
+		if (i == 1 && rv && wv) /* RANK and WORLD_SIZE, but no env:// key */
+			return shc_fail(-EINVAL, "rank and world not set: RANK and WORLD_SIZE are set "
+					"but neither TORCHELASTIC_RUN_ID nor MASTER_ADDR and "
+					"MASTER_PORT (PyTorch env://), which give the job its key "
+					"(set them, or SHF_RANK, SHF_WORLD and SHF_JOB)");
+		if (rv || wv)
+			return shc_fail(-EINVAL, "rank and world not set: %s is set without %s "
+					"(set opts.rank/world, or SHF_RANK and SHF_WORLD)",
+					rv ? halves[i][0] : halves[i][1],
+					rv ? halves[i][1] : halves[i][0]);
+	}
 	return shc_fail(-EINVAL, "rank and world not set: no launcher variables found (set "
 		       "opts.rank/world, or SHF_RANK and SHF_WORLD)");
 }
@@ -82,56 +173,71 @@ static bool job_char_ok(char ch)
 	       (ch && strchr("._:@+-", ch));
 }
 
+/* The launcher's job key into buf, or NULL when it has none. */
+static const char *launcher_key(enum shc_launcher l, char *buf, size_t cap)
+{
+	const char *k = NULL;
+	switch (l) {
+	case SHC_LAUNCHER_PYTORCH:
+		return torch_key(buf, cap);
+	case SHC_LAUNCHER_OPENMPI:
+		if (!(k = env("PMIX_NAMESPACE")) && !(k = env("OMPI_MCA_ess_base_jobid")))
+			k = env("OMPI_MCA_orte_ess_jobid");
+		return k;
+	case SHC_LAUNCHER_SINGLETON:
+		if ((k = env("PMIX_NAMESPACE")))
+			return k;
+		{
+			/* one process: unique on this node is unique enough */
+			char host[64];
+			if (gethostname(host, sizeof(host)) < 0)
+				snprintf(host, sizeof(host), "localhost");
+			host[sizeof(host) - 1] = '\0';
+			snprintf(buf, cap, "singleton.%s.%d", host, (int)getpid());
+		}
+		return buf;
+	case SHC_LAUNCHER_PMIX:
+		return env("PMIX_NAMESPACE");
+	case SHC_LAUNCHER_PMI:
+		return env("PMI_JOBID");
+	case SHC_LAUNCHER_SLURM: {
+		const char *job = env("SLURM_JOB_ID"), *step = env("SLURM_STEP_ID");
+		if (!job)
+			job = env("SLURM_JOBID");
+		if (!step)
+			step = env("SLURM_STEPID");
+		if (!job)
+			return NULL;
+		if (!step)
+			return job;
+		snprintf(buf, cap, "%s.%s", job, step);
+		return buf;
+	}
+	case SHC_LAUNCHER_MAX:
+		break;
+	}
+	return NULL;
+}
+
 void shc_env_job(const char *opt, char job[SHF_JOB_MAX])
 {
+	char buf[2 * SHF_JOB_MAX + 80];
 	const char *src = opt && *opt ? opt : NULL;
 	if (!src)
 		src = env("SHF_JOB");
+	enum shc_launcher l = shc_env_launcher();
 	if (!src)
-		src = env("SLURM_JOB_ID");
-	if (!src)
-		src = env("PMIX_NAMESPACE");
+		src = launcher_key(l, buf, sizeof(buf));
+	/* no launcher (rank and world from opts or SHF_*): the per-run
+	 * namespace of PMIx, else the Slurm job step, else "default" */
+	if (!src && l == SHC_LAUNCHER_MAX)
+		src = launcher_key(SHC_LAUNCHER_PMIX, buf, sizeof(buf));
+	if (!src && l == SHC_LAUNCHER_MAX)
+		src = launcher_key(SHC_LAUNCHER_SLURM, buf, sizeof(buf));
 	if (!src)
 		src = "default";
 	size_t i;
 	for (i = 0; i < SHF_JOB_MAX - 1 && src[i]; i++)
 		job[i] = job_char_ok(src[i]) ? src[i] : '_';
 	job[i] = '\0';
-}
-
-int shc_env_socket_path(const char *opt, unsigned long uid, char *out, size_t cap)
-{
-	const char *p = opt && *opt ? opt : env("SHF_SOCKET");
-	const char *rd = env("SHF_RUNTIME_DIR");
-	int n;
-	if (p) {
-		n = snprintf(out, cap, "%s", p);
-	} else if (rd) {
-		n = snprintf(out, cap, "%s/shuffled.sock", rd);
-	} else {
-		char host[256];
-		const char *node = env("SHF_NODE");
-		if (!node) {
-			if (gethostname(host, sizeof(host)) < 0)
-				return shc_fail(-EINVAL, "cannot get the host name: %s",
-						strerror(errno));
-			host[sizeof(host) - 1] = '\0';
-			node = host;
-		}
-		const char *why;
-		if (shf_node_name_check(node, &why) < 0)
-			return shc_fail(-EINVAL, "node name '%.64s' (SHF_NODE or the host name): %s",
-					node, why);
-		const char *xdg = env("XDG_RUNTIME_DIR");
-		if (uid == 0)
-			n = snprintf(out, cap, SHF_SYSTEM_RUNTIME_DIR "/%s/shuffled.sock", node);
-		else if (xdg && xdg[0] == '/')
-			n = snprintf(out, cap, "%s/shuffle/%s/shuffled.sock", xdg, node);
-		else
-			n = snprintf(out, cap, "/tmp/shuffle-%lu/%s/shuffled.sock", uid, node);
-	}
-	if (n < 0 || (size_t)n >= cap)
-		return shc_fail(-EINVAL, "socket path too long (max %zu bytes): %.128s...",
-				cap - 1, out);
-	return 0;
 }

@@ -70,7 +70,7 @@ bool shc_debug_on(void)
 void shc_debug_log(const char *fmt, ...)
 {
 	int saved = errno;
-	char line[512];
+	char line[SHC_DETAIL_MAX + 512];
 	int n = snprintf(line, sizeof(line), "shuffle[%d]: ", (int)getpid());
 	va_list ap;
 	va_start(ap, fmt);
@@ -99,7 +99,7 @@ SHF_EXPORT const char *shf_strerror(int r)
 	case ECONNREFUSED: return "no shuffle daemon is listening (is shuffled running?)";
 	case ENOTCONN: return "connection to the shuffle daemon lost";
 	case EPROTO: return "protocol error or version mismatch with the daemon";
-	case EACCES: return "permission denied (job owned by another user?)";
+	case EACCES: return "permission denied (a job of another user, or no access to the daemon's socket: see shf_error_detail())";
 	case EPERM: return "the daemon runs as a user this process does not trust";
 	case EDQUOT: return "over a per-user limit of the daemon (connections or memory)";
 	case EEXIST: return "rank already registered in this job";

@@ -32,7 +32,6 @@
 #include "client/client.h"
 #include "client/data.h"
 #include "client/wait.h"
-#include "proto/cred.h"
 #include "proto/shm.h"
 
 /* Request ids of the open handshake. */
@@ -158,50 +157,17 @@ static struct shf_ipc_hdr rx_hdr(const struct shf_ctx *c)
 	return h;
 }
 
-#ifndef SHF_SYSTEM_USER
-#define SHF_SYSTEM_USER "shuffle"
-#endif
-
-/*
- * Is the daemon at the other end one we may trust with our data?  The rule
- * is proto/cred.h's (root, our own uid, or the system user shuffled may
- * run as: meson option system_user).  Anyone else may have pre-created
- * the runtime directory and serve a daemon of their own there: refused
- * with -EPERM before a byte is sent.
- */
-static int open_check_daemon(struct shf_ctx *c, const char *path)
+/* Find the daemon and connect (discover.c: the one rule, shared with
+ * shufflectl; it also checks the daemon's uid before a byte is sent). */
+static int open_connect(struct shf_ctx *c, const char *opt, char *path, size_t cap)
 {
-	struct ucred cred;
-	int r = shf_cred_check_daemon(c->sock, SHF_SYSTEM_USER, &cred);
-	if (r == -EPERM)
-		return shc_fail(-EPERM, "the daemon at %s runs as uid %u (pid %d), which is "
-				"neither root, this process's uid %u nor the system user '%s': not "
-				"trusted (another user may have taken the runtime directory)",
-				path, (unsigned)cred.uid, (int)cred.pid, (unsigned)geteuid(),
-				SHF_SYSTEM_USER);
-	if (r < 0)
-		return shc_fail(r, "SO_PEERCRED on %s: %s", path, strerror(-r));
+	struct shc_found f;
+	int r = shc_discover(opt, "opts.socket_path", 0, &f);
+	if (r)
+		return r;
+	c->sock = f.fd;
+	snprintf(path, cap, "%s", f.path);
 	return 0;
-}
-
-static int open_connect(struct shf_ctx *c, const char *path)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path); /* length checked */
-	c->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (c->sock < 0)
-		return shc_fail(-errno, "socket: %s", strerror(errno));
-	while (connect(c->sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
-		if (e == EINTR)
-			continue;
-		if (e == EISCONN)
-			break;
-		if (e == ENOENT || e == ECONNREFUSED)
-			return shc_fail(-ECONNREFUSED, "no shuffled listening at %s", path);
-		return shc_fail(-e, "cannot connect to %s: %s", path, strerror(e));
-	}
-	return open_check_daemon(c, path);
 }
 
 static int open_hello(struct shf_ctx *c, int64_t deadline)
@@ -422,11 +388,6 @@ SHF_EXPORT int shf_open(const struct shf_opts *o, shf_deliver_fn fn, void *arg,
 			return shc_fail(-EINVAL, "opts.rank %d, opts.world %d: need 0 <= rank < "
 					"world <= %d (or both -1)", rank, world, SHF_WORLD_MAX);
 	}
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	if ((r = shc_env_socket_path(o->socket_path, (unsigned long)geteuid(), path,
-				     sizeof(path))))
-		return r;
-
 	struct shf_ctx *c = ctx_new();
 	if (!c)
 		return shc_fail(-ENOMEM, "out of memory");
@@ -446,10 +407,14 @@ SHF_EXPORT int shf_open(const struct shf_opts *o, shf_deliver_fn fn, void *arg,
 		shc_deadline(c->timeout_ms > INT_MAX - SHC_OPEN_GRACE_MS ? INT_MAX :
 			     c->timeout_ms + SHC_OPEN_GRACE_MS);
 	int64_t ready_deadline = o->timeout_ms == 0 ? -1 : deadline;
-	shc_debug("open: job %s rank %d/%d socket %s ring %u %s mode", c->job, rank, world, path,
-		  o->ring_bytes, c->thread_mode ? "thread" : "poll");
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	if ((r = open_connect(c, o->socket_path, path, sizeof(path))))
+		goto fail;
+	shc_debug("open: job %s rank %d/%d (launcher %s) socket %s ring %u %s mode", c->job,
+		  rank, world, shc_launcher_name(shc_env_launcher()), path, o->ring_bytes,
+		  c->thread_mode ? "thread" : "poll");
 
-	if ((r = open_connect(c, path)) || (r = open_hello(c, deadline)) ||
+	if ((r = open_hello(c, deadline)) ||
 	    (r = open_register(c, o->ring_bytes, o->timeout_ms, deadline)) ||
 	    (r = open_ready(c, ready_deadline)))
 		goto fail;

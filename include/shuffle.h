@@ -30,9 +30,18 @@ struct shf_ctx; /* opaque */
 
 struct shf_opts {
 	unsigned version;        /* SHF_API_VERSION */
-	const char *socket_path; /* NULL: $SHF_SOCKET, else <runtime dir>/shuffled.sock */
-	const char *job;         /* NULL: $SHF_JOB, $SLURM_JOB_ID, $PMIX_NAMESPACE, else "default" */
-	int rank, world;         /* -1: from the launcher's environment */
+	/* NULL: $SHF_SOCKET, else $SHF_RUNTIME_DIR/shuffled.sock, else the
+	 * user's own daemon if one answers, else the node's system daemon
+	 * (docs/api.md, "Finding the daemon") */
+	const char *socket_path;
+	/* NULL: $SHF_JOB, else the launcher's key (per mpirun: PMIX_NAMESPACE;
+	 * srun: SLURM_JOB_ID.SLURM_STEP_ID; torchrun: TORCHELASTIC_RUN_ID or
+	 * MASTER_ADDR:MASTER_PORT), else "default" (docs/api.md, "Launchers") */
+	const char *job;
+	/* -1 (both): $SHF_RANK/$SHF_WORLD, else the launcher's, first found of
+	 * PyTorch env://, Open MPI mpirun, Open MPI singleton (0 of 1), PMIx,
+	 * PMI, Slurm srun.  MPI programs: pass MPI_Comm_rank/size here. */
+	int rank, world;
 	uint32_t ring_bytes;     /* 0: daemon default; per direction, power of two */
 	int delivery_thread;     /* 1: callbacks on a library thread; 0: shf_poll() */
 	int timeout_ms;          /* open/send/flush/epoch; 0: default (60 s); -1: forever */

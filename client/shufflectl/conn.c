@@ -13,13 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/time.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "client/client.h"
 #include "client/shufflectl/shufflectl.h"
-#include "proto/cred.h"
 #include "proto/ipc.h"
 
 #define REPLY_MAX (256u << 20) /* bound on one JSON answer */
@@ -39,38 +37,21 @@ static int conn_left_ms(const struct conn *c)
 	return left <= 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
 }
 
-int conn_connect(struct conn *c, const char *path, int timeout_ms)
+int conn_connect(struct conn *c, const char *opt, int timeout_ms)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	c->path = path;
 	c->next_id = 1;
 	c->deadline = timeout_ms > 0 ? now_ms() + timeout_ms : INT64_MAX;
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	c->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (c->fd < 0)
-		return -errno;
-	/* connect(2) on a UNIX socket waits while the listen backlog is full;
-	 * SO_SNDTIMEO bounds that wait (it then fails with EAGAIN). */
-	if (timeout_ms > 0) {
-		struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-		setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	}
-	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int r = -errno;
-		close(c->fd);
-		c->fd = -1;
+	/* the library's rule (client/discover.c), so the two never disagree;
+	 * it also checks the daemon's uid (a daemon of another user may squat
+	 * the runtime directory: ask it nothing) */
+	struct shc_found f;
+	int r = shc_discover(opt, "-s", timeout_ms, &f);
+	c->daemon_cred = f.cred;
+	snprintf(c->path_buf, sizeof(c->path_buf), "%s", f.path);
+	c->path = c->path_buf;
+	if (r < 0)
 		return r;
-	}
-	/* the library's rule (proto/cred.h): a daemon of another user may
-	 * squat the runtime directory; ask it nothing */
-	int r = shf_cred_check_daemon(c->fd, SHF_SYSTEM_USER, &c->daemon_cred);
-	if (r < 0) {
-		close(c->fd);
-		c->fd = -1;
-		return r;
-	}
+	c->fd = f.fd;
 	return 0;
 }
 

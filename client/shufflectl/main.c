@@ -27,24 +27,6 @@
 #include "client/client.h"
 #include "client/shufflectl/shufflectl.h"
 
-/*
- * The control socket, found as the client library (client/env.c) and the
- * daemon (daemon/config.c) place it: opt, else $SHF_SOCKET, else
- * $SHF_RUNTIME_DIR/shuffled.sock, else <base>/<node>/shuffled.sock with
- * <base> /run/shuffle for uid 0, $XDG_RUNTIME_DIR/shuffle (if absolute) or
- * /tmp/shuffle-<uid>, and <node> $SHF_NODE or the host name.
- * 0, or -EINVAL with a message printed.
- */
-static int socket_path(const char *opt, char *out, size_t cap)
-{
-	/* the library's own rule, so the two can never disagree */
-	if (shc_env_socket_path(opt, (unsigned long)geteuid(), out, cap) < 0) {
-		errmsg("%s; use -s or set SHF_SOCKET", shf_error_detail());
-		return -EINVAL;
-	}
-	return 0;
-}
-
 enum output { OUT_TABLE, OUT_JSON, OUT_PROMETHEUS };
 
 static const char *const commands[] = {"status", "clients", "jobs", "peers",
@@ -69,10 +51,11 @@ static void usage(FILE *f)
 		"\n"
 		"Options:\n"
 		"  -s, --socket PATH  the daemon's control socket (default: $SHF_SOCKET, else\n"
-		"                     $SHF_RUNTIME_DIR/shuffled.sock, else /run/shuffle/NODE/...\n"
-		"                     for root, $XDG_RUNTIME_DIR/shuffle/NODE/... or\n"
-		"                     /tmp/shuffle-UID/NODE/shuffled.sock; NODE: $SHF_NODE or\n"
-		"                     the host name)\n"
+		"                     $SHF_RUNTIME_DIR/shuffled.sock, else your own daemon's\n"
+		"                     $XDG_RUNTIME_DIR/shuffle/NODE/shuffled.sock (or\n"
+		"                     /tmp/shuffle-UID/NODE/...) if a socket is there, else the\n"
+		"                     system daemon's " SHF_SYSTEM_RUNTIME_DIR "/NODE/shuffled.sock\n"
+		"                     (root: system first); NODE: $SHF_NODE or the host name)\n"
 		"  -j, --json         print the daemon's JSON answer (schema shuffle/1)\n"
 		"  -p, --prometheus   with stats: Prometheus text format (textfile collector)\n"
 		"  -t, --timeout MS   give up after MS milliseconds (default %d; 0: wait)\n"
@@ -238,16 +221,11 @@ int main(int argc, char **argv)
 	}
 	out = json ? OUT_JSON : prom ? OUT_PROMETHEUS : OUT_TABLE;
 
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	if (socket_path(sock_opt, path, sizeof(path)) < 0)
-		return EXIT_USAGE;
-
+	/* where: the library's rule (client/discover.c), and its words */
 	struct conn c = {.fd = -1};
-	int r = conn_connect(&c, path, timeout_ms);
-	if (r == -ENOENT || r == -ECONNREFUSED) {
-		errmsg("shuffled is not running: %s %s", path,
-		       r == -ENOENT ? "does not exist"
-				    : "refuses connections (a stale socket of a daemon that died?)");
+	int r = conn_connect(&c, sock_opt, timeout_ms);
+	if (r == -ECONNREFUSED) {
+		errmsg("shuffled is not running: %s", shf_error_detail());
 		if (out == OUT_PROMETHEUS) {
 			/* so a textfile collector records the daemon as down */
 			show_prometheus_down(stdout);
@@ -258,16 +236,16 @@ int main(int argc, char **argv)
 	if (r == -EPERM) {
 		errmsg("refusing the daemon at %s: it runs as uid %u (pid %d), which is neither "
 		       "root, your uid %u nor the system user '%s' (another user may have taken "
-		       "the runtime directory)", path, (unsigned)c.daemon_cred.uid,
+		       "the runtime directory)", c.path, (unsigned)c.daemon_cred.uid,
 		       (int)c.daemon_cred.pid, (unsigned)geteuid(), SHF_SYSTEM_USER);
 		return EXIT_FAIL;
 	}
+	if (r == -EINVAL) {
+		errmsg("%s; use -s or set SHF_SOCKET", shf_error_detail());
+		return EXIT_USAGE;
+	}
 	if (r < 0) {
-		if (r == -EAGAIN)
-			errmsg("cannot connect to %s: timed out (the daemon's listen queue is full)",
-			       path);
-		else
-			errmsg("cannot connect to %s: %s", path, strerror(-r));
+		errmsg("%s", shf_error_detail());
 		return EXIT_FAIL;
 	}
 	int rc = conn_hello(&c) < 0 ? EXIT_FAIL : run(&c, cmd, out);

@@ -54,14 +54,17 @@ struct conn {
 	uint32_t next_id; /* request ids, echoed by the daemon */
 	uint32_t node;    /* from HELLO_OK */
 	struct ucred daemon_cred; /* SO_PEERCRED of the daemon, at connect */
+	char path_buf[108];       /* the socket found (client/discover.c) */
 };
 
-/* Connect within timeout_ms (0: no bound, which also bounds every later
- * answer).  0, or the connect(2) errno (negative), or -EPERM when the
- * daemon's uid is not trusted (proto/cred.h; c->daemon_cred says who it
- * is), not printed: the caller decides between "not running" and a
- * failure. */
-int conn_connect(struct conn *c, const char *path, int timeout_ms);
+/* Find the daemon (-s opt, else the library's rule: client/discover.c) and
+ * connect within timeout_ms (0: no bound, which also bounds every later
+ * answer).  0, or the negative errno of shc_discover(), not printed (its
+ * text is in shf_error_detail()): -ECONNREFUSED nothing found (every
+ * place tried is listed), -EPERM the daemon's uid is not trusted
+ * (c->daemon_cred says who it is; c->path where), others.  The caller
+ * decides between "not running" and a failure. */
+int conn_connect(struct conn *c, const char *opt, int timeout_ms);
 /* HELLO -> HELLO_OK.  0 or negative errno (printed). */
 int conn_hello(struct conn *c);
 /* CTL(cmd) -> the JSON document, an object whose "command" is cmd (the

@@ -2,15 +2,15 @@
 /*
  * client-env: what shf_open() takes from the environment (client/env.c):
  * strict integer parsing, rank/world from launcher variables in matching
- * pairs and in order, the job name (sources, sanitising, truncation) and
- * the control socket path (sources, runtime directory rules, limits).
+ * pairs and in order, the job name (sources, sanitising, truncation), and
+ * each launcher's real variable set: rank, world and job key from the same
+ * launcher.  (Where the socket is: client-discover.c.)
  * Links the library's internals (shc_internal) directly.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "client/client.h"
@@ -32,6 +32,15 @@ static const char *const all_vars[] = {
 	"PMIX_RANK", "PMIX_SIZE", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID", "SLURM_NTASKS",
 	"SHF_JOB", "SLURM_JOB_ID", "PMIX_NAMESPACE", "SHF_SOCKET", "SHF_RUNTIME_DIR",
 	"SHF_NODE", "XDG_RUNTIME_DIR",
+	/* the launchers' sets (test_launchers) */
+	"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_NODE_RANK",
+	"OMPI_UNIVERSE_SIZE", "OMPI_APP_CTX_NUM_PROCS", "OMPI_MCA_ess", "OMPI_MCA_ess_base_jobid",
+	"OMPI_MCA_ess_base_vpid", "OMPI_MCA_orte_ess_num_procs", "OMPI_MCA_orte_ess_jobid",
+	"OMPI_MCA_orte_ess_vpid", "PMIX_ID", "PMIX_VERSION", "PMIX_SERVER_URI41", "SLURM_JOBID",
+	"SLURM_STEP_ID", "SLURM_STEPID", "SLURM_NPROCS", "SLURM_LOCALID", "SLURM_NODEID",
+	"SLURM_STEP_NUM_TASKS", "PMI_FD", "PMI_JOBID", "MPI_LOCALRANKID", "MPI_LOCALNRANKS",
+	"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR",
+	"MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT",
 };
 
 static void env_clear(void)
@@ -162,12 +171,17 @@ static void test_job(void)
 	set("PMIX_NAMESPACE", "prterun-host-1234@1");
 	expect_job(__LINE__, NULL, "prterun-host-1234@1");
 	set("SLURM_JOB_ID", "98765");
+	/* no launcher found: PMIx's per-run namespace before the allocation */
+	expect_job(__LINE__, NULL, "prterun-host-1234@1");
+	unsetenv("PMIX_NAMESPACE");
 	expect_job(__LINE__, NULL, "98765");
+	set("SLURM_STEP_ID", "3");
+	expect_job(__LINE__, NULL, "98765.3");
 	set("SHF_JOB", "mine");
 	expect_job(__LINE__, NULL, "mine");
 	expect_job(__LINE__, "explicit", "explicit");
 	set("SHF_JOB", "");
-	expect_job(__LINE__, NULL, "98765");
+	expect_job(__LINE__, NULL, "98765.3");
 
 	/* sanitised: everything outside [A-Za-z0-9._:@+-] becomes '_' */
 	expect_job(__LINE__, "a b/c\td", "a_b_c_d");
@@ -184,67 +198,152 @@ static void test_job(void)
 	expect_job(__LINE__, longname, want);
 }
 
-static void expect_path(int line, const char *opt, unsigned long uid, int err, const char *want)
+/* Apply a launcher's variable set ("NAME=value", NULL-terminated) to a
+ * clean environment. */
+static void env_apply(const char *const *vars)
 {
-	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	int r = shc_env_socket_path(opt, uid, path, sizeof(path));
-	if (r != err || (!err && strcmp(path, want) != 0)) {
-		fprintf(stderr, "line %d: socket path: %d '%s', want %d '%s' (detail: %s)\n", line, r,
-			r ? "" : path, err, want ? want : "", shf_error_detail());
-		failures++;
+	env_clear();
+	for (; *vars; vars++) {
+		const char *eq = strchr(*vars, '=');
+		char name[64];
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - *vars), *vars);
+		set(name, eq + 1);
 	}
 }
 
-static void test_socket_path(void)
+/* rank, world and job key of a launcher's set (err: rank/world fail) */
+static void expect_launch(int line, const char *what, const char *const *vars, int err, int r,
+			  int w, const char *job)
 {
-	env_clear();
-	set("SHF_NODE", "n1");
-	expect_path(__LINE__, NULL, 0, 0, "/run/shuffle/n1/shuffled.sock");
-	expect_path(__LINE__, NULL, 1000, 0, "/tmp/shuffle-1000/n1/shuffled.sock");
-	set("XDG_RUNTIME_DIR", "/run/user/1000");
-	expect_path(__LINE__, NULL, 1000, 0, "/run/user/1000/shuffle/n1/shuffled.sock");
-	expect_path(__LINE__, NULL, 0, 0, "/run/shuffle/n1/shuffled.sock"); /* root ignores XDG */
-	set("XDG_RUNTIME_DIR", "relative/dir");
-	expect_path(__LINE__, NULL, 1000, 0, "/tmp/shuffle-1000/n1/shuffled.sock");
-	set("XDG_RUNTIME_DIR", "");
-	expect_path(__LINE__, NULL, 1000, 0, "/tmp/shuffle-1000/n1/shuffled.sock");
+	env_apply(vars);
+	fprintf(stderr, "-- %s\n", what);
+	expect_rw(line, err, r, w);
+	if (job)
+		expect_job(line, NULL, job);
+}
 
-	/* the runtime dir, then the socket, then the option win */
-	set("SHF_RUNTIME_DIR", "/tmp/rt-x");
-	expect_path(__LINE__, NULL, 0, 0, "/tmp/rt-x/shuffled.sock");
-	set("SHF_SOCKET", "/tmp/s.sock");
-	expect_path(__LINE__, NULL, 0, 0, "/tmp/s.sock");
-	expect_path(__LINE__, "/tmp/opt.sock", 0, 0, "/tmp/opt.sock");
-	expect_path(__LINE__, "", 0, 0, "/tmp/s.sock");
+/*
+ * The variables each launcher really exports (the relevant part).  Open MPI
+ * 4.1.4 and the singleton were dumped on this machine (environ after
+ * MPI_Init, Debian 12's openmpi-bin); Slurm's and PyTorch's are from their
+ * documentation (srun(1) OUTPUT ENVIRONMENT VARIABLES; torchrun).
+ */
+static void test_launchers(void)
+{
+	/* mpirun -np 2, rank 1 (Open MPI 4.1.4) */
+	static const char *const ompi[] = {
+		"OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2", "OMPI_COMM_WORLD_LOCAL_RANK=1",
+		"OMPI_COMM_WORLD_LOCAL_SIZE=2", "OMPI_COMM_WORLD_NODE_RANK=1",
+		"OMPI_UNIVERSE_SIZE=2", "OMPI_APP_CTX_NUM_PROCS=2", "OMPI_MCA_ess=pmi",
+		"OMPI_MCA_ess_base_jobid=1831993345", "OMPI_MCA_ess_base_vpid=1",
+		"OMPI_MCA_orte_ess_num_procs=2", "PMIX_NAMESPACE=1831993345", "PMIX_RANK=1",
+		"PMIX_ID=1831993345.1", "PMIX_VERSION=4.2.2rc2", NULL};
+	expect_launch(__LINE__, "mpirun", ompi, 0, 1, 2, "1831993345");
 
-	/* node name: the host name when SHF_NODE is unset; never a path */
-	env_clear();
-	char host[256], want[300];
-	CHECK(gethostname(host, sizeof(host)) == 0);
-	host[sizeof(host) - 1] = '\0';
-	snprintf(want, sizeof(want), "/run/shuffle/%s/shuffled.sock", host);
-	expect_path(__LINE__, NULL, 0, 0, want);
-	set("SHF_NODE", "a/b");
-	expect_path(__LINE__, NULL, 0, -EINVAL, NULL);
-	set("SHF_NODE", "..");
-	expect_path(__LINE__, NULL, 0, -EINVAL, NULL);
+	/* the same mpirun inside a Slurm allocation (sbatch -n 4, job 4243):
+	 * the batch step's variables leak into every rank; the mpirun's
+	 * namespace must win, or two mpiruns of one allocation collide */
+	static const char *const ompi_slurm[] = {
+		"OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2", "OMPI_MCA_ess=pmi",
+		"OMPI_MCA_ess_base_jobid=1831993345", "PMIX_NAMESPACE=1831993345", "PMIX_RANK=1",
+		"SLURM_JOB_ID=4243", "SLURM_JOBID=4243", "SLURM_PROCID=0", "SLURM_NTASKS=4",
+		"SLURM_NPROCS=4", "SLURM_NODEID=0", "SLURM_LOCALID=0", NULL};
+	expect_launch(__LINE__, "mpirun in Slurm", ompi_slurm, 0, 1, 2, "1831993345");
+	static const char *const ompi_slurm2[] = {
+		"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=2", "OMPI_MCA_ess=pmi",
+		"OMPI_MCA_ess_base_jobid=1829371905", "PMIX_NAMESPACE=1829371905", "PMIX_RANK=0",
+		"SLURM_JOB_ID=4243", "SLURM_PROCID=0", "SLURM_NTASKS=4", NULL};
+	expect_launch(__LINE__, "second mpirun in Slurm", ompi_slurm2, 0, 0, 2, "1829371905");
 
-	/* longest path that fits sun_path, and one byte more */
-	char p[200];
-	size_t cap = sizeof(((struct sockaddr_un *)0)->sun_path);
-	memset(p, 'p', sizeof(p));
-	p[0] = '/';
-	p[cap - 1] = '\0';
-	expect_path(__LINE__, p, 0, 0, p);
-	p[cap - 1] = 'p';
-	p[cap] = '\0';
-	expect_path(__LINE__, p, 0, -EINVAL, NULL);
-	set("SHF_NODE", "n");
-	memset(p, 'x', sizeof(p));
-	p[0] = '/';
-	p[cap - 20] = '\0';
-	set("XDG_RUNTIME_DIR", p);
-	expect_path(__LINE__, NULL, 1000, -EINVAL, NULL);
+	/* older Open MPI (ORTE, no PMIx namespace) */
+	static const char *const ompi_old[] = {
+		"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=3", "OMPI_MCA_orte_ess_jobid=2910912513",
+		"OMPI_MCA_orte_ess_vpid=0", "OMPI_MCA_orte_ess_num_procs=3", NULL};
+	expect_launch(__LINE__, "old mpirun", ompi_old, 0, 0, 3, "2910912513");
+
+	/* Open MPI singleton: ./app without mpirun, environ after MPI_Init */
+	static const char *const single[] = {
+		"OMPI_MCA_ess=singleton", "OMPI_MCA_orte_ess_num_procs=1", "OMPI_APP_CTX_NUM_PROCS=1",
+		"OMPI_MCA_orte_launch=1", "PMIX_NAMESPACE=335216641", "PMIX_RANK=0",
+		"PMIX_SERVER_URI41=335216640.0;tcp4://127.0.0.1:44545", "PMIX_VERSION=4.2.2rc2",
+		NULL};
+	expect_launch(__LINE__, "singleton", single, 0, 0, 1, "335216641");
+	/* ... inside a Slurm batch script: still one process */
+	static const char *const single_slurm[] = {
+		"OMPI_MCA_ess=singleton", "PMIX_NAMESPACE=335216641", "PMIX_RANK=0",
+		"SLURM_JOB_ID=4243", "SLURM_PROCID=0", "SLURM_NTASKS=4", NULL};
+	expect_launch(__LINE__, "singleton in Slurm", single_slurm, 0, 0, 1, "335216641");
+
+	/* srun -n 8 (job 4243, step 2), task 3; and a second step */
+	static const char *const srun[] = {
+		"SLURM_PROCID=3", "SLURM_NTASKS=8", "SLURM_NPROCS=8", "SLURM_JOB_ID=4243",
+		"SLURM_JOBID=4243", "SLURM_STEP_ID=2", "SLURM_STEPID=2", "SLURM_LOCALID=1",
+		"SLURM_NODEID=1", "SLURM_STEP_NUM_TASKS=8", NULL};
+	expect_launch(__LINE__, "srun", srun, 0, 3, 8, "4243.2");
+	static const char *const srun2[] = {
+		"SLURM_PROCID=0", "SLURM_NTASKS=2", "SLURM_JOB_ID=4243", "SLURM_STEP_ID=3", NULL};
+	expect_launch(__LINE__, "srun, next step", srun2, 0, 0, 2, "4243.3");
+	/* srun --mpi=pmix: PMIx rank and namespace, no size: Slurm's pair */
+	static const char *const srun_pmix[] = {
+		"SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_JOB_ID=4243", "SLURM_STEP_ID=0",
+		"PMIX_RANK=1", "PMIX_NAMESPACE=slurm.pmix.4243.0", NULL};
+	expect_launch(__LINE__, "srun --mpi=pmix", srun_pmix, 0, 1, 2, "4243.0");
+	/* srun --mpi=pmi2: PMI pair and PMI_JOBID */
+	static const char *const srun_pmi2[] = {
+		"PMI_RANK=1", "PMI_SIZE=2", "PMI_FD=5", "PMI_JOBID=4243.1", "SLURM_PROCID=1",
+		"SLURM_NTASKS=2", "SLURM_JOB_ID=4243", "SLURM_STEP_ID=1", NULL};
+	expect_launch(__LINE__, "srun --mpi=pmi2", srun_pmi2, 0, 1, 2, "4243.1");
+
+	/* a PMIx launcher that gives no size anywhere: a clear error */
+	static const char *const pmix_only[] = {"PMIX_RANK=2", "PMIX_NAMESPACE=prterun-h-77@1",
+						NULL};
+	expect_launch(__LINE__, "PMIx without size", pmix_only, -EINVAL, 0, 0,
+		      "prterun-h-77@1");
+	CHECK(strstr(shf_error_detail(), "PMIX_RANK") != NULL);
+
+	/* torchrun (c10d rendezvous, --rdzv-id job42), 2 nodes x 2 */
+	static const char *const torchrun[] = {
+		"RANK=3", "WORLD_SIZE=4", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2", "GROUP_RANK=1",
+		"MASTER_ADDR=node1", "MASTER_PORT=29500", "TORCHELASTIC_RUN_ID=job42",
+		"TORCHELASTIC_RESTART_COUNT=0", NULL};
+	expect_launch(__LINE__, "torchrun", torchrun, 0, 3, 4, "job42");
+	/* static torchrun: run id "none" is everyone's; the master is not */
+	static const char *const torch_static[] = {
+		"RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=1", "MASTER_ADDR=10.0.0.1",
+		"MASTER_PORT=29501", "TORCHELASTIC_RUN_ID=none", NULL};
+	expect_launch(__LINE__, "torchrun, static", torch_static, 0, 1, 2, "10.0.0.1:29501");
+	/* plain env:// (init_process_group("gloo", init_method="env://")) */
+	static const char *const torch_env[] = {"RANK=0", "WORLD_SIZE=1", "MASTER_ADDR=127.0.0.1",
+						"MASTER_PORT=29500", NULL};
+	expect_launch(__LINE__, "env://", torch_env, 0, 0, 1, "127.0.0.1:29500");
+	/* torchrun started by srun (one agent per node): the worker's RANK */
+	static const char *const torch_srun[] = {
+		"RANK=3", "WORLD_SIZE=4", "LOCAL_RANK=1", "MASTER_ADDR=node1", "MASTER_PORT=29500",
+		"TORCHELASTIC_RUN_ID=4243", "SLURM_PROCID=1", "SLURM_NTASKS=2", "SLURM_JOB_ID=4243",
+		"SLURM_STEP_ID=0", NULL};
+	expect_launch(__LINE__, "torchrun under srun", torch_srun, 0, 3, 4, "4243");
+	/* RANK and WORLD_SIZE without env:// are not PyTorch's */
+	static const char *const generic[] = {"RANK=1", "WORLD_SIZE=2", NULL};
+	expect_launch(__LINE__, "bare RANK", generic, -EINVAL, 0, 0, "default");
+	CHECK(strstr(shf_error_detail(), "MASTER_ADDR") != NULL);
+
+	/* SHF_* first, over every launcher; SHF_JOB over every key */
+	static const char *const shf[] = {
+		"SHF_RANK=0", "SHF_WORLD=3", "SHF_JOB=mine", "OMPI_COMM_WORLD_RANK=1",
+		"OMPI_COMM_WORLD_SIZE=2", "PMIX_NAMESPACE=1831993345", "RANK=1", "WORLD_SIZE=2",
+		"MASTER_ADDR=a", "MASTER_PORT=1", "SLURM_PROCID=0", "SLURM_NTASKS=4",
+		"SLURM_JOB_ID=4243", NULL};
+	expect_launch(__LINE__, "SHF_*", shf, 0, 0, 3, "mine");
+	/* SHF_RANK/WORLD without SHF_JOB: the launcher's key */
+	static const char *const shf_nojob[] = {"SHF_RANK=0", "SHF_WORLD=3", "SLURM_PROCID=0",
+						"SLURM_NTASKS=4", "SLURM_JOB_ID=4243",
+						"SLURM_STEP_ID=5", NULL};
+	expect_launch(__LINE__, "SHF_* without SHF_JOB", shf_nojob, 0, 0, 3, "4243.5");
+	/* half an SHF pair is a mistake, not a reason to guess */
+	static const char *const shf_half[] = {"SHF_RANK=0", "SLURM_PROCID=0", "SLURM_NTASKS=4",
+					       NULL};
+	expect_launch(__LINE__, "SHF_RANK alone", shf_half, -EINVAL, 0, 0, NULL);
+	CHECK(strstr(shf_error_detail(), "SHF_WORLD") != NULL);
 }
 
 int main(void)
@@ -252,7 +351,7 @@ int main(void)
 	test_parse_int();
 	test_rank_world();
 	test_job();
-	test_socket_path();
+	test_launchers();
 	env_clear();
 	if (failures) {
 		fprintf(stderr, "client-env: %d failure(s)\n", failures);

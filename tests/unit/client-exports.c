@@ -20,7 +20,8 @@ int main(int argc, char **argv)
 	static const char *const private_fns[] = {
 		"shf_ipc_send", "shf_ipc_recv", "shf_ipc_check", "shf_ipc_job_check",
 		"shf_shm_check", "shf_shm_layout", "shf_shm_format", "shf_shm_ring",
-		"shc_env_job", "shc_env_rank_world", "shc_env_socket_path", "shc_parse_int",
+		"shc_env_job", "shc_env_rank_world", "shc_env_launcher", "shc_discover",
+		"shc_discover_in", "shc_parse_int",
 		"shc_fail", "shc_wait", "shc_deliver_batch", "shc_delivery_main", "shc_in_cb",
 	};
 	if (argc != 2) {
