@@ -659,7 +659,8 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 		bool transient = r == -ECONNREFUSED || r == -ETIMEDOUT || r == -ECONNRESET ||
 				 r == -EHOSTUNREACH;
 		if (!tcp || !transient || tries * STORE_WAIT_MS >= 60000) {
-			shd_err("rendezvous %s: %s", spec, err);
+			shd_err("rendezvous %s%s: %s", spec,
+				strcmp(cfg->rendezvous, "auto") ? "" : " (auto, under a launcher)", err);
 			shd_auth_free(auth);
 			return r;
 		}

@@ -248,8 +248,14 @@ static int parse_spec(struct shd_rdv *r, const char *spec, char *err, size_t err
 	if (!strcmp(spec, "none") || !strcmp(spec, "auto"))
 		return 0;
 	if (!strcmp(spec, "mpi")) {
+#ifdef SHD_HAVE_RDV_MPI
 		r->kind = SHD_RDV_MPI;
 		return 0;
+#else
+		shd_errf(err, errlen, "mpi: this shuffled was built without the mpi rendezvous "
+				      "(meson option rdv_mpi); use static:, dir:, tcp:// or none");
+		return -EINVAL;
+#endif
 	}
 	if (!strncmp(spec, "static:@", 8)) {
 		r->kind = SHD_RDV_STATIC;
@@ -440,7 +446,9 @@ int shd_rdv_open(const char *spec, const struct shd_rdv_self *self, struct shd_r
 	if (r->kind != SHD_RDV_DIR) /* dir: shd_rdv_dir_open() fills in all of r->me */
 		shd_rdv_dir_ident(&r->me, self->incarnation);
 	switch (r->kind) {
+#ifdef SHD_HAVE_RDV_MPI
 	case SHD_RDV_MPI: ret = shd_rdv_mpi_open(r, err, errlen); break;
+#endif
 	case SHD_RDV_STATIC: ret = open_static(r, self, err, errlen); break;
 	case SHD_RDV_DIR: ret = shd_rdv_dir_open(r, self->max_nodes, err, errlen); break;
 	case SHD_RDV_TCP: ret = shd_rdv_tcp_open(r, self->max_nodes, err, errlen); break;
@@ -492,7 +500,9 @@ int shd_rdv_exchange(struct shd_rdv *r, const void *addr, size_t addr_len,
 	}
 	r->exchanged = true;
 	switch (r->kind) {
+#ifdef SHD_HAVE_RDV_MPI
 	case SHD_RDV_MPI: return shd_rdv_mpi_exchange(r, addr, addr_len, out, err, errlen);
+#endif
 	case SHD_RDV_STATIC: return exchange_static(r, out);
 	case SHD_RDV_DIR: return shd_rdv_dir_exchange(r, addr, addr_len, out, err, errlen);
 	case SHD_RDV_TCP: return shd_rdv_tcp_exchange(r, addr, addr_len, out, err, errlen);
@@ -521,8 +531,10 @@ void shd_rdv_close(struct shd_rdv *r)
 {
 	if (!r)
 		return;
+#ifdef SHD_HAVE_RDV_MPI
 	if (r->kind == SHD_RDV_MPI)
 		shd_rdv_mpi_close(r);
+#endif
 	if (r->kind == SHD_RDV_TCP)
 		shd_rdv_tcp_close(r);
 	free(r->list);

@@ -204,7 +204,11 @@ static void test_strings(void)
 	bad_opt("iface", "averyveryverylongname", "at most 15");
 	ok("--iface=lo");
 
-	static const char *const rv_good[] = { "auto", "none", "mpi", "dir:/shared/rdv:4",
+	static const char *const rv_good[] = { "auto", "none",
+#ifdef SHD_HAVE_RDV_MPI
+					       "mpi",
+#endif
+					       "dir:/shared/rdv:4",
 					       "dir:/shared/rdv", /* N optional */
 					       "static:h1:7000", "static:h1:7000,h2:7001,10.0.0.3:1",
 					       "static:[fe80::1%eth0]:65535" };
@@ -213,6 +217,10 @@ static void test_strings(void)
 		ok(arg);
 		CHECK_STR(c.rendezvous, rv_good[i]);
 	}
+#ifndef SHD_HAVE_RDV_MPI
+	/* built with -Drdv_mpi=disabled: refused, saying why */
+	bad_opt("rendezvous", "mpi", "built without the mpi rendezvous");
+#endif
 	bad_opt("rendezvous", "pmix", "must be auto, none, mpi");
 	bad_opt("rendezvous", "MPI", "must be auto, none, mpi");
 	bad_opt("rendezvous", "dir:", "empty PATH");

@@ -222,7 +222,9 @@ static void test_bind(void)
 	      "overlong bind");
 
 	char err[256];
+#ifdef SHD_HAVE_RDV_MPI
 	CHECK(shd_rdv_bind_check("127.0.0.{node}:7000", "mpi", err, sizeof(err)) == 0, "mpi");
+#endif
 	CHECK(shd_rdv_bind_check("127.0.0.{node}:7000", "auto", err, sizeof(err)) == 0, "auto");
 	CHECK(shd_rdv_bind_check("127.0.0.{node}", "dir:/x:2", err, sizeof(err)) == -EINVAL &&
 		      strstr(err, "{node}"),
@@ -257,7 +259,11 @@ static void open_each_static(const char *spec)
 static void test_spec(void)
 {
 	static const char *const good[] = {
-		"auto", "none", "mpi", "dir:/shared/rdv:4", "dir:/a:b/c:1", "dir:rel:1048576",
+		"auto", "none",
+#ifdef SHD_HAVE_RDV_MPI
+		"mpi",
+#endif
+		"dir:/shared/rdv:4", "dir:/a:b/c:1", "dir:rel:1048576",
 		"static:h1:7000", "static:h1:7000,h2:7001,10.0.0.3:1",
 		"static:[fe80::1%eth0]:65535", "static:10.0.0.1:7000,[::1]:7001",
 		"static:127.0.0.2:7000,127.0.0.3:7001,[::1]:7002,host-x.example:80",
@@ -265,6 +271,9 @@ static void test_spec(void)
 	};
 	static const char *const bad[] = {
 		"", "pmix", "MPI", "mpi:", "static", "dir", "dir:", "dir:/x:",
+#ifndef SHD_HAVE_RDV_MPI
+		"mpi", /* -Drdv_mpi=disabled */
+#endif
 		"dir:/x:0", "dir:/x:1048577", "dir::3",
 		"static:", "static:h1", "static:h1:", "static::1", "static:h1:0",
 		"static:h1:65536", "static:h1:7000,", "static:h1:7000,h2:x", "static:,h1:1",
