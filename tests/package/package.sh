@@ -23,7 +23,7 @@ if [ -z "${SHF_PKG_IN_NS:-}" ]; then
 		skip "cannot create a mount namespace here (unshare --mount)"
 	exec env SHF_PKG_IN_NS=1 unshare --mount --propagation private "$0" "$@"
 fi
-for p in shuffled libshuffle-client1 libshuffle-client-dev; do
+for p in shuffled libshuffle-client1 libshuffle-client-dev shuffled-dbgsym libshuffle-client1-dbgsym; do
 	if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed'; then
 		skip "package $p is already installed here; this test would replace and purge it"
 	fi
@@ -37,7 +37,8 @@ daemon_pid=
 made_run=
 cleanup() {
 	[ -n "$daemon_pid" ] && kill -TERM "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
-	dpkg --purge libshuffle-client-dev libshuffle-client1 shuffled >/dev/null 2>&1
+	dpkg --purge libshuffle-client1-dbgsym shuffled-dbgsym libshuffle-client-dev \
+		libshuffle-client1 shuffled >/dev/null 2>&1
 	umount /run/shuffle 2>/dev/null
 	[ -n "$made_run" ] && rmdir /run/shuffle 2>/dev/null
 	rm -rf "$work"
@@ -56,7 +57,11 @@ for p in shuffled libshuffle-client1 libshuffle-client-dev; do
 done
 
 # ---- 2. install
-dpkg -i "$work"/pkgs/*.deb > "$work/dpkg.log" 2>&1 || {
+debs=()
+for p in shuffled libshuffle-client1 libshuffle-client-dev; do
+	debs+=("$work/pkgs/${p}_"*.deb)
+done
+dpkg -i "${debs[@]}" > "$work/dpkg.log" 2>&1 || {
 	cat "$work/dpkg.log" >&2
 	fail "dpkg -i of the packages failed"
 }
@@ -90,19 +95,20 @@ exe=${exec_start%% *}
 mount -t tmpfs -o mode=0755 tmpfs /run/shuffle || fail "cannot mount a tmpfs on /run/shuffle"
 chown "$user:$user" /run/shuffle    # what RuntimeDirectory= does
 node=$(hostname)
+mkdir "$work/log" && chown "$user:$user" "$work/log"   # what LogsDirectory= does
 # the unit's environment: RUNTIME_DIRECTORY, no NOTIFY_SOCKET, and
 # /etc/default/shuffled left out (the test must not read the machine's)
 setpriv --reuid="$user" --regid="$user" --init-groups \
 	env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin RUNTIME_DIRECTORY=/run/shuffle \
-	/usr/sbin/shuffled --log-file="$work/shuffled.log" > "$work/shuffled.out" 2>&1 &
+	/usr/sbin/shuffled --log-file="$work/log/shuffled.log" > "$work/shuffled.out" 2>&1 &
 daemon_pid=$!
 sock=/run/shuffle/$node/shuffled.sock
 for _ in $(seq 1 200); do
 	[ -S "$sock" ] && break
-	kill -0 "$daemon_pid" 2>/dev/null || { cat "$work"/shuffled.* >&2; fail "the packaged daemon exited"; }
+	kill -0 "$daemon_pid" 2>/dev/null || { cat "$work"/shuffled.out "$work"/log/shuffled.log >&2; fail "the packaged daemon exited"; }
 	sleep 0.1
 done
-[ -S "$sock" ] || { cat "$work"/shuffled.* >&2; fail "no socket at $sock after 20 s"; }
+[ -S "$sock" ] || { cat "$work"/shuffled.out "$work"/log/shuffled.log >&2; fail "no socket at $sock after 20 s"; }
 owner=$(stat -c %U "$sock")
 [ "$owner" = "$user" ] || fail "the socket belongs to $owner, not $user"
 note "packaged daemon up as $user: $sock ($(stat -c %a "$sock"))"
@@ -111,7 +117,9 @@ note "packaged daemon up as $user: $sock ($(stat -c %a "$sock"))"
 cflags=$(pkg-config --cflags --libs shuffle-client) || fail "pkg-config does not know shuffle-client"
 cc -O2 -o "$work/app" "$SRC/examples/shuffle-example.c" $cflags -pthread ||
 	fail "cannot compile the example against the packaged header and library"
-ldd "$work/app" | grep -q '/usr/lib/.*libshuffle-client.so.1' ||
+# (Debian 12 merges /lib into /usr/lib: compare resolved paths)
+used=$(ldd "$work/app" | awk '/libshuffle-client.so.1/ {print $3}')
+[ -n "$used" ] && [ "$(readlink -f "$used")" = "$(readlink -f "$(dpkg -L libshuffle-client1 | grep 'libshuffle-client.so.1$')")" ] ||
 	fail "the app does not use the packaged library: $(ldd "$work/app" | grep shuffle)"
 pids=()
 for r in 0 1 2 3; do
