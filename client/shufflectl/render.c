@@ -787,9 +787,6 @@ void show_status(const json_t *s, const json_t *peers, const json_t *jobs, FILE 
 			kv_add(&l, "jobs", "%lld, %zu failing (%s)", jint(s, "jobs", 0), nfail, bad);
 		else
 			kv_add(&l, "jobs", "%lld", jint(s, "jobs", 0));
-		char h[160];
-		health_check(peers, jobs, h, sizeof(h));
-		kv_add(&l, "health", "%s", h);
 	}
 	/* scalars a newer daemon adds */
 	static const char *const known[] = {"version", "pid", "node_name", "node_id", "nodes",
@@ -807,6 +804,11 @@ void show_status(const json_t *s, const json_t *peers, const json_t *jobs, FILE 
 		char *txt = json_dumps(v, JSON_ENCODE_ANY);
 		kv_add(&l, k, "%s", txt ? txt : "?");
 		free(txt);
+	}
+	if (peers || jobs) { /* the verdict last */
+		char h[160];
+		health_check(peers, jobs, h, sizeof(h));
+		kv_add(&l, "health", "%s", h);
 	}
 	kv_print(&l, f);
 }
