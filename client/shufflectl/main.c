@@ -14,8 +14,8 @@
  * Exit status, as systemctl(1) does it: 0 the daemon answered; 3 it is not
  * running (no socket, or the socket refuses connections); 2 bad usage;
  * 1 anything else (timeout, protocol error, permission, write error);
- * 4 (status only) it answered but is degraded: a peer is not up or a job
- * is failing (health_check()).
+ * 4 (status, as a table) it answered but is degraded: a peer is not up
+ * or a job is failing (health_check()).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -92,7 +92,8 @@ static void usage(FILE *f)
 		"  -V, --version      print the version\n"
 		"\n"
 		"Exit status: 0 the daemon answered, 1 error, 2 bad usage, 3 the daemon is not\n"
-		"running, 4 (status) it answered but a peer is not up or a job is failing.\n"
+		"running, 4 (status, not --json) it answered but a peer is not up or a job\n"
+		"is failing.\n"
 		"See shufflectl(1) and docs/shufflectl.md.\n",
 		DEFAULT_TIMEOUT_MS);
 }
@@ -131,13 +132,9 @@ static int run(struct conn *c, const char *cmd, enum output out, const struct pr
 	if (conn_request(c, ask, &doc) < 0)
 		return EXIT_FAIL;
 	if (out == OUT_JSON) {
+		/* scripts read the document (and use `--json status` to see that
+		 * the daemon answers): exit 0, degraded or not */
 		rc = print_json(doc) < 0 ? EXIT_FAIL : EXIT_OK;
-		if (rc == EXIT_OK && !strcmp(cmd, "status")) {
-			json_t *peers = NULL, *jobs = NULL;
-			rc = status_health(c, &peers, &jobs);
-			json_decref(peers);
-			json_decref(jobs);
-		}
 		goto out;
 	}
 	const char *schema = jstr(doc, "schema", "(none)");

@@ -33,8 +33,8 @@ enum exit_code {
 	EXIT_FAIL = 1,        /* any other error */
 	EXIT_USAGE = 2,       /* bad command line */
 	EXIT_NOT_RUNNING = 3, /* no socket, or nobody listening on it */
-	EXIT_DEGRADED = 4,    /* status: the daemon answered, but a peer is not up
-			       * or a job is failing (health_check()) */
+	EXIT_DEGRADED = 4,    /* status (table): the daemon answered, but a peer is
+			       * not up or a job is failing (health_check()) */
 };
 
 #define DEFAULT_TIMEOUT_MS 5000
