@@ -129,6 +129,8 @@ static json_t *jobs_json(struct shd_daemon *d, const struct view *v)
 		json_object_set_new(o, "registered", json_integer(j->registered));
 		json_object_set_new(o, "local", json_integer(j->local));
 		json_object_set_new(o, "gone", json_integer(j->gone));
+		/* of gone: ranks lost with their node (shufflectl status: failing) */
+		json_object_set_new(o, "lost", json_integer(j->lost));
 		json_object_set_new(o, "ready", json_boolean(j->ready));
 		json_object_set_new(o, "epochs", u64(j->epoch_seq));
 		json_object_set_new(o, "epoch_phase1", json_integer(j->p1_total));

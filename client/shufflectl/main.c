@@ -3,7 +3,8 @@
  * client/shufflectl/main.c - shufflectl, the operator's view of the local
  * shuffled: the command line and the dispatch of its commands.
  *
- *   shufflectl [-s SOCKET] [--json] [--prometheus] [--timeout MS] COMMAND
+ *   shufflectl [-s SOCKET] [--json | --prometheus [--per-rank]] [-o COLS]
+ *              [--width N] [--timeout MS] COMMAND
  *
  * It asks the daemon (conn.c) for one JSON document (schema "shuffle/1",
  * docs/shufflectl.md) and renders it as aligned tables (default,
@@ -12,7 +13,9 @@
  *
  * Exit status, as systemctl(1) does it: 0 the daemon answered; 3 it is not
  * running (no socket, or the socket refuses connections); 2 bad usage;
- * 1 anything else (timeout, protocol error, permission, write error).
+ * 1 anything else (timeout, protocol error, permission, write error);
+ * 4 (status, as a table) it answered but is degraded: a peer is not up
+ * or a job is failing (health_check()).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -21,6 +24,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -35,12 +39,13 @@ static const char *const commands[] = {"status", "clients", "jobs", "peers",
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: shufflectl [-s SOCKET] [--json | --prometheus] [--timeout MS] COMMAND\n"
+		"Usage: shufflectl [-s SOCKET] [--json | --prometheus [--per-rank]] [-o COLS]\n"
+		"                  [--width N] [--timeout MS] COMMAND\n"
 		"\n"
 		"Ask the node's shuffled daemon about its state.\n"
 		"\n"
 		"Commands:\n"
-		"  status   the daemon: version, pid, node, uptime, connections\n"
+		"  status   the daemon: version, pid, node, uptime, connections, health\n"
 		"  clients  registered client processes: job, rank, rings, counters\n"
 		"  jobs     jobs: world, registered and missing ranks, epochs\n"
 		"  peers    the daemons on other nodes: state, credit, traffic\n"
@@ -58,12 +63,21 @@ static void usage(FILE *f)
 		"                     (root: system first); NODE: $SHF_NODE or the host name)\n"
 		"  -j, --json         print the daemon's JSON answer (schema shuffle/1)\n"
 		"  -p, --prometheus   with stats: Prometheus text format (textfile collector)\n"
+		"      --per-rank     with --prometheus: also the per-client {job,rank} series\n"
+		"                     (off by default: ~25 series per rank, job ids as labels)\n"
+		"  -o, --output COLS  clients, jobs, peers: only these columns, in this order\n"
+		"                     (COL,COL,...; '-o help COMMAND' lists them)\n"
+		"      --list-columns list the columns of COMMAND's table\n"
+		"  -w, --width N      fit tables to N columns (default: the terminal's width;\n"
+		"                     on a pipe, cells are never cut)\n"
 		"  -t, --timeout MS   give up after MS milliseconds (default %d; 0: wait)\n"
 		"  -h, --help         print this help\n"
 		"  -V, --version      print the version\n"
 		"\n"
 		"Exit status: 0 the daemon answered, 1 error, 2 bad usage, 3 the daemon is not\n"
-		"running.  See shufflectl(1) and docs/shufflectl.md.\n",
+		"running, 4 (status, not --json) it answered but a peer is not up or a job\n"
+		"is failing.\n"
+		"See shufflectl(1) and docs/shufflectl.md.\n",
 		DEFAULT_TIMEOUT_MS);
 }
 
@@ -76,7 +90,24 @@ static int print_json(const json_t *doc)
 }
 
 /* Run one command on an open connection; returns an exit code. */
-static int run(struct conn *c, const char *cmd, enum output out)
+/* status: health from the peers and jobs (two more requests); the exit
+ * code, EXIT_FAIL when either cannot be had */
+static int status_health(struct conn *c, json_t **peers_p, json_t **jobs_p)
+{
+	json_t *pd = NULL, *jd = NULL;
+	char why[160];
+	if (conn_request(c, "peers", &pd) < 0 || conn_request(c, "jobs", &jd) < 0) {
+		json_decref(pd);
+		return EXIT_FAIL;
+	}
+	*peers_p = json_incref(jget(pd, "peers"));
+	*jobs_p = json_incref(jget(jd, "jobs"));
+	json_decref(pd);
+	json_decref(jd);
+	return health_check(*peers_p, *jobs_p, why, sizeof(why)) ? EXIT_OK : EXIT_DEGRADED;
+}
+
+static int run(struct conn *c, const char *cmd, enum output out, const struct prom_opts *po)
 {
 	const char *ask = out == OUT_PROMETHEUS ? "dump" : cmd;
 	json_t *doc = NULL;
@@ -84,6 +115,8 @@ static int run(struct conn *c, const char *cmd, enum output out)
 	if (conn_request(c, ask, &doc) < 0)
 		return EXIT_FAIL;
 	if (out == OUT_JSON) {
+		/* scripts read the document (and use `--json status` to see that
+		 * the daemon answers): exit 0, degraded or not */
 		rc = print_json(doc) < 0 ? EXIT_FAIL : EXIT_OK;
 		goto out;
 	}
@@ -94,7 +127,7 @@ static int run(struct conn *c, const char *cmd, enum output out)
 		goto out;
 	}
 	if (out == OUT_PROMETHEUS) {
-		show_prometheus(doc, stdout);
+		show_prometheus(doc, po, stdout);
 	} else if (!strcmp(cmd, "ping")) {
 		if (!json_is_true(jget(doc, "pong"))) {
 			errmsg("shuffled at %s answered ping without pong", c->path);
@@ -111,7 +144,14 @@ static int run(struct conn *c, const char *cmd, enum output out)
 		       jstr(st, "node_name", "?"));
 		json_decref(st);
 	} else if (!strcmp(cmd, "status")) {
-		show_status(doc, stdout);
+		json_t *peers = NULL, *jobs = NULL;
+		int h = status_health(c, &peers, &jobs);
+		if (h != EXIT_FAIL)
+			show_status(doc, peers, jobs, stdout);
+		json_decref(peers);
+		json_decref(jobs);
+		rc = h;
+		goto out;
 	} else if (!strcmp(cmd, "clients")) {
 		show_clients(jget(doc, "clients"), stdout);
 		show_others(doc, stdout);
@@ -140,6 +180,10 @@ int main(int argc, char **argv)
 		{"json", no_argument, NULL, 'j'},
 		{"prometheus", no_argument, NULL, 'p'},
 		{"timeout", required_argument, NULL, 't'},
+		{"per-rank", no_argument, NULL, 'R'},
+		{"output", required_argument, NULL, 'o'},
+		{"list-columns", no_argument, NULL, 'L'},
+		{"width", required_argument, NULL, 'w'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -148,12 +192,15 @@ int main(int argc, char **argv)
 	enum output out = OUT_TABLE;
 	bool json = false, prom = false;
 	int timeout_ms = DEFAULT_TIMEOUT_MS;
+	struct prom_opts po = {0};
+	const char *columns = NULL;
+	bool list_columns = false;
 	int o;
 
 	/* the tables measure and show cells in the user's character set */
 	setlocale(LC_CTYPE, "");
 	opterr = 0; /* our own messages */
-	while ((o = getopt_long(argc, argv, ":s:jpt:hV", lopts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":s:jpt:o:w:hV", lopts, NULL)) != -1) {
 		switch (o) {
 		case 's':
 			sock_opt = optarg;
@@ -176,6 +223,29 @@ int main(int argc, char **argv)
 			timeout_ms = (int)v;
 			break;
 		}
+		case 'R':
+			po.per_rank = true;
+			break;
+		case 'o':
+			if (!strcasecmp(optarg, "help"))
+				list_columns = true;
+			else
+				columns = optarg;
+			break;
+		case 'L':
+			list_columns = true;
+			break;
+		case 'w': {
+			char *end;
+			errno = 0;
+			long v = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || v < 1 || v > 100000) {
+				errmsg("--width '%s': not a number of columns (1..100000)", optarg);
+				return EXIT_USAGE;
+			}
+			render_width((int)v);
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return fflush(stdout) ? EXIT_FAIL : EXIT_OK;
@@ -192,6 +262,23 @@ int main(int argc, char **argv)
 				errmsg("unknown option '%s' (see --help)", argv[optind - 1]);
 			return EXIT_USAGE;
 		}
+	}
+	if (list_columns) {
+		/* -o help [COMMAND]: the tables' columns; no daemon needed */
+		bool any = false;
+		for (const char *const *p = commands; *p; p++) {
+			if (!render_has_columns(*p) || (optind < argc && strcmp(argv[optind], *p)))
+				continue;
+			if (any)
+				fputc('\n', stdout);
+			render_columns_help(*p, stdout);
+			any = true;
+		}
+		if (!any) {
+			errmsg("'%s' has no table columns (clients, jobs, peers have)", argv[optind]);
+			return EXIT_USAGE;
+		}
+		return fflush(stdout) ? EXIT_FAIL : EXIT_OK;
 	}
 	if (optind >= argc) {
 		errmsg("no command given (status, clients, jobs, peers, stats, config, dump, "
@@ -218,6 +305,18 @@ int main(int argc, char **argv)
 	if (prom && strcmp(cmd, "stats") != 0) {
 		errmsg("--prometheus goes with 'stats' only");
 		return EXIT_USAGE;
+	}
+	if (po.per_rank && !prom) {
+		errmsg("--per-rank goes with 'stats --prometheus' only");
+		return EXIT_USAGE;
+	}
+	if (columns) {
+		if (!render_has_columns(cmd) || json) {
+			errmsg("-o goes with the tables of clients, jobs and peers only");
+			return EXIT_USAGE;
+		}
+		if (render_columns(cmd, columns) < 0)
+			return EXIT_USAGE;
 	}
 	out = json ? OUT_JSON : prom ? OUT_PROMETHEUS : OUT_TABLE;
 
@@ -248,7 +347,7 @@ int main(int argc, char **argv)
 		errmsg("%s", shf_error_detail());
 		return EXIT_FAIL;
 	}
-	int rc = conn_hello(&c) < 0 ? EXIT_FAIL : run(&c, cmd, out);
+	int rc = conn_hello(&c) < 0 ? EXIT_FAIL : run(&c, cmd, out, &po);
 	conn_close(&c);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		errmsg("write error on standard output: %s", strerror(errno));

@@ -5,30 +5,78 @@
  * consistent snapshot).
  *
  * Per family "# HELP", "# TYPE", then its samples, every family once.
- * Names: shuffle_<name>_total for counters, shuffle_<name> for gauges;
- * daemon scope unprefixed, the all-clients sum shuffle_clients_*, the
- * fabric endpoint shuffle_fabric_*, per client shuffle_client_*{job,rank},
- * per job shuffle_job_*{job}, per peer shuffle_peer_*{node}.  HELP texts
- * and kinds come from proto/stats.h; a member this build does not know is
- * "untyped" with its name as help.
+ * Names follow Prometheus' naming rules (and pass `promtool check
+ * metrics`, tests/ctl/ctl-prometheus.c): base units spelled out as the
+ * last word before _total (seconds, bytes), exactly one _total, on
+ * counters only.  prom_metric() maps a member of the JSON to its metric:
+ * "<x>_ns..." is in seconds (the value scaled by 1e-9: epoch_ns_total ->
+ * shuffle_epoch_seconds_total, epoch_ns_max -> shuffle_epoch_seconds_max),
+ * "<x>_hwm" is a byte gauge (send_ring_hwm -> ..._send_ring_hwm_bytes),
+ * and a counter whose name already ends in _total gets no second one.
+ * Scopes: the daemon unprefixed, the all-clients sum shuffle_clients_*,
+ * the fabric endpoint shuffle_fabric_*, per job shuffle_job_*{job}, per
+ * peer shuffle_peer_*{node}, and per client shuffle_client_*{job,rank}
+ * only with --per-rank (prom_opts.per_rank): about 25 series per rank,
+ * with job ids as label values, is a cardinality a cluster's Prometheus
+ * should not get by default.  HELP texts and kinds come from
+ * proto/stats.h; a member this build does not know is "untyped" with its
+ * name as help.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "client/shufflectl/shufflectl.h"
 
-/* Metric name characters: [a-zA-Z0-9_]; anything else becomes '_'. */
-static void prom_name(char *buf, size_t n, const char *scope, const char *key, bool counter,
-		      bool known)
+/*
+ * A JSON member as a metric: the name after "shuffle_<scope>" and the
+ * factor its value is multiplied by.  Known counters end in exactly one
+ * _total; "ns" becomes "seconds" (factor 1e-9); a "_hwm" gauge (ring
+ * high-water marks, bytes) gets the _bytes unit.  Unknown members keep
+ * their name, untyped.
+ */
+struct prom_metric {
+	char name[160];
+	double scale;
+};
+
+static void prom_metric(struct prom_metric *m, const char *scope, const char *key,
+			bool counter, bool known)
 {
-	int len = snprintf(buf, n, "shuffle_%s%s%s", scope, key,
-			   counter && known ? "_total" : "");
-	for (int i = 0; i < len && (size_t)i < n; i++) {
-		char c = buf[i];
+	char base[128];
+	size_t kl = strlen(key);
+	m->scale = 1.0;
+	snprintf(base, sizeof(base), "%s", key);
+	if (known) {
+		/* "_ns" as a word: epoch_ns_total, epoch_ns_max, blocked_ns */
+		char *ns = strstr(base, "_ns");
+		if (ns && (ns[3] == '\0' || ns[3] == '_')) {
+			char rest[128];
+			snprintf(rest, sizeof(rest), "%s", ns + 3);
+			snprintf(ns, sizeof(base) - (size_t)(ns - base), "_seconds%s", rest);
+			m->scale = 1e-9;
+		} else if (!counter && kl > 4 && !strcmp(key + kl - 4, "_hwm")) {
+			snprintf(base + kl, sizeof(base) - kl, "_bytes");
+		}
+	}
+	size_t bl = strlen(base);
+	bool has_total = bl > 6 && !strcmp(base + bl - 6, "_total");
+	int len = snprintf(m->name, sizeof(m->name), "shuffle_%s%s%s", scope, base,
+			   counter && known && !has_total ? "_total" : "");
+	/* Metric name characters: [a-zA-Z0-9_]; anything else becomes '_'. */
+	for (int i = 0; i < len && (size_t)i < sizeof(m->name); i++) {
+		char c = m->name[i];
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 		      c == '_'))
-			buf[i] = '_';
+			m->name[i] = '_';
 	}
+}
+
+/* HELP of a metric converted to seconds: the list's "(ns)" would lie. */
+static void prom_help_unit(const struct prom_metric *m, char *help)
+{
+	char *u = m->scale != 1.0 ? strstr(help, "(ns)") : NULL;
+	if (u) /* "(ns)" -> "(s)" */
+		memmove(u + 1, u + 2, strlen(u + 2) + 1);
 }
 
 static void prom_family(FILE *f, const char *name, const char *type, const char *help)
@@ -61,10 +109,13 @@ static void prom_label_value(FILE *f, const char *v)
 	fputc('"', f);
 }
 
-/* Sample value: integers exactly, reals in full precision, booleans 0/1. */
-static void prom_value(FILE *f, const json_t *v)
+/* Sample value: integers exactly, reals in full precision, booleans 0/1;
+ * scaled (a unit conversion) as a real. */
+static void prom_value_scaled(FILE *f, const json_t *v, double scale)
 {
-	if (json_is_integer(v))
+	if (scale != 1.0 && json_is_number(v))
+		fprintf(f, "%.17g", json_number_value(v) * scale);
+	else if (json_is_integer(v))
 		fprintf(f, "%lld", (long long)json_integer_value(v));
 	else if (json_is_real(v))
 		fprintf(f, "%.17g", json_real_value(v));
@@ -72,6 +123,11 @@ static void prom_value(FILE *f, const json_t *v)
 		fprintf(f, "%d", json_is_true(v) ? 1 : 0);
 	else
 		fprintf(f, "NaN");
+}
+
+static void prom_value(FILE *f, const json_t *v)
+{
+	prom_value_scaled(f, v, 1.0);
 }
 
 /* Does v render as a sample?  (strings, objects, arrays do not) */
@@ -91,12 +147,14 @@ static void prom_scope(FILE *f, const json_t *o, const char *scope, const char *
 		if (!prom_sampleable(v))
 			continue;
 		const struct stat_desc *sd = stat_find(d, nd, k);
-		char name[160], help[400];
-		prom_name(name, sizeof(name), scope, k, sd && sd->counter, sd != NULL);
+		struct prom_metric m;
+		char help[400];
+		prom_metric(&m, scope, k, sd && sd->counter, sd != NULL);
 		snprintf(help, sizeof(help), "%s%s", what, sd ? sd->help : k);
-		prom_family(f, name, sd ? (sd->counter ? "counter" : "gauge") : "untyped", help);
-		fprintf(f, "%s ", name);
-		prom_value(f, v);
+		prom_help_unit(&m, help);
+		prom_family(f, m.name, sd ? (sd->counter ? "counter" : "gauge") : "untyped", help);
+		fprintf(f, "%s ", m.name);
+		prom_value_scaled(f, v, m.scale);
 		fputc('\n', f);
 	}
 }
@@ -233,23 +291,26 @@ static void prom_clients(FILE *f, const json_t *clients)
 		json_object_foreach(keys, key, dummy)
 		{
 			const struct stat_desc *sd = stat_find(client_stats, n_client_stats, key);
-			char name[160], help[400];
+			struct prom_metric m;
+			char help[400];
 			bool any = false;
 			for (size_t c = 0; c < n && !any; c++)
 				any = prom_sampleable(json_object_get(pc[c].stats, key));
 			if (!any)
 				continue;
-			prom_name(name, sizeof(name), "client_", key, sd && sd->counter, sd != NULL);
+			prom_metric(&m, "client_", key, sd && sd->counter, sd != NULL);
 			snprintf(help, sizeof(help), "Per client (job, rank): %s", sd ? sd->help : key);
-			prom_family(f, name, sd ? (sd->counter ? "counter" : "gauge") : "untyped", help);
+			prom_help_unit(&m, help);
+			prom_family(f, m.name, sd ? (sd->counter ? "counter" : "gauge") : "untyped",
+				    help);
 			for (size_t c = 0; c < n; c++) {
 				json_t *v = json_object_get(pc[c].stats, key);
 				if (!prom_sampleable(v))
 					continue;
-				fputs(name, f);
+				fputs(m.name, f);
 				prom_client_labels(f, &pc[c]);
 				fputc(' ', f);
-				prom_value(f, v);
+				prom_value_scaled(f, v, m.scale);
 				fputc('\n', f);
 			}
 		}
@@ -331,10 +392,12 @@ static void prom_peer_list(FILE *f, const json_t *peers, const struct stat_desc 
 {
 	for (size_t k = 0; k < n; k++) {
 		const struct stat_desc *sd = &list[k];
-		char name[160], help[300];
-		prom_name(name, sizeof(name), "peer_", sd->name, sd->counter, true);
+		struct prom_metric m;
+		char help[300];
+		prom_metric(&m, "peer_", sd->name, sd->counter, true);
 		snprintf(help, sizeof(help), "Per peer: %s", sd->help);
-		prom_family(f, name, sd->counter ? "counter" : "gauge", help);
+		prom_help_unit(&m, help);
+		prom_family(f, m.name, sd->counter ? "counter" : "gauge", help);
 		size_t i;
 		json_t *p;
 		json_array_foreach(peers, i, p)
@@ -342,8 +405,8 @@ static void prom_peer_list(FILE *f, const json_t *peers, const struct stat_desc 
 			json_t *v = jget(p, sd->name);
 			if (!prom_sampleable(v))
 				continue;
-			fprintf(f, "%s{node=\"%lld\"} ", name, jint(p, "node", -1));
-			prom_value(f, v);
+			fprintf(f, "%s{node=\"%lld\"} ", m.name, jint(p, "node", -1));
+			prom_value_scaled(f, v, m.scale);
 			fputc('\n', f);
 		}
 	}
@@ -389,7 +452,7 @@ void show_prometheus_down(FILE *f)
 	prom_up(f, 0);
 }
 
-void show_prometheus(const json_t *d, FILE *f)
+void show_prometheus(const json_t *d, const struct prom_opts *o, FILE *f)
 {
 	const json_t *st = jget(d, "status");
 	prom_up(f, 1);
@@ -415,7 +478,8 @@ void show_prometheus(const json_t *d, FILE *f)
 		   n_client_stats);
 	/* only from a daemon that reports its fabric endpoint */
 	prom_scope(f, jget(stats, "fabric"), "fabric_", "", fabric_stats, n_fabric_stats);
-	prom_clients(f, jget(d, "clients"));
+	if (o->per_rank)
+		prom_clients(f, jget(d, "clients"));
 	prom_jobs(f, jget(d, "jobs"));
 	prom_peers(f, jget(d, "peers"));
 }

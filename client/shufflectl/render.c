@@ -5,16 +5,22 @@
  * versions; scripts use --json).
  *
  * Tables are libsmartcols tables (two spaces between columns, numbers
- * right-aligned, never cut to the terminal's width).  The per-row tables
- * (clients, jobs, peers) are column specs {header, JSON key, formatter}.
+ * right-aligned).  On a terminal (or with --width) they fit its width:
+ * libsmartcols truncates the text columns flagged SCOLS_FL_TRUNC (names,
+ * addresses) first, and cuts what still does not fit; on a pipe every
+ * cell is whole.  The per-row tables (clients, jobs, peers) are column
+ * specs {header, JSON key, formatter, help}; -o picks and orders them
+ * (render_columns()).
  * The counter tables list every member of a scope, described from
  * proto/stats.h; a member this build does not know is shown without a
  * description.
  */
+#include <errno.h>
 #include <libsmartcols.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "client/shufflectl/shufflectl.h"
 #include "proto/stats.h"
@@ -153,27 +159,44 @@ struct table {
 	char head[32][64];          /* the headers, for a table without rows */
 };
 
+/* --width: 0 means the terminal's (libsmartcols: $COLUMNS, else the tty's;
+ * none on a pipe); else tables fit this many columns, tty or not */
+static int table_width;
+
+void render_width(int cols)
+{
+	table_width = cols;
+}
+
 static void table_init(struct table *t)
 {
 	memset(t, 0, sizeof(*t));
 	t->tb = scols_new_table();
 	if (!t->tb)
 		oom();
-	/* as on a pipe on a terminal too: every cell whole, whatever the width */
-	scols_table_set_termforce(t->tb, SCOLS_TERMFORCE_NEVER);
+	if (table_width > 0) {
+		scols_table_set_termforce(t->tb, SCOLS_TERMFORCE_ALWAYS);
+		scols_table_set_termwidth(t->tb, (size_t)table_width);
+	}
+	/* too narrow even after truncation: cut the line, never wrap it */
+	scols_table_enable_nowrap(t->tb, 1);
 	scols_table_set_column_separator(t->tb, "  ");
 }
 
-/* head: "NAME" or "COUNT>" - a trailing '>' right-aligns the column. */
+/* head: "NAME" or "COUNT>" - a trailing '>' right-aligns the column; a
+ * trailing '~' lets it be truncated to fit the terminal (text). */
 static void table_col(struct table *t, const char *head)
 {
 	size_t l = strlen(head);
+	bool trunc = l > 0 && head[l - 1] == '~';
+	l -= trunc;
 	bool right = l > 0 && head[l - 1] == '>';
 	if (t->ncols == NELEM(t->head))
 		abort(); /* a programming error: the tables here are narrower */
 	char *name = t->head[t->ncols++];
 	snprintf(name, sizeof(t->head[0]), "%.*s", (int)(right ? l - 1 : l), head);
-	if (!scols_table_new_column(t->tb, name, 0, right ? SCOLS_FL_RIGHT : 0))
+	if (!scols_table_new_column(t->tb, name, 0,
+				    (right ? SCOLS_FL_RIGHT : 0) | (trunc ? SCOLS_FL_TRUNC : 0)))
 		oom();
 }
 
@@ -231,11 +254,14 @@ static void table_print(struct table *t, FILE *f, int indent)
 struct col;
 typedef const char *cell_fn(const json_t *row, const struct col *c, char *buf, size_t n);
 struct col {
-	const char *head; /* header; a trailing '>' right-aligns (numbers) */
+	const char *head; /* header; a trailing '>' right-aligns (numbers), '~' may be
+			   * truncated to fit the terminal (text); -o names a column
+			   * by its header without them, in any case */
 	const char *key;  /* member of the row; "a.b": member b of the row's object a */
 	cell_fn *fmt;
 	const char *def;  /* text when the member is absent or of the wrong type (NULL:
 			   * as 0 for numbers, "?" for strings) */
+	const char *help; /* for -o help */
 };
 
 /* The object holding the column's member, and the member's name. */
@@ -364,75 +390,224 @@ static const char *cell_drops(const json_t *row, const struct col *c, char *buf,
 	return buf;
 }
 
+/* -o: the chosen columns of the one table it applies to (indices into its
+ * spec sel_spec), in the order given; nsel 0: all of them */
+static const struct col *sel_spec;
+static size_t sel[32], nsel;
+
 static void show_rows(const json_t *rows, const struct col *cols, size_t ncols, FILE *f)
 {
 	struct table t;
+	size_t idx[32], n = 0;
+	if (sel_spec == cols && nsel > 0) {
+		memcpy(idx, sel, nsel * sizeof(sel[0]));
+		n = nsel;
+	} else {
+		for (size_t k = 0; k < ncols && k < NELEM(idx); k++)
+			idx[n++] = k;
+	}
 	table_init(&t);
-	for (size_t k = 0; k < ncols; k++)
-		table_col(&t, cols[k].head);
+	for (size_t k = 0; k < n; k++)
+		table_col(&t, cols[idx[k]].head);
 	size_t i;
 	json_t *row;
 	json_array_foreach(rows, i, row)
 	{
-		for (size_t k = 0; k < ncols; k++) {
+		for (size_t k = 0; k < n; k++) {
 			char buf[128];
-			table_cell(&t, "%s", cols[k].fmt(row, &cols[k], buf, sizeof(buf)));
+			const struct col *c = &cols[idx[k]];
+			table_cell(&t, "%s", c->fmt(row, c, buf, sizeof(buf)));
 		}
 	}
 	table_print(&t, f, 0);
 }
 
 static const struct col job_cols[] = {
-	{"JOB", "name", cell_str, NULL},
-	{"UID>", "uid", cell_int, "-1"},
-	{"WORLD>", "world", cell_int, NULL},
-	{"REGISTERED>", "registered", cell_int, NULL},
-	{"LOCAL>", "local", cell_int, NULL},
-	{"GONE>", "gone", cell_int, NULL},
-	{"READY", "ready", cell_yesno, NULL},
-	{"EPOCHS>", "epochs", cell_count, NULL},
-	{"PHASE1>", "epoch_phase1", cell_int, NULL},
-	{"PHASE2>", "epoch_phase2", cell_int, NULL},
-	{"MISSING", "missing", cell_nonempty, "-"},
+	{"JOB~", "name", cell_str, NULL,
+	 "the job's name (launcher job id, SHF_JOB, ...)"},
+	{"UID>", "uid", cell_int, "-1",
+	 "the job's owner"},
+	{"WORLD>", "world", cell_int, NULL,
+	 "ranks in the job"},
+	{"REGISTERED>", "registered", cell_int, NULL,
+	 "ranks registered on any node"},
+	{"LOCAL>", "local", cell_int, NULL,
+	 "ranks registered on this node"},
+	{"GONE>", "gone", cell_int, NULL,
+	 "ranks that have left or were lost"},
+	{"READY", "ready", cell_yesno, NULL,
+	 "yes once every rank has registered"},
+	{"EPOCHS>", "epochs", cell_count, NULL,
+	 "epochs completed"},
+	{"PHASE1>", "epoch_phase1", cell_int, NULL,
+	 "ranks in phase 1 of the current epoch"},
+	{"PHASE2>", "epoch_phase2", cell_int, NULL,
+	 "ranks in phase 2 of the current epoch"},
+	{"MISSING~", "missing", cell_nonempty, "-",
+	 "ranks not registered yet"},
 };
 
 static const struct col client_cols[] = {
-	{"ID>", "id", cell_int, "-1"},
-	{"PID>", "pid", cell_int, "-1"},
-	{"UID>", "uid", cell_int, "-1"},
-	{"JOB", "job", cell_str, "-"},
-	{"RANK>", "rank", cell_int, "-1"},
-	{"STATE", "state", cell_str, NULL},
-	{"EPOCH", "epoch", cell_str, NULL},
-	{"BLOCKED", "blocked", cell_yesno, NULL},
-	{"RING>", "ring_bytes", cell_size, "-"},
-	{"SEND>", "send_used", cell_fill, "-"},
-	{"DELIV>", "deliver_used", cell_fill, "-"},
-	{"MSGS_IN>", "stats.msgs_in", cell_count, NULL},
-	{"MSGS_OUT>", "stats.msgs_out", cell_count, NULL},
-	{"BYTES_IN>", "stats.bytes_in", cell_iec, NULL},
-	{"BYTES_OUT>", "stats.bytes_out", cell_iec, NULL},
-	{"DROPS>", "stats", cell_drops, NULL},
-	{"AGE>", "connected_s", cell_secs, NULL},
+	{"ID>", "id", cell_int, "-1",
+	 "the daemon's session id"},
+	{"PID>", "pid", cell_int, "-1",
+	 "the client's process id"},
+	{"UID>", "uid", cell_int, "-1",
+	 "the client's user id"},
+	{"JOB~", "job", cell_str, "-",
+	 "its job"},
+	{"RANK>", "rank", cell_int, "-1",
+	 "its rank in the job"},
+	{"STATE", "state", cell_str, NULL,
+	 "session state"},
+	{"EPOCH", "epoch", cell_str, NULL,
+	 "its epoch state"},
+	{"BLOCKED", "blocked", cell_yesno, NULL,
+	 "yes while its next record waits"},
+	{"RING>", "ring_bytes", cell_size, "-",
+	 "size of each of its rings"},
+	{"SEND>", "send_used", cell_fill, "-",
+	 "send ring fill"},
+	{"DELIV>", "deliver_used", cell_fill, "-",
+	 "delivery ring fill"},
+	{"MSGS_IN>", "stats.msgs_in", cell_count, NULL,
+	 "messages taken from its send ring"},
+	{"MSGS_OUT>", "stats.msgs_out", cell_count, NULL,
+	 "messages placed in its delivery ring"},
+	{"BYTES_IN>", "stats.bytes_in", cell_iec, NULL,
+	 "payload bytes sent"},
+	{"BYTES_OUT>", "stats.bytes_out", cell_iec, NULL,
+	 "payload bytes delivered"},
+	{"DROPS>", "stats", cell_drops, NULL,
+	 "its messages dropped (destination gone or down)"},
+	{"AGE>", "connected_s", cell_secs, NULL,
+	 "time since it connected"},
 };
 
 static const struct col peer_cols[] = {
-	{"NODE>", "node", cell_int, "-1"},
-	{"HOST", "host", cell_str, NULL},
-	{"ADDR", "addr", cell_str, NULL},
-	{"STATE", "state", cell_str, NULL},
-	{"HEARD>", "last_heard_ms", cell_ago_ms, NULL},
-	{"INFLIGHT>", "inflight", cell_int, NULL},
-	{"QUEUED>", "queued", cell_int, NULL},
-	{"OPEN>", "open_bytes", cell_iec, NULL},
-	{"PARKED", "parked", cell_yesno, NULL},
-	{"MSGS_OUT>", "msgs_out", cell_count, NULL},
-	{"MSGS_IN>", "msgs_in", cell_count, NULL},
-	{"BYTES_OUT>", "bytes_out", cell_iec, NULL},
-	{"BYTES_IN>", "bytes_in", cell_iec, NULL},
-	{"STALLS>", "credit_stalls", cell_count, NULL},
-	{"DROPS>", "drops_down", cell_count, NULL},
+	{"NODE>", "node", cell_int, "-1",
+	 "the peer's node id"},
+	{"HOST~", "host", cell_str, NULL,
+	 "its host name"},
+	{"ADDR~", "addr", cell_str, NULL,
+	 "its fabric address"},
+	{"STATE", "state", cell_str, NULL,
+	 "up, joining, unknown, failing or down"},
+	{"HEARD>", "last_heard_ms", cell_ago_ms, NULL,
+	 "time since anything was heard from it"},
+	{"INFLIGHT>", "inflight", cell_int, NULL,
+	 "batches sent, not yet acknowledged"},
+	{"QUEUED>", "queued", cell_int, NULL,
+	 "batches waiting for credit"},
+	{"OPEN>", "open_bytes", cell_iec, NULL,
+	 "bytes in the batch being filled"},
+	{"PARKED", "parked", cell_yesno, NULL,
+	 "yes while its batches wait for a full delivery ring"},
+	{"MSGS_OUT>", "msgs_out", cell_count, NULL,
+	 "messages sent to it"},
+	{"MSGS_IN>", "msgs_in", cell_count, NULL,
+	 "messages received from it"},
+	{"BYTES_OUT>", "bytes_out", cell_iec, NULL,
+	 "batch bytes sent to it"},
+	{"BYTES_IN>", "bytes_in", cell_iec, NULL,
+	 "batch bytes received from it"},
+	{"STALLS>", "credit_stalls", cell_count, NULL,
+	 "times a batch to it waited for credit"},
+	{"DROPS>", "drops_down", cell_count, NULL,
+	 "messages to it dropped because it was down"},
 };
+
+/* The tables -o applies to. */
+static const struct {
+	const char *cmd;
+	const struct col *cols;
+	size_t n;
+} col_tables[] = {
+	{"clients", client_cols, NELEM(client_cols)},
+	{"jobs", job_cols, NELEM(job_cols)},
+	{"peers", peer_cols, NELEM(peer_cols)},
+};
+
+/* "RANK>" -> "RANK" */
+static void col_name(const struct col *c, char *buf, size_t n)
+{
+	snprintf(buf, n, "%.*s", (int)strcspn(c->head, ">~"), c->head);
+}
+
+static const struct col *col_table(const char *cmd, size_t *n)
+{
+	for (size_t i = 0; i < NELEM(col_tables); i++)
+		if (!strcmp(col_tables[i].cmd, cmd)) {
+			*n = col_tables[i].n;
+			return col_tables[i].cols;
+		}
+	return NULL;
+}
+
+bool render_has_columns(const char *cmd)
+{
+	size_t n;
+	return col_table(cmd, &n) != NULL;
+}
+
+void render_columns_help(const char *cmd, FILE *f)
+{
+	size_t n;
+	const struct col *cols = col_table(cmd, &n);
+	if (!cols)
+		return;
+	fprintf(f, "Columns of '%s' (-o COL,COL,...; default: all, in this order):\n", cmd);
+	for (size_t k = 0; k < n; k++) {
+		char name[64];
+		col_name(&cols[k], name, sizeof(name));
+		fprintf(f, "  %-10s  %s\n", name, cols[k].help);
+	}
+}
+
+int render_columns(const char *cmd, const char *list)
+{
+	size_t n;
+	const struct col *cols = col_table(cmd, &n);
+	if (!cols)
+		return -EINVAL;
+	nsel = 0;
+	sel_spec = cols;
+	for (const char *p = list; *p;) {
+		size_t l = strcspn(p, ",");
+		bool found = false;
+		for (size_t k = 0; k < n && !found && l > 0; k++) {
+			char name[64];
+			col_name(&cols[k], name, sizeof(name));
+			if (l == strlen(name) && !strncasecmp(p, name, l)) {
+				if (nsel == NELEM(sel)) {
+					errmsg("-o: at most %zu columns", NELEM(sel));
+					return -EINVAL;
+				}
+				sel[nsel++] = k;
+				found = true;
+			}
+		}
+		if (!found) {
+			char valid[512] = "";
+			size_t o = 0;
+			for (size_t k = 0; k < n && o < sizeof(valid); k++) {
+				char name[64];
+				col_name(&cols[k], name, sizeof(name));
+				o += (size_t)snprintf(valid + o, sizeof(valid) - o, "%s%s", k ? "," : "",
+						      name);
+			}
+			errmsg("-o: unknown column '%.*s' for '%s' (valid: %s)", (int)l, p, cmd,
+			       valid);
+			return -EINVAL;
+		}
+		p += l + (p[l] == ',');
+	}
+	if (nsel == 0) {
+		errmsg("-o: no column named (see -o help)");
+		return -EINVAL;
+	}
+	return 0;
+}
 
 void show_jobs(const json_t *a, FILE *f)
 {
@@ -511,7 +686,54 @@ static void kv_print(struct kv *l, FILE *f)
 	l->n = 0;
 }
 
-void show_status(const json_t *s, FILE *f)
+/* A job is failing: another node named another owner for it, ranks were
+ * lost with their node, or messages of its ranks were dropped (each drop
+ * was reported to its sender).  why: the reason, for people. */
+static bool job_failing(const json_t *j, char *why, size_t n)
+{
+	const json_t *st = jget(j, "stats");
+	long long drops = jint(st, "drops_dead", 0) + jint(st, "drops_down", 0);
+	long long lost = jint(j, "lost", 0);
+	if (jget(j, "conflict_node")) {
+		snprintf(why, n, "owner conflict with node %lld", jint(j, "conflict_node", -1));
+		return true;
+	}
+	if (lost > 0 || drops > 0) {
+		snprintf(why, n, "%lld rank(s) lost, %lld message(s) dropped", lost, drops);
+		return true;
+	}
+	return false;
+}
+
+static bool peer_ok(const json_t *p)
+{
+	return !strcmp(jstr(p, "state", ""), "up");
+}
+
+bool health_check(const json_t *peers, const json_t *jobs, char *why, size_t n)
+{
+	size_t i, bad_peers = 0, bad_jobs = 0;
+	json_t *v;
+	char tmp[128];
+	json_array_foreach(peers, i, v)
+		bad_peers += !peer_ok(v);
+	json_array_foreach(jobs, i, v)
+		bad_jobs += job_failing(v, tmp, sizeof(tmp));
+	if (!bad_peers && !bad_jobs) {
+		snprintf(why, n, "ok");
+		return true;
+	}
+	if (bad_peers && bad_jobs)
+		snprintf(why, n, "degraded: %zu peer(s) not up, %zu job(s) failing", bad_peers,
+			 bad_jobs);
+	else if (bad_peers)
+		snprintf(why, n, "degraded: %zu peer(s) not up", bad_peers);
+	else
+		snprintf(why, n, "degraded: %zu job(s) failing", bad_jobs);
+	return false;
+}
+
+void show_status(const json_t *s, const json_t *peers, const json_t *jobs, FILE *f)
 {
 	char up[64];
 	struct kv l = {0};
@@ -523,7 +745,49 @@ void show_status(const json_t *s, FILE *f)
 	kv_add(&l, "uptime", "%s", up);
 	kv_add(&l, "sessions", "%lld connected, %lld registered clients", jint(s, "sessions", 0),
 	       jint(s, "clients", 0));
-	kv_add(&l, "jobs", "%lld", jint(s, "jobs", 0));
+	if (!peers && !jobs) {
+		kv_add(&l, "jobs", "%lld", jint(s, "jobs", 0));
+	} else {
+		/* peers: "2 up, 1 down (node 2 n3)"; jobs: "3, 1 failing (a: why)" */
+		static const char *const states[] = {"up", "joining", "unknown", "failing", "down"};
+		char line[512] = "", bad[256] = "";
+		size_t o = 0, ob = 0, i;
+		json_t *v;
+		for (size_t k = 0; k < NELEM(states); k++) {
+			size_t cnt = 0;
+			json_array_foreach(peers, i, v)
+				cnt += !strcmp(jstr(v, "state", ""), states[k]);
+			if (cnt && o < sizeof(line))
+				o += (size_t)snprintf(line + o, sizeof(line) - o, "%s%zu %s",
+						      o ? ", " : "", cnt, states[k]);
+		}
+		json_array_foreach(peers, i, v)
+			if (!peer_ok(v) && ob < sizeof(bad))
+				ob += (size_t)snprintf(bad + ob, sizeof(bad) - ob, "%snode %lld %s %s",
+						       ob ? ", " : "", jint(v, "node", -1),
+						       jstr(v, "host", "?"), jstr(v, "state", "?"));
+		if (!json_array_size(peers))
+			kv_add(&l, "peers", "none (this daemon is alone)");
+		else
+			kv_add(&l, "peers", "%s%s%s%s", line, ob ? " (" : "", bad, ob ? ")" : "");
+		size_t nfail = 0;
+		ob = 0;
+		bad[0] = '\0';
+		json_array_foreach(jobs, i, v)
+		{
+			char why[128];
+			if (!job_failing(v, why, sizeof(why)))
+				continue;
+			nfail++;
+			if (ob < sizeof(bad))
+				ob += (size_t)snprintf(bad + ob, sizeof(bad) - ob, "%s%s: %s",
+						       ob ? "; " : "", jstr(v, "name", "?"), why);
+		}
+		if (nfail)
+			kv_add(&l, "jobs", "%lld, %zu failing (%s)", jint(s, "jobs", 0), nfail, bad);
+		else
+			kv_add(&l, "jobs", "%lld", jint(s, "jobs", 0));
+	}
 	/* scalars a newer daemon adds */
 	static const char *const known[] = {"version", "pid", "node_name", "node_id", "nodes",
 					    "socket", "uptime_s", "sessions", "clients", "jobs",
@@ -540,6 +804,11 @@ void show_status(const json_t *s, FILE *f)
 		char *txt = json_dumps(v, JSON_ENCODE_ANY);
 		kv_add(&l, k, "%s", txt ? txt : "?");
 		free(txt);
+	}
+	if (peers || jobs) { /* the verdict last */
+		char h[160];
+		health_check(peers, jobs, h, sizeof(h));
+		kv_add(&l, "health", "%s", h);
 	}
 	kv_print(&l, f);
 }
@@ -633,7 +902,7 @@ static void show_ids(const char *what, const json_t *a, FILE *f)
 void show_dump(const json_t *d, FILE *f)
 {
 	fprintf(f, "== status ==\n");
-	show_status(jget(d, "status"), f);
+	show_status(jget(d, "status"), jget(d, "peers"), jget(d, "jobs"), f);
 	fprintf(f, "\n== stats ==\n");
 	show_stats(jget(d, "stats"), f);
 	fprintf(f, "\n== jobs ==\n");

@@ -33,6 +33,8 @@ enum exit_code {
 	EXIT_FAIL = 1,        /* any other error */
 	EXIT_USAGE = 2,       /* bad command line */
 	EXIT_NOT_RUNNING = 3, /* no socket, or nobody listening on it */
+	EXIT_DEGRADED = 4,    /* status (table): the daemon answered, but a peer is
+			       * not up or a job is failing (health_check()) */
 };
 
 #define DEFAULT_TIMEOUT_MS 5000
@@ -127,7 +129,13 @@ const struct stat_desc *stat_find(const struct stat_desc *t, size_t n, const cha
 
 /* ------------------------------------------------ render.c (tables) */
 
-void show_status(const json_t *status, FILE *f);
+/* The daemon's health from its "peers" and "jobs" arrays: false when a
+ * peer is not up (unknown, joining, failing, down) or a job is failing (an
+ * owner conflict, ranks lost with their node, or messages dropped); why
+ * gets one line saying so (or "ok"). */
+bool health_check(const json_t *peers, const json_t *jobs, char *why, size_t n);
+/* status, with the health lines when peers/jobs are given (non-NULL) */
+void show_status(const json_t *status, const json_t *peers, const json_t *jobs, FILE *f);
 void show_stats(const json_t *stats, FILE *f);
 void show_jobs(const json_t *jobs, FILE *f);
 void show_clients(const json_t *clients, FILE *f);
@@ -137,11 +145,23 @@ void show_peers(const json_t *peers, FILE *f);
 void show_others(const json_t *doc, FILE *f);
 void show_config(const json_t *config, FILE *f);
 void show_dump(const json_t *dump, FILE *f);
+/* --width N: tables fit N columns (0: the terminal's, none on a pipe). */
+void render_width(int cols);
+/* -o: does cmd print a table with selectable columns? */
+bool render_has_columns(const char *cmd);
+/* -o help: the columns of cmd's table, with a line each. */
+void render_columns_help(const char *cmd, FILE *f);
+/* -o COL,COL: show only these columns of cmd's table, in this order (names
+ * case-insensitive).  0, or -EINVAL with the valid names printed. */
+int render_columns(const char *cmd, const char *list);
 
 /* ---------------------------------------------- prom.c (Prometheus) */
 
+struct prom_opts {
+	bool per_rank; /* --per-rank: also the per-client {job,rank} series */
+};
 /* The whole exposition from one "dump" document. */
-void show_prometheus(const json_t *dump, FILE *f);
+void show_prometheus(const json_t *dump, const struct prom_opts *o, FILE *f);
 /* Only "shuffle_up 0": the daemon is not running. */
 void show_prometheus_down(FILE *f);
 

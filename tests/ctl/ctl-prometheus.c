@@ -5,8 +5,11 @@
  * every line is valid text exposition format (prom_parse), and every
  * value equals the daemon's JSON taken right after - daemon counters
  * (shuffle_<name>_total), the all-clients sum (shuffle_clients_<name>_...),
- * per client (shuffle_client_<name>_...{job,rank}) and per job.  Only
- * ctl_requests moves between the two snapshots, by exactly one.
+ * per client (shuffle_client_<name>_...{job,rank}, only with --per-rank:
+ * none by default) and per job.  Names follow the naming rules as
+ * metric_name() spells them: nanoseconds become seconds (the value scaled),
+ * high-water marks get _bytes, one _total.  Only ctl_requests moves
+ * between the snapshots, by exactly one per request.
  */
 #include <errno.h>
 #include <string.h>
@@ -50,15 +53,41 @@ static void bad_clients(const char *sock, int n)
 	}
 }
 
-/* One scope: series `prefix<name>[_total]<labels>` equals obj.<name>. */
+/* The metric of JSON member name (client/shufflectl/prom.c's rules, spelled
+ * out independently): "_ns" -> "_seconds" with the value times 1e-9, a
+ * "_hwm" gauge gets "_bytes", a counter ends in exactly one "_total". */
+static double metric_name(char *buf, size_t n, const char *prefix, const char *name,
+			  bool counter)
+{
+	static const struct {
+		const char *json, *metric;
+		double scale;
+	} map[] = {
+		{"epoch_ns_total", "epoch_seconds_total", 1e-9},
+		{"epoch_ns_max", "epoch_seconds_max", 1e-9},
+		{"send_ring_hwm", "send_ring_hwm_bytes", 1},
+		{"deliver_ring_hwm", "deliver_ring_hwm_bytes", 1},
+	};
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (!strcmp(map[i].json, name)) {
+			snprintf(buf, n, "%s%s", prefix, map[i].metric);
+			return map[i].scale;
+		}
+	CHECKF(!strstr(name, "_ns") && !strstr(name, "_hwm"), "%s: a unit this test does not map",
+	       name);
+	snprintf(buf, n, "%s%s%s", prefix, name, counter ? "_total" : "");
+	return 1;
+}
+
+/* One scope: series `metric<labels>` equals obj.<name> (scaled). */
 static void compare_scope(const struct prom *p, json_t *obj, const char *prefix,
 			  const char *labels, const struct desc *d, long long ctl_bias)
 {
 	CHECKF(json_is_object(obj), "scope %s missing in JSON", prefix);
 	for (; d->name; d++) {
-		char series[512];
-		snprintf(series, sizeof(series), "%s%s%s%s", prefix, d->name,
-			 d->counter ? "_total" : "", labels);
+		char series[512], metric[256];
+		double scale = metric_name(metric, sizeof(metric), prefix, d->name, d->counter);
+		snprintf(series, sizeof(series), "%s%s", metric, labels);
 		long long want = td_num(obj, d->name);
 		double got = prom_get(p, series);
 		if (!strcmp(d->name, "ctl_requests")) {
@@ -68,7 +97,8 @@ static void compare_scope(const struct prom *p, json_t *obj, const char *prefix,
 			 * exposition's snapshot as a client detaching cleanly */
 			want--;
 		}
-		CHECKF(got == (double)want, "%s = %.17g, JSON says %lld", series, got, want);
+		CHECKF(got == (double)want * scale, "%s = %.17g, JSON says %lld (x %g)", series, got,
+		       want, scale);
 	}
 }
 
@@ -89,11 +119,25 @@ int main(void)
 	}
 	bad_clients(d->sock, 5);
 
+	/* by default no per-rank series: their cardinality is the job's size */
 	struct td_out o;
+	struct prom p;
 	td_ctl(d->sock, &o, "stats", "--prometheus", NULL);
 	CHECKF(o.status == 0, "exit %d: %s", o.status, o.err);
+	prom_parse(o.out, &p);
+	for (size_t i = 0; i < p.n; i++)
+		CHECKF(strncmp(p.s[i].series, "shuffle_client_", 15),
+		       "per-rank series %s without --per-rank", p.s[i].series);
+	CHECK(prom_get(&p, "shuffle_up") == 1);
+	prom_free(&p);
+	td_out_free(&o);
+	td_ctl(d->sock, &o, "stats", "--per-rank", NULL);
+	CHECKF(o.status == 2, "--per-rank without --prometheus: exit %d", o.status);
+	td_out_free(&o);
+
+	td_ctl(d->sock, &o, "stats", "--prometheus", "--per-rank", NULL);
+	CHECKF(o.status == 0, "exit %d: %s", o.status, o.err);
 	json_t *dump = td_ctl_json(d->sock, "dump");
-	struct prom p;
 	prom_parse(o.out, &p);
 
 	CHECK(prom_get(&p, "shuffle_up") == 1);
@@ -125,7 +169,12 @@ int main(void)
 	CHECK(td_num(stats, "daemon.disc_proto") == 5);
 	char t[32];
 	CHECK(prom_type(&p, "shuffle_disc_proto_total", t, sizeof(t)) && !strcmp(t, "counter"));
-	CHECK(prom_type(&p, "shuffle_epoch_ns_max", t, sizeof(t)) && !strcmp(t, "gauge"));
+	CHECK(prom_type(&p, "shuffle_epoch_seconds_max", t, sizeof(t)) && !strcmp(t, "gauge"));
+	CHECK(prom_type(&p, "shuffle_epoch_seconds_total", t, sizeof(t)) && !strcmp(t, "counter"));
+	/* no abbreviated units, no double _total, anywhere */
+	for (size_t i = 0; i < p.n; i++)
+		CHECKF(!strstr(p.s[i].family, "_ns") && !strstr(p.s[i].family, "_total_total"),
+		       "family %s breaks the naming rules", p.s[i].family);
 
 	if (traffic) {
 		CHECK(prom_get(&p, "shuffle_clients_msgs_in_total") == WORLD * WORLD * COUNT);

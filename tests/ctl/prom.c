@@ -106,8 +106,10 @@ void prom_parse(const char *text, struct prom *p)
 		for (size_t i = 0; i < p->n; i++)
 			CHECKF(strcmp(p->s[i].series, s->series), "line %u: series %s twice", lineno,
 			       s->series);
+		/* counters are non-negative; whole numbers unless in seconds */
 		if (has_suffix(name, "_total"))
-			CHECKF(s->value >= 0 && s->value == (double)(long long)s->value,
+			CHECKF(s->value >= 0 && (has_suffix(name, "_seconds_total") ||
+						 s->value == (double)(long long)s->value),
 			       "line %u: counter %s = %s", lineno, s->series, sp + 1);
 		p->n++;
 	}

@@ -66,7 +66,7 @@ t_daemons_alive() {
   for i in $(seq 1 "$SHF_NODES_N"); do
     [ -n "$(nodes_var EXTERNAL "$i")" ] && continue
     [[ " ${T_KILLED-} " == *" $i "* ]] && continue
-    "$SHF_NODES_SHUFFLECTL" -s "$(nodes_var SOCKET "$i")" status >/dev/null 2>&1 ||
+    "$SHF_NODES_SHUFFLECTL" -s "$(nodes_var SOCKET "$i")" ping >/dev/null 2>&1 ||
       t_fail "the daemon of node $i does not answer any more"
   done
 }

@@ -186,7 +186,7 @@ while [ "$(nodes_now_ms)" -lt "$end" ]; do
   [ -z "${NODES_STATUS[${NODES_PIDS[0]}]-}" ] ||
     t_fail "restarting node 3 without the store ended after $(( $(nodes_now_ms) - restart_start )) ms (status ${NODES_STATUS[${NODES_PIDS[0]}]}): $(cat "$NODES_TMP/logs/restart3.log")"
   kill -0 "$new" 2>/dev/null || t_fail "node 3's new daemon exited with the store down: $(tail -n 5 "$(t_daemon_out 3)")"
-  "$SHF_NODES_SHUFFLECTL" -s "$(nodes_var SOCKET 3)" status >/dev/null 2>&1 &&
+  "$SHF_NODES_SHUFFLECTL" -s "$(nodes_var SOCKET 3)" ping >/dev/null 2>&1 &&
     t_fail "node 3 answers without the store (its rendezvous did not wait)"
   line=$(cat "$(nodes_var LOG 3)" "$(t_daemon_out 3)" 2>/dev/null | grep -F "[$new]" |
          grep -i 'store' | grep -i -m1 'wait\|retry')
