@@ -120,6 +120,10 @@ static const struct opt opts[SHD_OPT_MAX] = {
 	[SHD_OPT_MAX_INFLIGHT] = {
 		"max_inflight", "SHF_MAX_INFLIGHT", T_UINT, 0, FIELD(max_inflight), 1, 65536, "256", "N",
 		"Batches in flight to all peers together.", NULL },
+	[SHD_OPT_FANOUT] = {
+		"fanout", "SHF_FANOUT", T_UINT, 0, FIELD(fanout), 2, 64, "8", "K",
+		"Children per node of the tree that carries cluster-wide requests "
+		"(shufflectl --all).", NULL },
 	[SHD_OPT_BATCH_BUDGET] = {
 		"batch_budget", "SHF_BATCH_BUDGET", T_SIZE, 0, FIELD(batch_budget),
 		1 * MiB, 16 * GiB, "64M", "SIZE",

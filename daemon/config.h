@@ -41,6 +41,7 @@ enum shd_config_opt {
 	SHD_OPT_LINGER_US,
 	SHD_OPT_PEER_CREDITS,
 	SHD_OPT_MAX_INFLIGHT,
+	SHD_OPT_FANOUT,
 	SHD_OPT_BATCH_BUDGET,
 	SHD_OPT_RECV_BUFFERS,
 	SHD_OPT_PROVIDER,
@@ -119,6 +120,7 @@ struct shd_config {
 	uint32_t linger_us;    /* ... or when its oldest record is this old */
 	uint32_t peer_credits; /* batches in flight to one peer */
 	uint32_t max_inflight; /* batches in flight to all peers */
+	uint32_t fanout;       /* children per node of the fan-out tree (fanout.c) */
 	uint64_t batch_budget; /* memory for outgoing + parked batches */
 	uint32_t recv_buffers; /* pre-posted fabric receives */
 	char provider[64];     /* libfabric provider name, e.g. "tcp" */

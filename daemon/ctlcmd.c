@@ -21,6 +21,7 @@
 #include "daemon/client.h"
 #include "daemon/ctlcmd.h"
 #include "daemon/epoch.h"
+#include "daemon/fanout.h"
 #include "daemon/jobtab.h"
 #include "daemon/log.h"
 #include "daemon/net.h"
@@ -260,14 +261,16 @@ static json_t *build(struct shd_daemon *d, const char *cmd, const struct view *v
 	return o;
 }
 
-int shd_ctlcmd(struct shd_daemon *d, struct shd_client *c, uint32_t id, const char *cmd)
+/* The asker's view: root and the daemon's own uid see everything. */
+static struct view view_of(uid_t uid)
 {
-	struct view v = {c->uid == 0 || c->uid == geteuid(), c->uid};
-	json_t *o = build(d, cmd, &v);
-	if (!o) {
-		shd_client_error(c, id, -EINVAL, "unknown command '%s'", cmd);
-		return 0;
-	}
+	struct view v = {uid == 0 || uid == geteuid(), uid};
+	return v;
+}
+
+/* o (taken) to c as CTL_REPLY chunks. */
+static int reply(struct shd_client *c, uint32_t id, json_t *o)
+{
 	char *text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	if (!text) {
@@ -292,6 +295,97 @@ int shd_ctlcmd(struct shd_daemon *d, struct shd_client *c, uint32_t id, const ch
 		shd_debug("ctl reply to session %llu failed: %s", (unsigned long long)c->id,
 			  strerror(-r));
 	return r;
+}
+
+int shd_ctlcmd(struct shd_daemon *d, struct shd_client *c, uint32_t id, const char *cmd)
+{
+	struct view v = view_of(c->uid);
+	json_t *o = build(d, cmd, &v);
+	if (!o) {
+		shd_client_error(c, id, -EINVAL, "unknown command '%s'", cmd);
+		return 0;
+	}
+	return reply(c, id, o);
+}
+
+/* ---- --all: the fan-out's handler and its answer (daemon/fanout.h) ---- */
+
+/* The commands --all runs on every node: those that only read. */
+static bool fan_cmd(const char *cmd)
+{
+	return !strcmp(cmd, "status") || !strcmp(cmd, "peers") || !strcmp(cmd, "jobs") ||
+	       !strcmp(cmd, "clients") || !strcmp(cmd, "stats") || !strcmp(cmd, "ping");
+}
+
+/* This node's answer for a request of uid (the same rule as a local
+ * asker's: the uid as the root's daemon saw it, SO_PEERCRED). */
+static json_t *fan_answer(struct shd_daemon *d, const char *cmd, const json_t *args, uint32_t uid)
+{
+	(void)args; /* none of these commands takes arguments */
+	if (!fan_cmd(cmd))
+		return NULL;
+	struct view v = view_of((uid_t)uid);
+	json_t *o = build(d, cmd, &v);
+	/* every node's answer says whose it is (status has it already) */
+	if (o && !json_object_get(o, "node_name")) {
+		json_object_set_new(o, "node_name", json_string(d->cfg.node_name));
+		json_object_set_new(o, "node_id", json_integer(d->node_id));
+	}
+	return o;
+}
+
+/* The combined answer of a request started by session cookie's request tag. */
+static void fan_done(struct shd_daemon *d, uint64_t cookie, uint32_t tag, json_t *doc)
+{
+	const char *cmd = NULL;
+	const struct shd_list *p;
+	struct shd_client *c = NULL;
+	for (p = d->clients.next; p != &d->clients; p = p->next) {
+		struct shd_client *x = shd_container_of(p, struct shd_client, all_link);
+		if (x->id == cookie && x->sock >= 0 && x->state == SHD_SESS_OPEN)
+			c = x;
+	}
+	if (!c) {
+		/* the asker went away meanwhile */
+		json_decref(doc);
+		return;
+	}
+	/* the command from any node's answer ("command" is in each) */
+	const char *k;
+	json_t *v;
+	json_object_foreach(json_object_get(doc, "nodes"), k, v) {
+		cmd = json_string_value(json_object_get(v, "command"));
+		if (cmd)
+			break;
+	}
+	json_object_set_new(doc, "schema", json_string(SCHEMA));
+	json_object_set_new(doc, "command", json_string(cmd ? cmd : "?"));
+	json_object_set_new(doc, "all", json_true());
+	json_object_set_new(doc, "nodes_total", json_integer(d->n_nodes));
+	if (reply(c, tag, doc) < 0) {
+		shd_client_close_sock(c);
+		shd_client_reap_later(c);
+	}
+}
+
+const struct shd_fanout_ops shd_ctlcmd_fanout = {
+	.answer = fan_answer,
+	.done = fan_done,
+};
+
+int shd_ctlcmd_all(struct shd_daemon *d, struct shd_client *c, uint32_t id, const char *cmd,
+		   uint32_t timeout_ms)
+{
+	if (!fan_cmd(cmd)) {
+		shd_client_error(c, id, -EINVAL, "'%s' is not a command for --all (status, peers, "
+				 "jobs, clients, stats, ping)", cmd);
+		return 0;
+	}
+	int r = shd_fanout_start(d, cmd, NULL, (uint32_t)c->uid, timeout_ms, c->id, id);
+	if (r < 0)
+		shd_client_error(c, id, r, "cannot start '%s' on every node: %s", cmd,
+				 strerror(-r));
+	return 0;
 }
 
 void shd_dump_log(struct shd_daemon *d)

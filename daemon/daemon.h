@@ -25,6 +25,7 @@
 struct shd_daemon;
 struct shd_job;
 struct shd_net;
+struct shd_fanout;
 
 /* Session states of a control connection.  One line each. */
 enum shd_sess_state {
@@ -212,6 +213,7 @@ struct shd_daemon {
 	uint32_t node_id;               /* my node id (rendezvous rank) */
 	uint32_t n_nodes;               /* 1 when alone */
 	struct shd_net *net;            /* NULL when alone */
+	struct shd_fanout *fanout;      /* cluster-wide requests (fanout.c) */
 
 	/* memory budgets (budget.c): uids holding regions or directories */
 	struct shd_budget_use *budget;

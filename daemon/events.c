@@ -9,6 +9,7 @@
 #include "daemon/client.h"
 #include "daemon/epoch.h"
 #include "daemon/events.h"
+#include "daemon/fanout.h"
 #include "daemon/job.h"
 #include "daemon/jobtab.h"
 #include "daemon/log.h"
@@ -25,6 +26,7 @@ static void on_peer_up(struct shd_daemon *d, uint32_t node, const char *host)
 /* The peer is down: every rank it hosted is lost (-EHOSTDOWN). */
 static void on_peer_lost(struct shd_daemon *d, uint32_t node)
 {
+	shd_fanout_peer_lost(d, node);
 	struct shd_list *q;
 	for (q = d->jobs.next; q != &d->jobs; q = q->next) {
 		struct shd_job *j = shd_container_of(q, struct shd_job, link);
@@ -141,6 +143,16 @@ static void on_drops(struct shd_daemon *d, uint64_t job_hash, int32_t src, uint3
 	}
 }
 
+static void on_fan_req(struct shd_daemon *d, uint32_t node, const struct shf_wire_fan_req *r)
+{
+	shd_fanout_on_req(d, node, r);
+}
+
+static void on_fan_ans(struct shd_daemon *d, uint32_t node, const struct shf_wire_fan_ans *a)
+{
+	shd_fanout_on_ans(d, node, a);
+}
+
 const struct shd_net_events shd_events = {
 	.peer_up = on_peer_up,
 	.peer_lost = on_peer_lost,
@@ -149,4 +161,6 @@ const struct shd_net_events shd_events = {
 	.epoch = on_epoch,
 	.drops = on_drops,
 	.mark_acked = shd_relay_mark_acked,
+	.fan_req = on_fan_req,
+	.fan_ans = on_fan_ans,
 };

@@ -18,6 +18,7 @@
 #include "daemon/budget.h"
 #include "daemon/ctlcmd.h"
 #include "daemon/events.h"
+#include "daemon/fanout.h"
 #include "daemon/jobtab.h"
 #include "daemon/log.h"
 #include "daemon/net.h"
@@ -159,6 +160,10 @@ int main(int argc, char **argv)
 		goto out; /* store.c said why */
 	if ((r = shd_net_open(d, &shd_events)) < 0)
 		goto out; /* net.c said why */
+	if ((r = shd_fanout_open(d, &shd_ctlcmd_fanout)) < 0) {
+		shd_err("cannot set up the fan-out: %s", strerror(-r));
+		goto out_net;
+	}
 	if ((r = shd_ctl_listen(d)) < 0)
 		goto out_net;
 	d->sig_ev[0] = shd_loop_signal(d->loop, SIGTERM, on_stop, d);
@@ -187,6 +192,7 @@ out_ctl:
 		shd_ev_free(d->sig_ev[i]);
 	shd_ctl_close(d);
 out_net:
+	shd_fanout_close(d);
 	shd_net_close(d);
 out:
 	shd_store_close(store);

@@ -338,6 +338,8 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 	case SHF_WIRE_DROP:
 		n->ev->drops(d, h.u.drop.job_hash, h.u.drop.src_rank, h.u.drop.count, -ESRCH);
 		break;
+	case SHF_WIRE_FAN_REQ: n->ev->fan_req(d, p->node, &h.u.fan_req); break;
+	case SHF_WIRE_FAN_ANS: n->ev->fan_ans(d, p->node, &h.u.fan_ans); break;
 	default: break;
 	}
 	return 0;
@@ -523,6 +525,15 @@ static const char *const peer_state_names[PEER_STATE_MAX] = {
 	[PEER_UNKNOWN] = "unknown", [PEER_JOINING] = "joining", [PEER_UP] = "up",
 	[PEER_FAILED] = "failing",  [PEER_DOWN] = "down",
 };
+
+const char *shd_net_peer_state(const struct shd_daemon *d, uint32_t node)
+{
+	if (node == d->node_id)
+		return "self";
+	if (!d->net || node >= d->net->n_nodes)
+		return NULL;
+	return peer_state_names[d->net->peers[node].state];
+}
 
 json_t *shd_net_json(struct shd_daemon *d)
 {

@@ -12,6 +12,8 @@
 struct shd_daemon;
 struct shd_client;
 struct shf_wire_join;
+struct shf_wire_fan_req;
+struct shf_wire_fan_ans;
 
 /* What net tells the modules above it (daemon/events.c).  Every pointer is
  * set.  None may free a session or a job (they queue for the reap). */
@@ -35,6 +37,11 @@ struct shd_net_events {
 	/* One peer acknowledged what c's pending mark covered there (lost: the
 	 * peer went down first). */
 	void (*mark_acked)(struct shd_client *c, bool lost);
+	/* node (up) sent a fan-out request (FAN_REQ) or a fragment of an
+	 * answer (FAN_ANS), checked by shf_wire_check(); the pointers inside
+	 * are valid during the call only (daemon/fanout.h). */
+	void (*fan_req)(struct shd_daemon *d, uint32_t node, const struct shf_wire_fan_req *r);
+	void (*fan_ans)(struct shd_daemon *d, uint32_t node, const struct shf_wire_fan_ans *a);
 };
 
 #endif

@@ -741,3 +741,34 @@ void shd_net_tx_close(struct shd_net *n)
 			free(m);
 	}
 }
+
+/* ------------------------------------------------ other control messages */
+
+int shd_net_send_msg(struct shd_daemon *d, uint32_t node, const void *msg, size_t len)
+{
+	struct shd_net *n = d->net;
+	if (!n || node >= n->n_nodes || node == d->node_id || n->peers[node].state != PEER_UP)
+		return -EHOSTDOWN;
+	struct shd_peer *p = &n->peers[node];
+	if (len <= SHD_FABRIC_SMALL) {
+		small_send(p, msg, (long)len);
+		return 0;
+	}
+	if (len > n->batch_cap)
+		return -EMSGSIZE;
+	struct net_msg *m = shd_net_pool_get(n);
+	if (!m)
+		return -ENOBUFS;
+	memcpy(m->buf, msg, len);
+	m->peer = p;
+	m->kind = NET_MSG_POOLED;
+	m->gen = p->gen;
+	m->len = (uint32_t)len;
+	post(n, m);
+	return 0;
+}
+
+uint32_t shd_net_msg_max(const struct shd_daemon *d)
+{
+	return d->net ? d->net->batch_cap : SHD_FABRIC_SMALL;
+}

@@ -30,6 +30,16 @@ void shd_net_forget(struct shd_daemon *d, struct shd_client *src);
 /* Announce that a local rank of j joined (batched to the network step) or
  * left (sent now) to every peer that is up. */
 void shd_net_announce(struct shd_daemon *d, struct shd_job *j, int32_t rank, bool joined);
+/* Send one encoded control message of len bytes (its session tags are
+ * stamped here) to node: small ones (<= SHD_FABRIC_SMALL) by the fabric's
+ * copy, larger ones (<= shd_net_msg_max()) in a buffer of the pool.  0;
+ * -EHOSTDOWN node is not up (or is this one, or there is no network);
+ * -EMSGSIZE too large; -ENOBUFS no pool buffer free now (send it in small
+ * pieces, or later). */
+int shd_net_send_msg(struct shd_daemon *d, uint32_t node, const void *msg, size_t len);
+/* The largest message shd_net_send_msg() takes (and a peer receives). */
+uint32_t shd_net_msg_max(const struct shd_daemon *d);
+
 /* Our count of j's ranks in epoch phase `phase` to every peer that is up. */
 void shd_net_epoch(struct shd_daemon *d, struct shd_job *j, uint32_t phase, int32_t count);
 

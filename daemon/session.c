@@ -492,7 +492,14 @@ static bool dispatch(struct shd_client *c, const void *buf, size_t n)
 			memcpy(&m, body, sizeof(m));
 			m.cmd[sizeof(m.cmd) - 1] = '\0';
 			c->d->st.ctl_requests++;
-			if (shd_ctlcmd(c->d, c, h.id, m.cmd) < 0) {
+			int cr = 0;
+			if (m.flags & ~SHF_CTL_ALL)
+				shd_client_error(c, h.id, -EINVAL, "unknown ctl flags %#x", m.flags);
+			else if (m.flags & SHF_CTL_ALL)
+				cr = shd_ctlcmd_all(c->d, c, h.id, m.cmd, m.timeout_ms);
+			else
+				cr = shd_ctlcmd(c->d, c, h.id, m.cmd);
+			if (cr < 0) {
 				shd_client_close_sock(c);
 				shd_client_reap_later(c);
 				return false;

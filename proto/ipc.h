@@ -138,10 +138,12 @@ struct shf_ipc_epoch_done {
 };
 
 #define SHF_CTL_CMD_MAX 32u
+#define SHF_CTL_ALL 1u /* flags: run cmd on every node up (shufflectl --all) */
 struct shf_ipc_ctl {
 	char cmd[SHF_CTL_CMD_MAX]; /* "status", "clients", ...; NUL-terminated */
-	uint32_t flags;            /* zero */
-	uint32_t reserved;
+	uint32_t flags;            /* 0 or SHF_CTL_ALL; other bits: -EINVAL */
+	uint32_t timeout_ms;       /* SHF_CTL_ALL: the fan-out's bound (0: the daemon's
+				      default); else zero */
 };
 
 struct shf_ipc_ctl_reply {

@@ -51,6 +51,17 @@ _Static_assert(sizeof(struct shf_wire_raw_drop) == SHF_WIRE_DROP_BYTES, "drop");
 _Static_assert(OFF(drop, job_hash) == 32 && OFF(drop, seq) == 40 && OFF(drop, src_rank) == 48 &&
 		       OFF(drop, dst_rank) == 52 && OFF(drop, count) == 56 && OFF(drop, reason) == 60,
 	       "drop layout");
+_Static_assert(sizeof(struct shf_wire_raw_fan_req) == SHF_WIRE_FAN_REQ_FIXED, "fan_req");
+_Static_assert(OFF(fan_req, req_id) == 32 && OFF(fan_req, origin) == 40 && OFF(fan_req, uid) == 44 &&
+		       OFF(fan_req, budget_ms) == 48 && OFF(fan_req, fanout) == 52 &&
+		       OFF(fan_req, ntargets) == 56 && OFF(fan_req, args_len) == 60 &&
+		       OFF(fan_req, cmd) == 64,
+	       "fan_req layout");
+_Static_assert(sizeof(struct shf_wire_raw_fan_ans) == SHF_WIRE_FAN_ANS_HDR, "fan_ans");
+_Static_assert(OFF(fan_ans, req_id) == 32 && OFF(fan_ans, origin) == 40 && OFF(fan_ans, total) == 44 &&
+		       OFF(fan_ans, offset) == 48 && OFF(fan_ans, len) == 52 &&
+		       OFF(fan_ans, flags) == 56 && OFF(fan_ans, reserved) == 60,
+	       "fan_ans layout");
 _Static_assert(SHF_JOB_MAX == 64, "join name field is 64 bytes");
 _Static_assert(SHF_WIRE_BATCH_HDR % SHF_WIRE_REC_ALIGN == 0 &&
 		       SHF_WIRE_REC_HDR % SHF_WIRE_REC_ALIGN == 0,
@@ -84,6 +95,8 @@ const char *shf_wire_kind_name(unsigned kind)
 	case SHF_WIRE_JOB_LEAVE: return "job-leave";
 	case SHF_WIRE_EPOCH: return "epoch";
 	case SHF_WIRE_DROP: return "drop";
+	case SHF_WIRE_FAN_REQ: return "fan-req";
+	case SHF_WIRE_FAN_ANS: return "fan-ans";
 	default: return "?";
 	}
 }
@@ -167,6 +180,75 @@ static int check_join(const uint8_t *b, size_t n, struct shf_wire_join *o)
 		next = (int64_t)r.first + r.count;
 	}
 	return 0;
+}
+
+static bool fan_cmd_ok(const char *c)
+{
+	size_t l = strnlen(c, SHF_WIRE_FAN_CMD_MAX);
+	if (l == 0 || l == SHF_WIRE_FAN_CMD_MAX)
+		return false;
+	for (size_t i = 0; i < l; i++)
+		if (!((c[i] >= 'a' && c[i] <= 'z') || (c[i] >= '0' && c[i] <= '9') || c[i] == '_' ||
+		      c[i] == '-'))
+			return false;
+	return all_zero((const uint8_t *)c + l, SHF_WIRE_FAN_CMD_MAX - l);
+}
+
+static int check_fan_req(const uint8_t *b, size_t n, uint32_t n_nodes, uint32_t src,
+			 uint32_t dst, struct shf_wire_fan_req *o)
+{
+	if (n < SHF_WIRE_FAN_REQ_FIXED)
+		return -EBADMSG;
+	o->req_id = G64(b, fan_req, req_id);
+	o->origin = G32(b, fan_req, origin);
+	o->uid = G32(b, fan_req, uid);
+	o->budget_ms = G32(b, fan_req, budget_ms);
+	o->fanout = G32(b, fan_req, fanout);
+	o->ntargets = G32(b, fan_req, ntargets);
+	o->args_len = G32(b, fan_req, args_len);
+	memcpy(o->cmd, b + OFF(fan_req, cmd), SHF_WIRE_FAN_CMD_MAX);
+	if (o->req_id == 0 || o->origin >= n_nodes || o->origin == dst || o->budget_ms == 0 ||
+	    o->budget_ms > SHF_WIRE_FAN_BUDGET_MAX || o->fanout < SHF_WIRE_FAN_K_MIN ||
+	    o->fanout > SHF_WIRE_FAN_K_MAX || o->ntargets >= n_nodes ||
+	    o->args_len > SHF_WIRE_FAN_ARGS_MAX || !fan_cmd_ok(o->cmd))
+		return -EBADMSG;
+	if (shf_wire_fan_req_bytes(o->ntargets, o->args_len) != n)
+		return -EBADMSG;
+	o->targets = b + SHF_WIRE_FAN_REQ_FIXED;
+	int64_t prev = -1;
+	for (uint32_t i = 0; i < o->ntargets; i++) {
+		uint32_t t = shf_wire_fan_target(o, i);
+		if ((int64_t)t <= prev || t >= n_nodes || t == dst || t == src || t == o->origin)
+			return -EBADMSG;
+		prev = t;
+	}
+	o->args = (const char *)o->targets + (size_t)o->ntargets * 4u;
+	if (memchr(o->args, 0, o->args_len))
+		return -EBADMSG;
+	return 0;
+}
+
+static int check_fan_ans(const uint8_t *b, size_t n, uint32_t n_nodes, struct shf_wire_fan_ans *o)
+{
+	if (n <= SHF_WIRE_FAN_ANS_HDR)
+		return -EBADMSG;
+	o->req_id = G64(b, fan_ans, req_id);
+	o->origin = G32(b, fan_ans, origin);
+	o->total = G32(b, fan_ans, total);
+	o->offset = G32(b, fan_ans, offset);
+	o->len = G32(b, fan_ans, len);
+	if (o->req_id == 0 || o->origin >= n_nodes || o->total == 0 ||
+	    o->total > SHF_WIRE_FAN_ANS_MAX || o->len == 0 ||
+	    (uint64_t)o->offset + o->len > o->total || SHF_WIRE_FAN_ANS_HDR + (uint64_t)o->len != n ||
+	    G32(b, fan_ans, flags) != 0 || G32(b, fan_ans, reserved) != 0)
+		return -EBADMSG;
+	o->data = b + SHF_WIRE_FAN_ANS_HDR;
+	return 0;
+}
+
+uint32_t shf_wire_fan_target(const struct shf_wire_fan_req *r, uint32_t i)
+{
+	return shf_wire_get32(r->targets + (size_t)i * 4u);
 }
 
 int shf_wire_check(const void *buf, size_t n, uint32_t n_nodes, uint32_t my_node,
@@ -258,6 +340,12 @@ int shf_wire_check(const void *buf, size_t n, uint32_t n_nodes, uint32_t my_node
 		    !rank_ok(h.u.drop.dst_rank) || h.u.drop.count == 0 ||
 		    !neg_errno_ok(h.u.drop.reason))
 			r = -EBADMSG;
+		break;
+	case SHF_WIRE_FAN_REQ:
+		r = check_fan_req(b, n, n_nodes, h.src_node, h.dst_node, &h.u.fan_req);
+		break;
+	case SHF_WIRE_FAN_ANS:
+		r = check_fan_ans(b, n, n_nodes, &h.u.fan_ans);
 		break;
 	default:
 		r = -EBADMSG;
@@ -519,4 +607,58 @@ long shf_wire_enc_drop(void *buf, size_t cap, uint32_t src_node, uint32_t dst_no
 	P32(b, drop, count, d->count);
 	P32(b, drop, reason, (uint32_t)d->reason);
 	return finish(b, SHF_WIRE_DROP_BYTES, src_node, dst_node);
+}
+
+long shf_wire_enc_fan_req(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+			  uint32_t n_nodes, const struct shf_wire_fan_req *r,
+			  const uint32_t *targets)
+{
+	uint8_t *b = buf;
+	uint64_t n = shf_wire_fan_req_bytes(r->ntargets, r->args_len);
+	struct shf_wire_hdr h;
+	if (cap < n || n > UINT32_MAX)
+		return -ENOBUFS;
+	size_t cl = strnlen(r->cmd, SHF_WIRE_FAN_CMD_MAX);
+	if (cl == SHF_WIRE_FAN_CMD_MAX)
+		return -EINVAL;
+	memset(b, 0, SHF_WIRE_FAN_REQ_FIXED);
+	put_hdr(b, SHF_WIRE_FAN_REQ, src_node, dst_node);
+	P64(b, fan_req, req_id, r->req_id);
+	P32(b, fan_req, origin, r->origin);
+	P32(b, fan_req, uid, r->uid);
+	P32(b, fan_req, budget_ms, r->budget_ms);
+	P32(b, fan_req, fanout, r->fanout);
+	P32(b, fan_req, ntargets, r->ntargets);
+	P32(b, fan_req, args_len, r->args_len);
+	memcpy(b + OFF(fan_req, cmd), r->cmd, cl);
+	for (uint32_t i = 0; i < r->ntargets; i++)
+		shf_wire_put32(b + SHF_WIRE_FAN_REQ_FIXED + (size_t)i * 4u, targets[i]);
+	if (r->args_len)
+		memcpy(b + SHF_WIRE_FAN_REQ_FIXED + (size_t)r->ntargets * 4u, r->args, r->args_len);
+	if (shf_wire_check(b, (size_t)n, n_nodes, dst_node, &h) != 0)
+		return -EINVAL;
+	return (long)n;
+}
+
+long shf_wire_enc_fan_ans(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+			  uint32_t n_nodes, const struct shf_wire_fan_ans *a)
+{
+	uint8_t *b = buf;
+	uint64_t n = SHF_WIRE_FAN_ANS_HDR + (uint64_t)a->len;
+	struct shf_wire_hdr h;
+	if (cap < n || n > UINT32_MAX)
+		return -ENOBUFS;
+	put_hdr(b, SHF_WIRE_FAN_ANS, src_node, dst_node);
+	P64(b, fan_ans, req_id, a->req_id);
+	P32(b, fan_ans, origin, a->origin);
+	P32(b, fan_ans, total, a->total);
+	P32(b, fan_ans, offset, a->offset);
+	P32(b, fan_ans, len, a->len);
+	P32(b, fan_ans, flags, 0);
+	P32(b, fan_ans, reserved, 0);
+	if (a->len)
+		memcpy(b + SHF_WIRE_FAN_ANS_HDR, a->data, a->len);
+	if (shf_wire_check(b, (size_t)n, n_nodes, dst_node, &h) != 0)
+		return -EINVAL;
+	return (long)n;
 }

@@ -69,6 +69,14 @@
 #define SHF_WIRE_EPOCH_BYTES 56u
 #define SHF_WIRE_DROP_BYTES 64u
 #define SHF_WIRE_WINDOW_MAX 65536u /* largest credit window an ACK may grant */
+#define SHF_WIRE_FAN_REQ_FIXED 96u  /* FAN_REQ without its targets and args */
+#define SHF_WIRE_FAN_ANS_HDR 64u    /* FAN_ANS without its data */
+#define SHF_WIRE_FAN_CMD_MAX 32u    /* command name, NUL included */
+#define SHF_WIRE_FAN_ARGS_MAX 4096u /* request arguments (JSON text) */
+#define SHF_WIRE_FAN_K_MIN 2u       /* fan-out of the tree */
+#define SHF_WIRE_FAN_K_MAX 64u
+#define SHF_WIRE_FAN_BUDGET_MAX 600000u /* ms a receiver may take to answer */
+#define SHF_WIRE_FAN_ANS_MAX (16u << 20) /* bytes of one subtree's answer */
 
 enum shf_wire_kind {
 	SHF_WIRE_BATCH = 1,     /* records of one job, src node -> dst node */
@@ -78,7 +86,11 @@ enum shf_wire_kind {
 	SHF_WIRE_JOB_LEAVE = 5, /* a rank (or all of src node's ranks) left */
 	SHF_WIRE_EPOCH = 6,     /* epoch barrier step of one job */
 	SHF_WIRE_DROP = 7,      /* records of a batch were dropped at the receiver */
-	SHF_WIRE_KIND_MAX
+	SHF_WIRE_KIND_MAX,
+	/* the fan-out tree (daemon/fanout.c; docs/protocol-wire.md, "Fan-out"),
+	 * numbered apart (0x40-0x4f) */
+	SHF_WIRE_FAN_REQ = 0x40, /* a request for the receiver and its subtree */
+	SHF_WIRE_FAN_ANS = 0x41, /* one fragment of a subtree's combined answer */
 };
 
 /* Heartbeat flags (docs/protocol-wire.md, "Authentication"). */
@@ -184,7 +196,57 @@ struct shf_wire_raw_drop {
 	int32_t reason;   /* negative errno: -ESRCH rank gone, ... */
 };
 
+struct shf_wire_raw_fan_req {
+	struct shf_wire_raw_hdr h;
+	uint64_t req_id;    /* != 0; with origin, names the request */
+	uint32_t origin;    /* the node that started it (the root), < n_nodes */
+	uint32_t uid;       /* the asker's uid as the root's daemon saw it (SO_PEERCRED) */
+	uint32_t budget_ms; /* the receiver answers within this, 1..FAN_BUDGET_MAX */
+	uint32_t fanout;    /* children per node, FAN_K_MIN..FAN_K_MAX */
+	uint32_t ntargets;  /* nodes of the receiver's subtree (itself excluded) */
+	uint32_t args_len;  /* bytes of args, <= FAN_ARGS_MAX */
+	char cmd[SHF_WIRE_FAN_CMD_MAX]; /* [a-z0-9_-]{1,31}, zero-padded */
+	/* ntargets x uint32_t node ids: strictly increasing, each < n_nodes and
+	 * none of dst_node, src_node, origin; then args_len bytes of JSON text
+	 * (no NUL) */
+};
+
+struct shf_wire_raw_fan_ans {
+	struct shf_wire_raw_hdr h;
+	uint64_t req_id;  /* the request's */
+	uint32_t origin;  /* the request's, < n_nodes */
+	uint32_t total;   /* bytes of the whole answer, 1..FAN_ANS_MAX */
+	uint32_t offset;  /* where this fragment's data goes: fragments come in order */
+	uint32_t len;     /* data bytes that follow, >= 1, offset + len <= total */
+	uint32_t flags;   /* zero */
+	uint32_t reserved;/* zero */
+	/* len bytes of the answer (JSON text) */
+};
+
 /* ---- decoded (host-order) views ---------------------------------------- */
+
+struct shf_wire_fan_req {
+	uint64_t req_id;
+	uint32_t origin;
+	uint32_t uid;
+	uint32_t budget_ms;
+	uint32_t fanout;
+	uint32_t ntargets;
+	uint32_t args_len;
+	char cmd[SHF_WIRE_FAN_CMD_MAX]; /* NUL-terminated */
+	const uint8_t *targets; /* decoder: into the checked buffer; read them with
+				   shf_wire_fan_target() */
+	const char *args;       /* args_len bytes (not NUL-terminated); encoder too */
+};
+
+struct shf_wire_fan_ans {
+	uint64_t req_id;
+	uint32_t origin;
+	uint32_t total;
+	uint32_t offset;
+	uint32_t len;
+	const uint8_t *data; /* len bytes; decoder: into the checked buffer */
+};
 
 struct shf_wire_batch {
 	uint64_t seq;
@@ -261,6 +323,8 @@ struct shf_wire_hdr {
 		struct shf_wire_leave leave;
 		struct shf_wire_epoch epoch;
 		struct shf_wire_drop drop;
+		struct shf_wire_fan_req fan_req;
+		struct shf_wire_fan_ans fan_ans;
 	} u;
 };
 
@@ -441,6 +505,23 @@ long shf_wire_enc_epoch(void *buf, size_t cap, uint32_t src_node, uint32_t dst_n
 			const struct shf_wire_epoch *ep);
 long shf_wire_enc_drop(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
 		       const struct shf_wire_drop *d);
+
+/* Length of a FAN_REQ with ntargets targets and args_len bytes of args. */
+static inline uint64_t shf_wire_fan_req_bytes(uint32_t ntargets, uint32_t args_len)
+{
+	return SHF_WIRE_FAN_REQ_FIXED + (uint64_t)ntargets * 4u + args_len;
+}
+/* Target i (< ntargets) of a FAN_REQ decoded by shf_wire_check(). */
+uint32_t shf_wire_fan_target(const struct shf_wire_fan_req *r, uint32_t i);
+/* r->cmd, args (r->args, r->args_len) and the rest of r, with targets[]
+ * (r->ntargets); n_nodes: the cluster's size (targets are checked
+ * against it).  Length, -ENOBUFS or -EINVAL. */
+long shf_wire_enc_fan_req(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+			  uint32_t n_nodes, const struct shf_wire_fan_req *r,
+			  const uint32_t *targets);
+/* One fragment: a->data holds a->len bytes. */
+long shf_wire_enc_fan_ans(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+			  uint32_t n_nodes, const struct shf_wire_fan_ans *a);
 
 /* Name of a kind for logs ("batch", ...; "?" when unknown).  Internal:
  * tests and the fuzzer. */

@@ -168,10 +168,13 @@ static int conn_parse(const char *cmd, const char *text, size_t len, json_t **do
 	return 0;
 }
 
-int conn_request(struct conn *c, const char *cmd, json_t **doc_p)
+static int request(struct conn *c, const char *cmd, uint32_t flags, uint32_t timeout_ms,
+		   json_t **doc_p)
 {
 	struct shf_ipc_ctl m = {0};
 	snprintf(m.cmd, sizeof(m.cmd), "%s", cmd);
+	m.flags = flags;
+	m.timeout_ms = timeout_ms;
 	uint32_t id = c->next_id++;
 	int r = shf_ipc_send(c->fd, SHF_IPC_CTL, id, &m, sizeof(m), NULL, 0);
 	if (r == -EPIPE || r == -ECONNRESET) {
@@ -228,4 +231,14 @@ int conn_request(struct conn *c, const char *cmd, json_t **doc_p)
 out:
 	free(text);
 	return r;
+}
+
+int conn_request(struct conn *c, const char *cmd, json_t **doc_p)
+{
+	return request(c, cmd, 0, 0, doc_p);
+}
+
+int conn_request_all(struct conn *c, const char *cmd, int timeout_ms, json_t **doc_p)
+{
+	return request(c, cmd, SHF_CTL_ALL, (uint32_t)timeout_ms, doc_p);
 }

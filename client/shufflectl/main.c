@@ -3,7 +3,7 @@
  * client/shufflectl/main.c - shufflectl, the operator's view of the local
  * shuffled: the command line and the dispatch of its commands.
  *
- *   shufflectl [-s SOCKET] [--json | --prometheus [--per-rank]] [-o COLS]
+ *   shufflectl [-s SOCKET] [--all] [--json | --prometheus [--per-rank]] [-o COLS]
  *              [--width N] [--timeout MS] COMMAND
  *
  * It asks the daemon (conn.c) for one JSON document (schema "shuffle/1",
@@ -39,7 +39,7 @@ static const char *const commands[] = {"status", "clients", "jobs", "peers",
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: shufflectl [-s SOCKET] [--json | --prometheus [--per-rank]] [-o COLS]\n"
+		"Usage: shufflectl [-s SOCKET] [--all] [--json | --prometheus [--per-rank]] [-o COLS]\n"
 		"                  [--width N] [--timeout MS] COMMAND\n"
 		"\n"
 		"Ask the node's shuffled daemon about its state.\n"
@@ -61,6 +61,10 @@ static void usage(FILE *f)
 		"                     /tmp/shuffle-UID/NODE/...) if a socket is there, else the\n"
 		"                     system daemon's " SHF_SYSTEM_RUNTIME_DIR "/NODE/shuffled.sock\n"
 		"                     (root: system first); NODE: $SHF_NODE or the host name)\n"
+		"  -a, --all          status, peers, jobs, clients, stats, ping: ask every node\n"
+		"                     (through the daemons), one row per node plus totals;\n"
+		"                     nodes without an answer are marked (down, unknown,\n"
+		"                     silent, ...); exit 4 when one is\n"
 		"  -j, --json         print the daemon's JSON answer (schema shuffle/1)\n"
 		"  -p, --prometheus   with stats: Prometheus text format (textfile collector)\n"
 		"      --per-rank     with --prometheus: also the per-client {job,rank} series\n"
@@ -105,6 +109,33 @@ static int status_health(struct conn *c, json_t **peers_p, json_t **jobs_p)
 	json_decref(pd);
 	json_decref(jd);
 	return health_check(*peers_p, *jobs_p, why, sizeof(why)) ? EXIT_OK : EXIT_DEGRADED;
+}
+
+/* --all CMD: the combined answer of every node (the daemon's fan-out
+ * answers within 4/5 of our own timeout, so that its list of silent nodes
+ * reaches us before we give up). */
+static int run_all(struct conn *c, const char *cmd, enum output out, int timeout_ms)
+{
+	json_t *doc = NULL;
+	int fan_ms = timeout_ms ? timeout_ms - timeout_ms / 5 : 0;
+	if (timeout_ms && fan_ms < 1)
+		fan_ms = 1;
+	if (conn_request_all(c, cmd, fan_ms, &doc) < 0)
+		return EXIT_FAIL;
+	int rc = EXIT_OK;
+	if (out == OUT_JSON) {
+		rc = print_json(doc) < 0 ? EXIT_FAIL : EXIT_OK;
+	} else if (strcmp(jstr(doc, "schema", "(none)"), SCHEMA) != 0) {
+		errmsg("shuffled answers in schema '%s'; this shufflectl reads '%s' (use --json)",
+		       jstr(doc, "schema", "(none)"), SCHEMA);
+		rc = EXIT_FAIL;
+	} else if (out == OUT_PROMETHEUS) {
+		show_prometheus_all(doc, stdout);
+	} else if (!show_all(doc, cmd, stdout)) {
+		rc = EXIT_DEGRADED; /* a node did not answer */
+	}
+	json_decref(doc);
+	return rc;
 }
 
 static int run(struct conn *c, const char *cmd, enum output out, const struct prom_opts *po)
@@ -177,6 +208,7 @@ int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
 		{"socket", required_argument, NULL, 's'},
+		{"all", no_argument, NULL, 'a'},
 		{"json", no_argument, NULL, 'j'},
 		{"prometheus", no_argument, NULL, 'p'},
 		{"timeout", required_argument, NULL, 't'},
@@ -194,19 +226,22 @@ int main(int argc, char **argv)
 	int timeout_ms = DEFAULT_TIMEOUT_MS;
 	struct prom_opts po = {0};
 	const char *columns = NULL;
-	bool list_columns = false;
+	bool list_columns = false, all = false;
 	int o;
 
 	/* the tables measure and show cells in the user's character set */
 	setlocale(LC_CTYPE, "");
 	opterr = 0; /* our own messages */
-	while ((o = getopt_long(argc, argv, ":s:jpt:o:w:hV", lopts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, ":s:ajpt:o:w:hV", lopts, NULL)) != -1) {
 		switch (o) {
 		case 's':
 			sock_opt = optarg;
 			break;
 		case 'j':
 			json = true;
+			break;
+		case 'a':
+			all = true;
 			break;
 		case 'p':
 			prom = true;
@@ -306,6 +341,15 @@ int main(int argc, char **argv)
 		errmsg("--prometheus goes with 'stats' only");
 		return EXIT_USAGE;
 	}
+	if (all && strcmp(cmd, "status") && strcmp(cmd, "peers") && strcmp(cmd, "jobs") &&
+	    strcmp(cmd, "clients") && strcmp(cmd, "stats") && strcmp(cmd, "ping")) {
+		errmsg("--all goes with status, peers, jobs, clients, stats and ping only");
+		return EXIT_USAGE;
+	}
+	if (all && (columns || po.per_rank)) {
+		errmsg("--all has its own table: -o and --per-rank do not apply");
+		return EXIT_USAGE;
+	}
 	if (po.per_rank && !prom) {
 		errmsg("--per-rank goes with 'stats --prometheus' only");
 		return EXIT_USAGE;
@@ -347,7 +391,9 @@ int main(int argc, char **argv)
 		errmsg("%s", shf_error_detail());
 		return EXIT_FAIL;
 	}
-	int rc = conn_hello(&c) < 0 ? EXIT_FAIL : run(&c, cmd, out, &po);
+	int rc = conn_hello(&c) < 0 ? EXIT_FAIL
+		 : all		    ? run_all(&c, cmd, out, timeout_ms)
+				    : run(&c, cmd, out, &po);
 	conn_close(&c);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		errmsg("write error on standard output: %s", strerror(errno));

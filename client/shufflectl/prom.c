@@ -483,3 +483,70 @@ void show_prometheus(const json_t *d, const struct prom_opts *o, FILE *f)
 	prom_jobs(f, jget(d, "jobs"));
 	prom_peers(f, jget(d, "peers"));
 }
+
+/* ---- --all: every node's stats with a node label (docs/shufflectl.md) */
+
+static void prom_all_labels(FILE *f, const char *id, const json_t *a)
+{
+	fputs("{node=", f);
+	prom_label_value(f, id);
+	if (a) {
+		fputs(",node_name=", f);
+		prom_label_value(f, jstr(a, "node_name", ""));
+	}
+	fputc('}', f);
+}
+
+/* One family of a scope: a sample per node that has it. */
+static void prom_all_scope(FILE *f, const json_t *nodes, const char *member, const char *scope,
+			   const char *what, const struct stat_desc *d, size_t nd)
+{
+	for (size_t i = 0; i < nd; i++) {
+		struct prom_metric m;
+		char help[400];
+		bool any = false;
+		const char *id;
+		json_t *a;
+		prom_metric(&m, scope, d[i].name, d[i].counter, true);
+		json_object_foreach((json_t *)nodes, id, a) {
+			const json_t *v = jget(jget(a, member), d[i].name);
+			if (!prom_sampleable(v))
+				continue;
+			if (!any) {
+				snprintf(help, sizeof(help), "%s%s", what, d[i].help);
+				prom_help_unit(&m, help);
+				prom_family(f, m.name, d[i].counter ? "counter" : "gauge", help);
+				any = true;
+			}
+			fputs(m.name, f);
+			prom_all_labels(f, id, a);
+			fputc(' ', f);
+			prom_value_scaled(f, v, m.scale);
+			fputc('\n', f);
+		}
+	}
+}
+
+void show_prometheus_all(const json_t *doc, FILE *f)
+{
+	const json_t *nodes = jget(doc, "nodes"), *missing = jget(doc, "missing");
+	const char *id;
+	json_t *a;
+	prom_family(f, "shuffle_up", "gauge",
+		    "1 when the node's daemon answered the cluster-wide request");
+	json_object_foreach((json_t *)nodes, id, a) {
+		fputs("shuffle_up", f);
+		prom_all_labels(f, id, a);
+		fputs(" 1\n", f);
+	}
+	json_object_foreach((json_t *)missing, id, a) {
+		fputs("shuffle_up", f);
+		prom_all_labels(f, id, NULL);
+		fputs(" 0\n", f);
+	}
+	prom_all_scope(f, nodes, "daemon", "", "", daemon_stats, n_daemon_stats);
+	prom_all_scope(f, nodes, "clients_total", "clients_",
+		       "Sum over all clients, connected and departed: ", client_stats,
+		       n_client_stats);
+	prom_all_scope(f, nodes, "fabric", "fabric_", "", fabric_stats, n_fabric_stats);
+}

@@ -73,6 +73,10 @@ int conn_hello(struct conn *c);
  * schema is the caller's to check).  0 with *doc_p set, or negative errno
  * (printed). */
 int conn_request(struct conn *c, const char *cmd, json_t **doc_p);
+/* The same for every node up (SHF_CTL_ALL: the daemon's fan-out answers
+ * within timeout_ms, 0 its default): the combined document
+ * (docs/shufflectl.md, "--all"). */
+int conn_request_all(struct conn *c, const char *cmd, int timeout_ms, json_t **doc_p);
 /* BYE (a courtesy) and close. */
 void conn_close(struct conn *c);
 
@@ -164,5 +168,13 @@ struct prom_opts {
 void show_prometheus(const json_t *dump, const struct prom_opts *o, FILE *f);
 /* Only "shuffle_up 0": the daemon is not running. */
 void show_prometheus_down(FILE *f);
+/* --all stats: every node's counters with a node label, shuffle_up per node. */
+void show_prometheus_all(const json_t *doc, FILE *f);
+
+/* ---------------------------------------------------------- all.c */
+
+/* --all CMD: a row per node (those without an answer marked) and totals;
+ * false when a node did not answer. */
+bool show_all(const json_t *doc, const char *cmd, FILE *f);
 
 #endif

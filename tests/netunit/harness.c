@@ -281,6 +281,17 @@ static void ev_mark_acked(struct shd_client *c, bool lost)
 		hc->acked_lost++;
 }
 
+/* the fan-out is not under test here: its messages are ignored */
+static void ev_fan_req(struct shd_daemon *d, uint32_t node, const struct shf_wire_fan_req *r)
+{
+	(void)d, (void)node, (void)r;
+}
+
+static void ev_fan_ans(struct shd_daemon *d, uint32_t node, const struct shf_wire_fan_ans *a)
+{
+	(void)d, (void)node, (void)a;
+}
+
 static const struct shd_net_events h_ev = {
 	.peer_up = ev_peer_up,
 	.peer_lost = ev_peer_lost,
@@ -289,6 +300,8 @@ static const struct shd_net_events h_ev = {
 	.epoch = ev_epoch,
 	.drops = ev_drops,
 	.mark_acked = ev_mark_acked,
+	.fan_req = ev_fan_req,
+	.fan_ans = ev_fan_ans,
 };
 
 /* ------------------------------------------------------------- watchdog */

@@ -255,9 +255,20 @@ int main(void)
 	/* an unknown command and a command without its NUL */
 	struct shf_ipc_ctl m;
 	memset(&m, 'A', sizeof(m.cmd));
-	m.flags = m.reserved = 0;
+	m.flags = m.timeout_ms = 0;
 	CHECK(shf_ipc_send(fd, SHF_IPC_CTL, 7, &m, sizeof(m), NULL, 0) == 0);
 	int err = 0;
+	CHECK(next(fd, &err) == SHF_IPC_ERROR && err == -EINVAL);
+	ping(fd);
+	/* an unknown flag, and --all (SHF_CTL_ALL) of a command that is not for it */
+	memset(&m, 0, sizeof(m));
+	snprintf(m.cmd, sizeof(m.cmd), "status");
+	m.flags = 2;
+	CHECK(shf_ipc_send(fd, SHF_IPC_CTL, 8, &m, sizeof(m), NULL, 0) == 0);
+	CHECK(next(fd, &err) == SHF_IPC_ERROR && err == -EINVAL);
+	snprintf(m.cmd, sizeof(m.cmd), "config");
+	m.flags = SHF_CTL_ALL;
+	CHECK(shf_ipc_send(fd, SHF_IPC_CTL, 9, &m, sizeof(m), NULL, 0) == 0);
 	CHECK(next(fd, &err) == SHF_IPC_ERROR && err == -EINVAL);
 	ping(fd);
 	close(fd);

@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * client/shufflectl/all.c - shufflectl --all: the combined answer of every
+ * node (docs/shufflectl.md, "--all") as one table, a row per node (those
+ * without an answer marked with why) and a row of totals.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/shufflectl/shufflectl.h"
+
+#define ALL_COLS 10
+
+struct all_table {
+	unsigned ncols, nrows;
+	const char *head[ALL_COLS];
+	char **cell; /* nrows x ncols */
+};
+
+static void row_add(struct all_table *t)
+{
+	t->cell = xrealloc(t->cell, sizeof(*t->cell) * (t->nrows + 1) * t->ncols);
+	for (unsigned i = 0; i < t->ncols; i++)
+		t->cell[t->nrows * t->ncols + i] = NULL;
+	t->nrows++;
+}
+
+static void cell_set(struct all_table *t, unsigned col, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void cell_set(struct all_table *t, unsigned col, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	char *s = xrealloc(NULL, strlen(buf) + 1);
+	strcpy(s, buf);
+	t->cell[(t->nrows - 1) * t->ncols + col] = s;
+}
+
+static void table_show(struct all_table *t, FILE *f)
+{
+	size_t w[ALL_COLS] = {0};
+	for (unsigned c = 0; c < t->ncols; c++) {
+		w[c] = strlen(t->head[c]);
+		for (unsigned r = 0; r < t->nrows; r++) {
+			const char *s = t->cell[r * t->ncols + c];
+			if (s && strlen(s) > w[c])
+				w[c] = strlen(s);
+		}
+	}
+	for (unsigned c = 0; c < t->ncols; c++)
+		fprintf(f, "%-*s%s", c + 1 < t->ncols ? (int)w[c] : 0, t->head[c],
+			c + 1 < t->ncols ? "  " : "\n");
+	for (unsigned r = 0; r < t->nrows; r++)
+		for (unsigned c = 0; c < t->ncols; c++) {
+			const char *s = t->cell[r * t->ncols + c];
+			fprintf(f, "%-*s%s", c + 1 < t->ncols ? (int)w[c] : 0, s ? s : "-",
+				c + 1 < t->ncols ? "  " : "\n");
+		}
+	for (unsigned i = 0; i < t->nrows * t->ncols; i++)
+		free(t->cell[i]);
+	free(t->cell);
+}
+
+/* The sum of member k of member scope (NULL: the answer itself) over nodes. */
+struct sums {
+	long long v[ALL_COLS];
+};
+
+static long long num(const json_t *a, const char *scope, const char *k)
+{
+	return jint(scope ? jget(a, scope) : a, k, 0);
+}
+
+/* Node ids of the answer, answered and missing, in order. */
+static long long *all_ids(const json_t *doc, size_t *n)
+{
+	const json_t *objs[2] = {jget(doc, "nodes"), jget(doc, "missing")};
+	long long *ids = NULL;
+	size_t k = 0;
+	for (int i = 0; i < 2; i++) {
+		const char *key;
+		json_t *v;
+		json_object_foreach((json_t *)objs[i], key, v) {
+			ids = xrealloc(ids, sizeof(*ids) * (k + 1));
+			ids[k++] = strtoll(key, NULL, 10);
+		}
+	}
+	for (size_t i = 1; i < k; i++) /* insertion sort: n is small enough */
+		for (size_t j = i; j > 0 && ids[j - 1] > ids[j]; j--) {
+			long long x = ids[j];
+			ids[j] = ids[j - 1];
+			ids[j - 1] = x;
+		}
+	*n = k;
+	return ids;
+}
+
+/* One command's columns after ID, NAME, STATE: header and value. */
+struct all_col {
+	const char *head;
+	const char *scope; /* member holding k; NULL: the answer itself */
+	const char *k;     /* NULL: computed (see value()) */
+};
+
+static const struct all_col status_cols[] = {
+	{"VERSION", NULL, "version"}, {"UPTIME_S", NULL, "uptime_s"},
+	{"SESSIONS", NULL, "sessions"}, {"CLIENTS", NULL, "clients"}, {"JOBS", NULL, "jobs"},
+};
+static const struct all_col peers_cols[] = {
+	{"PEERS", NULL, NULL}, {"UP", NULL, NULL}, {"NOT_UP", NULL, NULL},
+};
+static const struct all_col jobs_cols[] = {
+	{"JOBS", NULL, NULL}, {"LOCAL_RANKS", NULL, NULL}, {"MSGS_OUT", NULL, NULL},
+	{"MSGS_IN", NULL, NULL}, {"OTHER_USERS_JOBS", "other_users", "jobs"},
+};
+static const struct all_col clients_cols[] = {
+	{"CLIENTS", NULL, NULL}, {"MSGS_OUT", NULL, NULL}, {"MSGS_IN", NULL, NULL},
+	{"OTHER_USERS_CLIENTS", "other_users", "clients"},
+};
+static const struct all_col stats_cols[] = {
+	{"MSGS_OUT", "clients_total", "msgs_out"}, {"MSGS_IN", "clients_total", "msgs_in"},
+	{"DROPS_DEAD", "clients_total", "drops_dead"}, {"DROPS_DOWN", "clients_total", "drops_down"},
+	{"BATCHES_OUT", "daemon", "batches_out"}, {"WIRE_BAD", "daemon", "wire_bad"},
+};
+
+/* Computed cells: true and *v set when (cmd, col) is one. */
+static bool value(const char *cmd, unsigned col, const json_t *a, long long *v, char *text,
+		  size_t n)
+{
+	*text = '\0';
+	if (!strcmp(cmd, "peers")) {
+		const json_t *ps = jget(a, "peers");
+		long long up = 0, all = (long long)json_array_size(ps);
+		size_t i, used = 0;
+		json_t *p;
+		json_array_foreach(ps, i, p) {
+			if (!strcmp(jstr(p, "state", ""), "up")) {
+				up++;
+			} else if (used + 16 < n) {
+				used += (size_t)snprintf(text + used, n - used, "%s%lld",
+							 used ? "," : "", jint(p, "node", -1));
+			}
+		}
+		*v = col == 0 ? all : col == 1 ? up : all - up;
+		if (col != 2)
+			*text = '\0'; /* the list is NOT_UP's */
+		return true;
+	}
+	const char *arr = !strcmp(cmd, "jobs") ? "jobs" : !strcmp(cmd, "clients") ? "clients" : NULL;
+	if (!arr)
+		return false;
+	const json_t *rows = jget(a, arr);
+	size_t i;
+	json_t *r;
+	*v = 0;
+	if (col == 0) {
+		*v = (long long)json_array_size(rows);
+		return true;
+	}
+	unsigned base = !strcmp(cmd, "jobs") ? 1 : 0; /* jobs: LOCAL_RANKS first */
+	json_array_foreach(rows, i, r) {
+		if (base && col == 1)
+			*v += jint(r, "local", 0);
+		else if (col == 1 + base)
+			*v += num(r, "stats", "msgs_out");
+		else if (col == 2 + base)
+			*v += num(r, "stats", "msgs_in");
+		else
+			return false;
+	}
+	return true;
+}
+
+bool show_all(const json_t *doc, const char *cmd, FILE *f)
+{
+	const struct all_col *cols;
+	size_t nc;
+	if (!strcmp(cmd, "status")) {
+		cols = status_cols, nc = NELEM(status_cols);
+	} else if (!strcmp(cmd, "peers")) {
+		cols = peers_cols, nc = NELEM(peers_cols);
+	} else if (!strcmp(cmd, "jobs")) {
+		cols = jobs_cols, nc = NELEM(jobs_cols);
+	} else if (!strcmp(cmd, "clients")) {
+		cols = clients_cols, nc = NELEM(clients_cols);
+	} else if (!strcmp(cmd, "stats")) {
+		cols = stats_cols, nc = NELEM(stats_cols);
+	} else {
+		cols = NULL, nc = 0; /* ping: who answered */
+	}
+	struct all_table t = {.ncols = 3 + (unsigned)nc};
+	t.head[0] = "NODE";
+	t.head[1] = "NAME";
+	t.head[2] = "STATE";
+	for (size_t c = 0; c < nc; c++)
+		t.head[3 + c] = cols[c].head;
+	struct sums s = {{0}};
+	size_t n, answered = 0, missing = 0;
+	long long *ids = all_ids(doc, &n);
+	for (size_t i = 0; i < n; i++) {
+		char k[32];
+		snprintf(k, sizeof(k), "%lld", ids[i]);
+		const json_t *a = jget(jget(doc, "nodes"), k);
+		const json_t *m = jget(jget(doc, "missing"), k);
+		row_add(&t);
+		cell_set(&t, 0, "%lld", ids[i]);
+		if (!a) {
+			missing++;
+			cell_set(&t, 2, "%s", jstr(m, "state", "?"));
+			if (jget(m, "via"))
+				cell_set(&t, 3, "via node %lld", jint(m, "via", -1));
+			continue;
+		}
+		answered++;
+		cell_set(&t, 1, "%s", jstr(a, "node_name", "?"));
+		cell_set(&t, 2, "%s", jget(a, "error") ? jstr(a, "error", "") : "ok");
+		for (size_t c = 0; c < nc; c++) {
+			long long v;
+			char text[256];
+			if (value(cmd, (unsigned)c, a, &v, text, sizeof(text))) {
+				s.v[c] += v;
+				cell_set(&t, 3 + (unsigned)c, "%s", text[0] ? text : "");
+				if (!text[0])
+					cell_set(&t, 3 + (unsigned)c, "%lld", v);
+				continue;
+			}
+			const json_t *x = jget(cols[c].scope ? jget(a, cols[c].scope) : a, cols[c].k);
+			if (json_is_string(x)) {
+				cell_set(&t, 3 + (unsigned)c, "%s", json_string_value(x));
+			} else if (json_is_real(x)) {
+				cell_set(&t, 3 + (unsigned)c, "%.0f", json_real_value(x));
+			} else if (json_is_integer(x)) {
+				s.v[c] += json_integer_value(x);
+				cell_set(&t, 3 + (unsigned)c, "%lld", (long long)json_integer_value(x));
+			}
+		}
+	}
+	row_add(&t);
+	cell_set(&t, 0, "total");
+	cell_set(&t, 1, "%zu nodes", n);
+	cell_set(&t, 2, "%zu ok, %zu not", answered, missing);
+	for (size_t c = 0; c < nc; c++)
+		if (strcmp(cols[c].head, "VERSION") && strcmp(cols[c].head, "UPTIME_S") &&
+		    strcmp(cols[c].head, "NOT_UP"))
+			cell_set(&t, 3 + (unsigned)c, "%lld", s.v[c]);
+	table_show(&t, f);
+	fprintf(f, "answered in %.0f ms (timeout %lld ms, fan-out %lld, from node %lld)\n",
+		jreal(doc, "elapsed_ms", 0), jint(doc, "timeout_ms", 0), jint(doc, "fanout", 0),
+		jint(doc, "root", -1));
+	free(ids);
+	return missing == 0;
+}
