@@ -515,6 +515,63 @@ static void test_stamp(void)
 	      "drop body at 32");
 }
 
+/* FAN_REQ and FAN_ANS (the fan-out tree): round trip, then every field's rule. */
+static void test_fan(void)
+{
+	uint8_t b[512];
+	struct shf_wire_hdr h;
+	const uint32_t tg[2] = {0, 3};
+	struct shf_wire_fan_req r = {.req_id = 77, .origin = SRC, .uid = 1000, .budget_ms = 1500,
+				     .fanout = 8, .ntargets = 2, .args_len = 2, .args = "{}"};
+	snprintf(r.cmd, sizeof(r.cmd), "status");
+	long n = shf_wire_enc_fan_req(b, sizeof(b), SRC, DST, NODES, &r, tg);
+	CHECK(n == 96 + 8 + 2, "fan_req length %ld", n);
+	CHECK(chk(b, (size_t)n, &h) == 0 && h.kind == SHF_WIRE_FAN_REQ && h.u.fan_req.req_id == 77 &&
+		      h.u.fan_req.uid == 1000 && h.u.fan_req.ntargets == 2 &&
+		      shf_wire_fan_target(&h.u.fan_req, 1) == 3 && !strcmp(h.u.fan_req.cmd, "status") &&
+		      h.u.fan_req.args_len == 2 && !memcmp(h.u.fan_req.args, "{}", 2),
+	      "fan_req round trip");
+	CHECK(chk(b, (size_t)n - 1, NULL) == -EBADMSG, "fan_req short by one");
+	CHECK(chk_patched64(b, (size_t)n, 32, 0) == -EBADMSG, "req_id 0");
+	CHECK(chk_patched32(b, (size_t)n, 40, DST) == -EBADMSG, "origin is the receiver");
+	CHECK(chk_patched32(b, (size_t)n, 40, NODES) == -EBADMSG, "origin outside the nodes");
+	CHECK(chk_patched32(b, (size_t)n, 48, 0) == -EBADMSG, "budget 0");
+	CHECK(chk_patched32(b, (size_t)n, 48, SHF_WIRE_FAN_BUDGET_MAX + 1) == -EBADMSG, "budget");
+	CHECK(chk_patched32(b, (size_t)n, 52, 1) == -EBADMSG, "fanout 1");
+	CHECK(chk_patched32(b, (size_t)n, 52, SHF_WIRE_FAN_K_MAX + 1) == -EBADMSG, "fanout 65");
+	CHECK(chk_patched32(b, (size_t)n, 56, 3) == -EBADMSG, "ntargets disagrees with the length");
+	CHECK(chk_patched32(b, (size_t)n, 60, 3) == -EBADMSG, "args_len disagrees with the length");
+	CHECK(chk_patched8(b, (size_t)n, 64, 'S') == -EBADMSG, "cmd with an upper-case letter");
+	CHECK(chk_patched8(b, (size_t)n, 64, 0) == -EBADMSG, "empty cmd");
+	CHECK(chk_patched8(b, (size_t)n, 64 + 8, 'x') == -EBADMSG, "cmd padding not zero");
+	CHECK(chk_patched32(b, (size_t)n, 96, 3) == -EBADMSG, "targets not increasing");
+	CHECK(chk_patched32(b, (size_t)n, 96, DST) == -EBADMSG, "the receiver as a target");
+	CHECK(chk_patched32(b, (size_t)n, 100, NODES) == -EBADMSG, "a target outside the nodes");
+	CHECK(chk_patched32(b, (size_t)n, 100, SRC) == -EBADMSG, "the sender as a target");
+	CHECK(chk_patched8(b, (size_t)n, 104, 0) == -EBADMSG, "a NUL in args");
+	r.ntargets = 1;
+	CHECK(shf_wire_enc_fan_req(b, sizeof(b), SRC, DST, NODES, &r, (const uint32_t[]){DST}) ==
+		      -EINVAL,
+	      "the encoder refuses what the check refuses");
+
+	struct shf_wire_fan_ans a = {77, SRC, 10, 4, 6, (const uint8_t *)"abcdef"};
+	n = shf_wire_enc_fan_ans(b, sizeof(b), SRC, DST, NODES, &a);
+	CHECK(n == 64 + 6, "fan_ans length %ld", n);
+	CHECK(chk(b, (size_t)n, &h) == 0 && h.kind == SHF_WIRE_FAN_ANS && h.u.fan_ans.total == 10 &&
+		      h.u.fan_ans.offset == 4 && h.u.fan_ans.len == 6 &&
+		      !memcmp(h.u.fan_ans.data, "abcdef", 6),
+	      "fan_ans round trip");
+	CHECK(chk(b, (size_t)n + 1, NULL) == -EBADMSG, "fan_ans with a byte more");
+	CHECK(chk_patched32(b, (size_t)n, 44, 9) == -EBADMSG, "offset + len above total");
+	CHECK(chk_patched32(b, (size_t)n, 44, SHF_WIRE_FAN_ANS_MAX + 1) == -EBADMSG, "total above the bound");
+	CHECK(chk_patched32(b, (size_t)n, 44, 0) == -EBADMSG, "total 0");
+	CHECK(chk_patched32(b, (size_t)n, 52, 0) == -EBADMSG, "len 0");
+	CHECK(chk_patched32(b, (size_t)n, 56, 1) == -EBADMSG, "flags");
+	CHECK(chk_patched32(b, (size_t)n, 60, 1) == -EBADMSG, "reserved");
+	CHECK(chk_patched64(b, (size_t)n, 32, 0) == -EBADMSG, "req_id 0");
+	CHECK(!strcmp(shf_wire_kind_name(SHF_WIRE_FAN_REQ), "fan-req"), "kind name");
+}
+
 int main(void)
 {
 	test_le_and_hash();
@@ -523,6 +580,7 @@ int main(void)
 	test_small_kinds();
 	test_join();
 	test_stamp();
+	test_fan();
 	if (failures) {
 		fprintf(stderr, "wire-unit: %d failures\n", failures);
 		return 1;
