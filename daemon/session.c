@@ -491,8 +491,11 @@ static bool dispatch(struct shd_client *c, const void *buf, size_t n)
 			struct shf_ipc_ctl m;
 			memcpy(&m, body, sizeof(m));
 			m.cmd[sizeof(m.cmd) - 1] = '\0';
+			/* arguments, if any: NUL-terminated text (shf_ipc_check) */
+			const char *args = n > sizeof(h) + sizeof(m) ? (const char *)body + sizeof(m)
+								     : NULL;
 			c->d->st.ctl_requests++;
-			if (shd_ctlcmd(c->d, c, h.id, m.cmd) < 0) {
+			if (shd_ctlcmd(c->d, c, h.id, m.cmd, args) < 0) {
 				shd_client_close_sock(c);
 				shd_client_reap_later(c);
 				return false;
@@ -525,7 +528,6 @@ static bool dispatch(struct shd_client *c, const void *buf, size_t n)
 	c->d->st.disc_proto++;
 	shd_client_cutoff(c, -EPROTO, "unexpected control message (type %u) in state %s",
 			  h.type, shd_sess_state_name(c->state));
-	(void)n;
 	return false;
 }
 

@@ -17,7 +17,8 @@
  *   EPOCH(phase 2) ->   <- EPOCH_DONE      (epoch barrier after delivery)
  *   BYE ->              (clean close; or just close the socket)
  * shufflectl:
- *   HELLO -> HELLO_OK; CTL(cmd) -> CTL_REPLY* (chunks of JSON, last has more=0)
+ *   HELLO -> HELLO_OK; CTL(cmd [+ JSON args]) -> CTL_REPLY* (chunks of JSON, last
+ *   has more=0) | ERROR (unknown command, refused, bad arguments)
  */
 #ifndef SHF_PROTO_IPC_H
 #define SHF_PROTO_IPC_H
@@ -138,10 +139,14 @@ struct shf_ipc_epoch_done {
 };
 
 #define SHF_CTL_CMD_MAX 32u
+#define SHF_CTL_ARGS_MAX 512u /* request arguments, NUL included */
 struct shf_ipc_ctl {
 	char cmd[SHF_CTL_CMD_MAX]; /* "status", "clients", ...; NUL-terminated */
 	uint32_t flags;            /* zero */
 	uint32_t reserved;
+	/* optionally followed by the request's arguments: a JSON object as
+	 * text, NUL-terminated inside the datagram, at most SHF_CTL_ARGS_MAX
+	 * bytes ("drain" {"job": NAME}; docs/protocol.md, "Control") */
 };
 
 struct shf_ipc_ctl_reply {
