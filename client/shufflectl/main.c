@@ -318,7 +318,7 @@ int main(int argc, char **argv)
 	}
 	if (optind >= argc) {
 		errmsg("no command given (status, clients, jobs, peers, stats, config, dump, "
-		       "ping; see --help)");
+		       "ping, top, log-level, cutoff, drain; see --help)");
 		return EXIT_USAGE;
 	}
 	co.sock = sock_opt;
