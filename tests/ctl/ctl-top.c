@@ -17,10 +17,12 @@
  *   - ring occupancy: the bytes waiting in topjob's rings equal the
  *     clients' send_used + deliver_used, at least (BASE + BURST) * LEN,
  *     and the fullest ring's percentage matches rank 1's delivery ring.
- * The table form names both jobs and the node's row; `top --json` without
+ * The table form names both jobs and the node's row; live on a pipe, top
+ * prints table after table without escape sequences; `top --json` without
  * --once is a usage error; rank 1 then receives exactly BASE + BURST.
  */
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,6 +162,25 @@ int main(void)
 	       strstr(o.out, "MSGS/S") && strstr(o.out, "RING%"), "top's table:\n%s", o.out);
 	CHECKF(!strstr(o.out, "\033["), "top --once on a pipe draws no escape sequences");
 	td_out_free(&o);
+	/* live, on a pipe: table after table, no escape sequences */
+	char live[TD_PATH_MAX + 16];
+	td_fmt(live, sizeof(live), "%s/top-live.out", e->dir);
+	pid_t lp = td_spawn((const char *const[]){ctl, "-s", d->sock, "--interval", "100", "top",
+						  NULL},
+			    NULL, live, NULL);
+	int tables = 0;
+	for (int64_t end = td_now_ms() + 20000; tables < 3; td_sleep_ms(10)) {
+		char *t = td_read_file(live);
+		tables = 0;
+		for (const char *q = t; (q = strstr(q, "rates over")) != NULL; q++)
+			tables++;
+		CHECKF(!strstr(t, "\033["), "top on a pipe drew escape sequences");
+		free(t);
+		CHECKF(td_now_ms() < end && td_poll_exit(lp) == TD_RUNNING,
+		       "live top printed %d table(s) in 20 s", tables);
+	}
+	kill(lp, SIGTERM);
+	CHECK(td_wait(lp, 10000) == 128 + SIGTERM);
 	td_ctl(d->sock, &o, "top", "--json", NULL);
 	CHECKF(o.status == 2, "top --json without --once: exit %d", o.status);
 	td_out_free(&o);
