@@ -263,7 +263,8 @@ struct shf_ctx {
 	uint64_t released;         /* thread mode: delivery ring tail released so far */
 	uint64_t unrep_dead;       /* drops from FLUSH_DONEs nobody waited for any more */
 	uint64_t unrep_down;
-	char dead_detail[SHC_DETAIL_MAX]; /* why dead: the detail of every later -ENOTCONN */
+	char dead_detail[SHC_DETAIL_MAX]; /* why dead: the detail of every later -ENOTCONN
+	                                   * (or -ECANCELED: the job was drained) */
 	bool go;                   /* shf_open() returned: the delivery thread may start */
 	bool epoch_busy;           /* a thread is inside shf_epoch() (owns the epoch_*) */
 

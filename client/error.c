@@ -111,6 +111,7 @@ SHF_EXPORT const char *shf_strerror(int r)
 	case EMFILE: return "too many open files";
 	case ENFILE: return "too many open files in the system";
 	case EBADMSG: return "malformed message";
+	case ECANCELED: return "the job was drained by its owner or root (shufflectl drain): see shf_error_detail()";
 	default: break;
 	}
 	const char *s = strerrordesc_np(-r);

@@ -72,13 +72,15 @@ static void deadline_ts(int64_t deadline, struct timespec *ts)
 
 /* ---------------------------------------------------------------- death */
 
-__attribute__((format(printf, 2, 0)))
-static void mark_dead_v(struct shf_ctx *c, const char *fmt, va_list ap)
+/* err: what every later call returns (-ENOTCONN, or -ECANCELED when the
+ * operator drained the job: shufflectl drain) */
+__attribute__((format(printf, 3, 0)))
+static void mark_dead_v(struct shf_ctx *c, int err, const char *fmt, va_list ap)
 {
 	pthread_mutex_lock(&c->mu);
 	if (!atomic_load_explicit(&c->dead, memory_order_relaxed)) {
 		vsnprintf(c->dead_detail, sizeof(c->dead_detail), fmt, ap);
-		atomic_store_explicit(&c->dead, -ENOTCONN, memory_order_release);
+		atomic_store_explicit(&c->dead, err, memory_order_release);
 		shc_debug("job %s rank %d: connection unusable: %s", c->job, c->rank,
 			  c->dead_detail);
 	}
@@ -91,7 +93,18 @@ void shc_mark_dead(struct shf_ctx *c, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	mark_dead_v(c, fmt, ap);
+	mark_dead_v(c, -ENOTCONN, fmt, ap);
+	va_end(ap);
+}
+
+/* The daemon's unsolicited ERROR: dead with its errno when it is one a
+ * caller can act on (-ECANCELED: the job was drained), else -ENOTCONN. */
+__attribute__((format(printf, 3, 4)))
+static void mark_dead_err(struct shf_ctx *c, int err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	mark_dead_v(c, err == -ECANCELED ? err : -ENOTCONN, fmt, ap);
 	va_end(ap);
 }
 
@@ -111,8 +124,9 @@ int shc_dead_err(struct shf_ctx *c)
 {
 	pthread_mutex_lock(&c->mu);
 	shc_detail_set("%s", c->dead_detail);
+	int err = atomic_load_explicit(&c->dead, memory_order_relaxed);
 	pthread_mutex_unlock(&c->mu);
-	return -ENOTCONN;
+	return err ? err : -ENOTCONN;
 }
 
 /* ------------------------------------------------------------- waiters */
@@ -229,7 +243,7 @@ static void dispatch(struct shf_ctx *c, size_t n)
 		}
 		if (h.id == 0) {
 			/* unsolicited: the daemon is cutting us off */
-			shc_mark_dead(c, "daemon: %.200s", text);
+			mark_dead_err(c, e.err, "daemon: %.200s", text);
 			return;
 		}
 		pthread_mutex_lock(&c->mu);

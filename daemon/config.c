@@ -893,6 +893,9 @@ static void fmt_source(const struct shd_config *c, int i, char *buf, size_t n)
 	case SHD_CONFIG_SRC_CLI:
 		snprintf(buf, n, "command line");
 		break;
+	case SHD_CONFIG_SRC_RUNTIME:
+		snprintf(buf, n, "runtime (shufflectl)");
+		break;
 	default:
 		snprintf(buf, n, "default");
 		break;

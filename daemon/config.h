@@ -84,6 +84,7 @@ enum shd_config_src {
 	SHD_CONFIG_SRC_FILE,     /* the INI file named by `config` */
 	SHD_CONFIG_SRC_ENV,      /* SHF_<NAME> */
 	SHD_CONFIG_SRC_CLI,      /* the command line */
+	SHD_CONFIG_SRC_RUNTIME,  /* changed while running (shufflectl log-level) */
 	SHD_CONFIG_SRC_MAX
 };
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "daemon/client.h"
+#include "daemon/control.h"
 #include "daemon/ctlcmd.h"
 #include "daemon/epoch.h"
 #include "daemon/fanout.h"
@@ -26,6 +27,7 @@
 #include "daemon/log.h"
 #include "daemon/net.h"
 #include "daemon/stats.h"
+#include "proto/ipc.h"
 
 #define SCHEMA "shuffle/1"
 
@@ -138,6 +140,8 @@ static json_t *jobs_json(struct shd_daemon *d, const struct view *v)
 		json_object_set_new(o, "epoch_phase2", json_integer(j->p2_total));
 		shd_jobtab_missing(j, missing, sizeof(missing));
 		json_object_set_new(o, "missing", json_string(missing));
+		if (j->drained) /* shufflectl drain (control.c) */
+			json_object_set_new(o, "drained_by", json_integer(j->drained_by));
 		if (j->deny) {
 			/* failed: another node announced it for another owner (events.c) */
 			json_object_set_new(o, "conflict_node", json_integer(j->deny_node));
@@ -195,6 +199,93 @@ static json_t *status_json(struct shd_daemon *d)
 	return o;
 }
 
+/* Ring occupancy of the live clients summed into o: bytes used in both
+ * rings, their capacity, and the fullest ring's fill in percent. */
+struct ring_fill {
+	uint64_t used, size;
+	double max_pct;
+};
+
+static void ring_fill_add(struct ring_fill *f, const struct shd_client *c)
+{
+	if (!c->region || c->doomed)
+		return;
+	uint64_t s = shf_ring_used(&c->send), r = shf_ring_used(&c->deliver);
+	f->used += s + r;
+	f->size += (uint64_t)c->send.size + c->deliver.size;
+	double ps = c->send.size ? 100.0 * (double)s / c->send.size : 0;
+	double pr = c->deliver.size ? 100.0 * (double)r / c->deliver.size : 0;
+	if (ps > f->max_pct)
+		f->max_pct = ps;
+	if (pr > f->max_pct)
+		f->max_pct = pr;
+}
+
+static void ring_fill_set(json_t *o, const struct ring_fill *f)
+{
+	json_object_set_new(o, "ring_used", u64(f->used));
+	json_object_set_new(o, "ring_bytes", u64(f->size));
+	json_object_set_new(o, "ring_max_pct", json_real(f->max_pct));
+}
+
+/*
+ * "top": one sample of the counters shufflectl top turns into rates (two
+ * samples, the difference over the difference of "now_ns"), taken in one
+ * go: the node's client totals and each job this asker sees, with the ring
+ * occupancy of their live sessions.  Counters are the clients' own
+ * (proto/stats.h: msgs_in, bytes_in, credit_stalls, drops_*, ...) so a
+ * job's rows add up to the node's.
+ */
+static json_t *top_json(struct shd_daemon *d, const struct view *v)
+{
+	json_t *o = json_object();
+	struct shf_client_stats sum = d->totals;
+	struct ring_fill nf = {0, 0, 0};
+	unsigned n_clients = 0;
+	const struct shd_list *p;
+	for (p = d->clients.next; p != &d->clients; p = p->next) {
+		const struct shd_client *c = shd_container_of(p, struct shd_client, all_link);
+		shd_stats_client_add(&sum, &c->st);
+		ring_fill_add(&nf, c);
+		n_clients += c->job != NULL;
+	}
+	json_object_set_new(o, "node_name", json_string(d->cfg.node_name));
+	json_object_set_new(o, "node_id", json_integer(d->node_id));
+	json_object_set_new(o, "now_ns", u64(shd_now_ns()));
+	json_t *node = json_object();
+	json_object_set_new(node, "clients", json_integer(n_clients));
+	json_object_set_new(node, "stats", shd_stats_client_json(&sum));
+	ring_fill_set(node, &nf);
+	json_object_set_new(o, "node", node);
+	json_t *a = json_array();
+	for (p = d->jobs.next; p != &d->jobs; p = p->next) {
+		const struct shd_job *j = shd_container_of(p, struct shd_job, link);
+		if (!sees_job(v, j))
+			continue;
+		struct shf_client_stats js = j->st;
+		struct ring_fill jf = {0, 0, 0};
+		for (int32_t r = shd_jobtab_next(j, 0); r < j->world; r = shd_jobtab_next(j, r + 1)) {
+			const struct shd_client *c = shd_jobtab_client(j, r);
+			if (!c)
+				continue;
+			shd_stats_client_add(&js, &c->st);
+			ring_fill_add(&jf, c);
+		}
+		json_t *jo = json_object();
+		json_object_set_new(jo, "name", json_string(j->name));
+		json_object_set_new(jo, "uid", json_integer(j->uid));
+		json_object_set_new(jo, "local", json_integer(j->local));
+		json_object_set_new(jo, "created_ns", u64(j->created_ns));
+		if (j->drained)
+			json_object_set_new(jo, "drained_by", json_integer(j->drained_by));
+		json_object_set_new(jo, "stats", shd_stats_client_json(&js));
+		ring_fill_set(jo, &jf);
+		json_array_append_new(a, jo);
+	}
+	json_object_set_new(o, "jobs", a);
+	return o;
+}
+
 static void add_id(json_t *a, const struct view *v, const struct shd_client *c)
 {
 	if (sees_client(v, c))
@@ -216,6 +307,17 @@ static json_t *relay_json(struct shd_daemon *d, const struct view *v)
 	json_object_set_new(o, "dirty", dirty);
 	json_object_set_new(o, "marks", marks);
 	return o;
+}
+
+static const char *const read_cmds[] = {"ping", "status", "clients", "jobs", "peers",
+				       "stats", "config", "top", "dump", NULL};
+
+static bool build_known(const char *cmd)
+{
+	for (const char *const *p = read_cmds; *p; p++)
+		if (!strcmp(*p, cmd))
+			return true;
+	return false;
 }
 
 static json_t *build(struct shd_daemon *d, const char *cmd, const struct view *v)
@@ -240,6 +342,8 @@ static json_t *build(struct shd_daemon *d, const char *cmd, const struct view *v
 	} else if (!strcmp(cmd, "config")) {
 		o = json_object();
 		json_object_set_new(o, "config", shd_config_json(&d->cfg));
+	} else if (!strcmp(cmd, "top")) {
+		o = top_json(d, v);
 	} else if (!strcmp(cmd, "dump")) {
 		o = json_object();
 		json_object_set_new(o, "status", status_json(d));
@@ -251,7 +355,8 @@ static json_t *build(struct shd_daemon *d, const char *cmd, const struct view *v
 	} else {
 		return NULL;
 	}
-	if (!v->all && (!strcmp(cmd, "clients") || !strcmp(cmd, "jobs") || !strcmp(cmd, "dump"))) {
+	if (!v->all && (!strcmp(cmd, "clients") || !strcmp(cmd, "jobs") || !strcmp(cmd, "dump") ||
+			!strcmp(cmd, "top"))) {
 		/* the asker's view: its own in full, the others' totals */
 		json_object_set_new(o, "view_uid", json_integer(v->uid));
 		json_object_set_new(o, "other_users", others_json(d, v));
@@ -266,6 +371,39 @@ static struct view view_of(uid_t uid)
 {
 	struct view v = {uid == 0 || uid == geteuid(), uid};
 	return v;
+}
+
+/* The control commands (control.h): one function each, request and
+ * asker's uid in, answer out. */
+static const struct shd_ctl_cmd control_cmds[] = {
+	{"log-level", shd_control_log_level},
+	{"cutoff", shd_control_cutoff},
+	{"drain", shd_control_drain},
+};
+
+const struct shd_ctl_cmd *shd_ctlcmd_find(const char *cmd)
+{
+	for (size_t i = 0; i < sizeof(control_cmds) / sizeof(control_cmds[0]); i++)
+		if (!strcmp(control_cmds[i].name, cmd))
+			return &control_cmds[i];
+	return NULL;
+}
+
+json_t *shd_ctlcmd_run(struct shd_daemon *d, const char *cmd, const json_t *req, uid_t uid)
+{
+	const struct shd_ctl_cmd *cc = shd_ctlcmd_find(cmd);
+	if (!cc) {
+		struct view v = view_of(uid);
+		return build(d, cmd, &v);
+	}
+	json_t *empty = req ? NULL : json_object();
+	json_t *o = cc->run(d, req ? req : empty, uid);
+	json_decref(empty);
+	if (o) {
+		json_object_set_new(o, "schema", json_string(SCHEMA));
+		json_object_set_new(o, "command", json_string(cmd));
+	}
+	return o;
 }
 
 /* o (taken) to c as CTL_REPLY chunks. */
@@ -297,12 +435,37 @@ static int reply(struct shd_client *c, uint32_t id, json_t *o)
 	return r;
 }
 
-int shd_ctlcmd(struct shd_daemon *d, struct shd_client *c, uint32_t id, const char *cmd)
+int shd_ctlcmd(struct shd_daemon *d, struct shd_client *c, uint32_t id, const char *cmd,
+	       const char *args)
 {
-	struct view v = view_of(c->uid);
-	json_t *o = build(d, cmd, &v);
-	if (!o) {
+	json_t *req = NULL;
+	if (args) {
+		json_error_t je;
+		req = json_loads(args, 0, &je);
+		if (!json_is_object(req)) {
+			json_decref(req);
+			shd_client_error(c, id, -EINVAL, "'%s': arguments are not a JSON object", cmd);
+			return 0;
+		}
+	}
+	if (!shd_ctlcmd_find(cmd) && !build_known(cmd)) {
+		json_decref(req);
 		shd_client_error(c, id, -EINVAL, "unknown command '%s'", cmd);
+		return 0;
+	}
+	json_t *o = shd_ctlcmd_run(d, cmd, req, c->uid);
+	json_decref(req);
+	if (!o) {
+		shd_client_error(c, id, -ENOMEM, "out of memory");
+		return 0;
+	}
+	json_t *err = json_object_get(o, "error");
+	if (json_is_integer(err)) {
+		/* refused or failed: an ERROR with the answer's message */
+		int e = (int)json_integer_value(err);
+		const char *msg = json_string_value(json_object_get(o, "message"));
+		shd_client_error(c, id, e < 0 && e >= -4095 ? e : -EIO, "%s", msg ? msg : "failed");
+		json_decref(o);
 		return 0;
 	}
 	return reply(c, id, o);

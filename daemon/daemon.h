@@ -152,6 +152,11 @@ struct shd_job {
 	int deny;                       /* 0, or -EACCES */
 	uint32_t deny_node;             /* the first node that announced another owner */
 	uid_t deny_uid;                 /* the owner it announced */
+	/* control.c: drained on this node by uid drained_by (shufflectl
+	 * drain): its sessions were cut off with -ECANCELED, registrations
+	 * here are refused with -ECANCELED until the job ends */
+	bool drained;
+	uid_t drained_by;
 	int32_t world;
 	int32_t registered;             /* ranks registered anywhere (node known) */
 	int32_t local;                  /* ranks registered on this node */

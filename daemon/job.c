@@ -62,6 +62,11 @@ int shd_job_register(struct shd_daemon *d, struct shd_client *c, const char *nam
 				 (int)j->uid, (int)c->uid);
 			return -EACCES;
 		}
+		if (j->drained) {
+			snprintf(why, whylen, "job %s drained by uid %d (shufflectl drain)", name,
+				 (int)j->drained_by);
+			return -ECANCELED;
+		}
 		if (world != j->world) {
 			snprintf(why, whylen, "job %s has world %d, not %d", name, j->world, world);
 			return -EINVAL;

@@ -491,6 +491,9 @@ static bool dispatch(struct shd_client *c, const void *buf, size_t n)
 			struct shf_ipc_ctl m;
 			memcpy(&m, body, sizeof(m));
 			m.cmd[sizeof(m.cmd) - 1] = '\0';
+			/* arguments, if any: NUL-terminated text (shf_ipc_check) */
+			const char *args = n > sizeof(h) + sizeof(m) ? (const char *)body + sizeof(m)
+								     : NULL;
 			c->d->st.ctl_requests++;
 			int cr = 0;
 			if (m.flags & ~SHF_CTL_ALL)
@@ -498,7 +501,7 @@ static bool dispatch(struct shd_client *c, const void *buf, size_t n)
 			else if (m.flags & SHF_CTL_ALL)
 				cr = shd_ctlcmd_all(c->d, c, h.id, m.cmd, m.timeout_ms);
 			else
-				cr = shd_ctlcmd(c->d, c, h.id, m.cmd);
+				cr = shd_ctlcmd(c->d, c, h.id, m.cmd, args);
 			if (cr < 0) {
 				shd_client_close_sock(c);
 				shd_client_reap_later(c);
@@ -532,7 +535,6 @@ static bool dispatch(struct shd_client *c, const void *buf, size_t n)
 	c->d->st.disc_proto++;
 	shd_client_cutoff(c, -EPROTO, "unexpected control message (type %u) in state %s",
 			  h.type, shd_sess_state_name(c->state));
-	(void)n;
 	return false;
 }
 

@@ -113,6 +113,10 @@ int shf_world(const struct shf_ctx *c);
 
 /* Flush origin, detach, free.  NULL is fine. */
 int shf_close(struct shf_ctx *c);
+/* A context the daemon ended is dead: every call returns the same error,
+ * -ENOTCONN (the daemon went away, cut this process off, or shufflectl
+ * cutoff), or -ECANCELED when the operator drained the job (shufflectl
+ * drain); shf_error_detail() has the daemon's words.  shf_close() it. */
 
 const char *shf_strerror(int r);
 

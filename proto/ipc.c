@@ -36,7 +36,7 @@ static long body_min(uint16_t type)
 
 static int body_is_fixed(uint16_t type)
 {
-	return type != SHF_IPC_ERROR && type != SHF_IPC_CTL_REPLY;
+	return type != SHF_IPC_ERROR && type != SHF_IPC_CTL_REPLY && type != SHF_IPC_CTL;
 }
 
 int shf_ipc_check(const void *msg, size_t n)
@@ -57,6 +57,9 @@ int shf_ipc_check(const void *msg, size_t n)
 		return -EBADMSG;
 	if (h.type == SHF_IPC_ERROR && ((const char *)msg)[n - 1] != '\0')
 		return -EBADMSG; /* text must be terminated inside the datagram */
+	if (h.type == SHF_IPC_CTL && body > (size_t)min &&
+	    (body - (size_t)min > SHF_CTL_ARGS_MAX || ((const char *)msg)[n - 1] != '\0'))
+		return -EBADMSG; /* arguments: bounded, terminated inside the datagram */
 	return 0;
 }
 

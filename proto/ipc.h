@@ -17,7 +17,8 @@
  *   EPOCH(phase 2) ->   <- EPOCH_DONE      (epoch barrier after delivery)
  *   BYE ->              (clean close; or just close the socket)
  * shufflectl:
- *   HELLO -> HELLO_OK; CTL(cmd) -> CTL_REPLY* (chunks of JSON, last has more=0)
+ *   HELLO -> HELLO_OK; CTL(cmd [+ JSON args]) -> CTL_REPLY* (chunks of JSON, last
+ *   has more=0) | ERROR (unknown command, refused, bad arguments)
  */
 #ifndef SHF_PROTO_IPC_H
 #define SHF_PROTO_IPC_H
@@ -139,11 +140,15 @@ struct shf_ipc_epoch_done {
 
 #define SHF_CTL_CMD_MAX 32u
 #define SHF_CTL_ALL 1u /* flags: run cmd on every node up (shufflectl --all) */
+#define SHF_CTL_ARGS_MAX 512u /* request arguments, NUL included */
 struct shf_ipc_ctl {
 	char cmd[SHF_CTL_CMD_MAX]; /* "status", "clients", ...; NUL-terminated */
 	uint32_t flags;            /* 0 or SHF_CTL_ALL; other bits: -EINVAL */
 	uint32_t timeout_ms;       /* SHF_CTL_ALL: the fan-out's bound (0: the daemon's
 				      default); else zero */
+	/* optionally followed by the request's arguments: a JSON object as
+	 * text, NUL-terminated inside the datagram, at most SHF_CTL_ARGS_MAX
+	 * bytes ("drain" {"job": NAME}; docs/protocol.md, "Control") */
 };
 
 struct shf_ipc_ctl_reply {

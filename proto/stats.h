@@ -44,6 +44,9 @@
 	X(mem_refused, COUNTER, "registrations refused over a memory budget (uid_mem_max, mem_max)") \
 	X(mem_bytes, GAUGE, "bytes of client regions and rank directories held now (all uids)") \
 	X(ctl_requests, COUNTER, "control requests served (shufflectl)")                     \
+	X(ctl_refused, COUNTER, "control commands refused: the asker is neither root, the daemon's user nor the job's owner") \
+	X(ctl_cutoffs, COUNTER, "client sessions cut off by shufflectl cutoff")              \
+	X(ctl_drained, COUNTER, "client sessions cut off by shufflectl drain (their job drained)") \
 	X(disc_hello, COUNTER, "connections closed because no HELLO came within hello_timeout_ms") \
 	X(disc_idle, COUNTER, "sessions cut off: idle_timeout_ms without registering or a request") \
 	X(conn_refused_full, COUNTER, "connections refused: no free slot (max_clients, reserves)") \

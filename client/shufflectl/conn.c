@@ -169,14 +169,30 @@ static int conn_parse(const char *cmd, const char *text, size_t len, json_t **do
 }
 
 static int request(struct conn *c, const char *cmd, uint32_t flags, uint32_t timeout_ms,
-		   json_t **doc_p)
+		   const json_t *args, json_t **doc_p)
 {
-	struct shf_ipc_ctl m = {0};
-	snprintf(m.cmd, sizeof(m.cmd), "%s", cmd);
-	m.flags = flags;
-	m.timeout_ms = timeout_ms;
+	struct {
+		struct shf_ipc_ctl m;
+		char args[SHF_CTL_ARGS_MAX];
+	} req;
+	memset(&req, 0, sizeof(req));
+	snprintf(req.m.cmd, sizeof(req.m.cmd), "%s", cmd);
+	req.m.flags = flags;
+	req.m.timeout_ms = timeout_ms;
+	size_t blen = sizeof(req.m);
+	if (args) {
+		char *text = json_dumps(args, JSON_COMPACT);
+		if (!text || strlen(text) >= sizeof(req.args)) {
+			errmsg("arguments of '%s' longer than %u bytes", cmd, SHF_CTL_ARGS_MAX - 1);
+			free(text);
+			return -EMSGSIZE;
+		}
+		memcpy(req.args, text, strlen(text) + 1);
+		blen += strlen(text) + 1;
+		free(text);
+	}
 	uint32_t id = c->next_id++;
-	int r = shf_ipc_send(c->fd, SHF_IPC_CTL, id, &m, sizeof(m), NULL, 0);
+	int r = shf_ipc_send(c->fd, SHF_IPC_CTL, id, &req, blen, NULL, 0);
 	if (r == -EPIPE || r == -ECONNRESET) {
 		errmsg("shuffled at %s closed the connection", c->path);
 		return r;
@@ -235,10 +251,15 @@ out:
 
 int conn_request(struct conn *c, const char *cmd, json_t **doc_p)
 {
-	return request(c, cmd, 0, 0, doc_p);
+	return request(c, cmd, 0, 0, NULL, doc_p);
 }
 
 int conn_request_all(struct conn *c, const char *cmd, int timeout_ms, json_t **doc_p)
 {
-	return request(c, cmd, SHF_CTL_ALL, (uint32_t)timeout_ms, doc_p);
+	return request(c, cmd, SHF_CTL_ALL, (uint32_t)timeout_ms, NULL, doc_p);
+}
+
+int conn_request_args(struct conn *c, const char *cmd, const json_t *args, json_t **doc_p)
+{
+	return request(c, cmd, 0, 0, args, doc_p);
 }

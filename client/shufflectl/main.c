@@ -5,6 +5,8 @@
  *
  *   shufflectl [-s SOCKET] [--all] [--json | --prometheus [--per-rank]] [-o COLS]
  *              [--width N] [--timeout MS] COMMAND
+ *   shufflectl [--once [--json]] [--interval MS] top              (top.c)
+ *   shufflectl log-level LEVEL | cutoff JOB RANK | drain JOB     (control.c)
  *
  * It asks the daemon (conn.c) for one JSON document (schema "shuffle/1",
  * docs/shufflectl.md) and renders it as aligned tables (default,
@@ -35,12 +37,16 @@ enum output { OUT_TABLE, OUT_JSON, OUT_PROMETHEUS };
 
 static const char *const commands[] = {"status", "clients", "jobs", "peers",
 				       "stats",  "config",  "dump", "ping", NULL};
+/* commands with arguments (control.c) and top (top.c) */
+static const char *const control_commands[] = {"log-level", "cutoff", "drain", NULL};
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: shufflectl [-s SOCKET] [--all] [--json | --prometheus [--per-rank]] [-o COLS]\n"
 		"                  [--width N] [--timeout MS] COMMAND\n"
+		"       shufflectl [-s SOCKET] [--once [--json]] [--interval MS] top\n"
+		"       shufflectl [-s SOCKET] [--json] log-level LEVEL | cutoff JOB RANK | drain JOB\n"
 		"\n"
 		"Ask the node's shuffled daemon about its state.\n"
 		"\n"
@@ -53,6 +59,14 @@ static void usage(FILE *f)
 		"  config   every setting, its value and where it came from\n"
 		"  dump     all of the above, and the relay's queues\n"
 		"  ping     check that the daemon answers\n"
+		"  top      live rates per node and job: messages, bytes, stalls, drops, rings\n"
+		"\n"
+		"Control (root, the daemon's user, or the job's owner; others are refused):\n"
+		"  log-level LEVEL  the daemon's log level from now on (err ... debug; root or\n"
+		"                   the daemon's user only)\n"
+		"  cutoff JOB RANK  cut off that rank's session (its calls fail: -ENOTCONN)\n"
+		"  drain JOB        cut off the job's sessions and refuse its ranks here (their\n"
+		"                   calls fail: -ECANCELED); other jobs go on\n"
 		"\n"
 		"Options:\n"
 		"  -s, --socket PATH  the daemon's control socket (default: $SHF_SOCKET, else\n"
@@ -75,6 +89,8 @@ static void usage(FILE *f)
 		"  -w, --width N      fit tables to N columns (default: the terminal's width;\n"
 		"                     on a pipe, cells are never cut)\n"
 		"  -t, --timeout MS   give up after MS milliseconds (default %d; 0: wait)\n"
+		"      --once         top: two samples, one table (or --json), exit\n"
+		"      --interval MS  top: time between samples (default 1000)\n"
 		"  -h, --help         print this help\n"
 		"  -V, --version      print the version\n"
 		"\n"
@@ -216,6 +232,8 @@ int main(int argc, char **argv)
 		{"output", required_argument, NULL, 'o'},
 		{"list-columns", no_argument, NULL, 'L'},
 		{"width", required_argument, NULL, 'w'},
+		{"once", no_argument, NULL, '1'},
+		{"interval", required_argument, NULL, 'I'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -227,6 +245,8 @@ int main(int argc, char **argv)
 	struct prom_opts po = {0};
 	const char *columns = NULL;
 	bool list_columns = false, all = false;
+	struct ctl_opts co = {.interval_ms = 1000};
+	bool interval_set = false;
 	int o;
 
 	/* the tables measure and show cells in the user's character set */
@@ -281,6 +301,22 @@ int main(int argc, char **argv)
 			render_width((int)v);
 			break;
 		}
+		case '1':
+			co.once = true;
+			break;
+		case 'I': {
+			char *end;
+			errno = 0;
+			long v = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || v < 1 || v > 3600000) {
+				errmsg("--interval '%s': not a number of milliseconds (1..3600000)",
+				       optarg);
+				return EXIT_USAGE;
+			}
+			co.interval_ms = (int)v;
+			interval_set = true;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return fflush(stdout) ? EXIT_FAIL : EXIT_OK;
@@ -317,8 +353,35 @@ int main(int argc, char **argv)
 	}
 	if (optind >= argc) {
 		errmsg("no command given (status, clients, jobs, peers, stats, config, dump, "
-		       "ping; see --help)");
+		       "ping, top, log-level, cutoff, drain; see --help)");
 		return EXIT_USAGE;
+	}
+	co.sock = sock_opt;
+	co.timeout_ms = timeout_ms;
+	co.json = json;
+	if ((co.once || interval_set) && strcmp(argv[optind], "top") != 0) {
+		errmsg("--once and --interval go with 'top' only");
+		return EXIT_USAGE;
+	}
+	for (const char *const *p = control_commands; *p; p++) {
+		if (strcmp(argv[optind], *p) != 0)
+			continue;
+		if (prom || columns) {
+			errmsg("%s takes neither --prometheus nor -o", *p);
+			return EXIT_USAGE;
+		}
+		return run_control(*p, argc - optind - 1, argv + optind + 1, &co);
+	}
+	if (!strcmp(argv[optind], "top")) {
+		if (optind + 1 < argc) {
+			errmsg("top takes no arguments: unexpected '%s'", argv[optind + 1]);
+			return EXIT_USAGE;
+		}
+		if (prom || columns || (json && !co.once)) {
+			errmsg("top takes neither --prometheus nor -o, and --json only with --once");
+			return EXIT_USAGE;
+		}
+		return run_top(&co);
 	}
 	if (optind + 1 < argc) {
 		errmsg("one command at a time: unexpected '%s'", argv[optind + 1]);
@@ -330,7 +393,7 @@ int main(int argc, char **argv)
 		known |= !strcmp(*p, cmd);
 	if (!known) {
 		errmsg("unknown command '%s' (status, clients, jobs, peers, stats, config, dump, "
-		       "ping)", cmd);
+		       "ping, top, log-level, cutoff, drain)", cmd);
 		return EXIT_USAGE;
 	}
 	if (json && prom) {

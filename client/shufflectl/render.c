@@ -918,3 +918,64 @@ void show_dump(const json_t *d, FILE *f)
 	show_ids("dirty", jget(r, "dirty"), f);
 	show_ids("marks", jget(r, "marks"), f);
 }
+
+/* ---------------------------------------------------------------- top */
+
+/* a rate: "0.5", "12,345" */
+static const char *cell_rate(const json_t *row, const struct col *c, char *buf, size_t n)
+{
+	double v = col_real(row, c);
+	if (v < 10.0)
+		snprintf(buf, n, "%.1f", v);
+	else
+		fmt_count((unsigned long long)(v + 0.5), buf, n);
+	return buf;
+}
+
+/* bytes per second: "1.5 MiB/s" */
+static const char *cell_byte_rate(const json_t *row, const struct col *c, char *buf, size_t n)
+{
+	char s[32];
+	fmt_iec((unsigned long long)(col_real(row, c) + 0.5), s, sizeof(s));
+	snprintf(buf, n, "%s/s", s);
+	return buf;
+}
+
+/* a percentage: "37%" */
+static const char *cell_pct(const json_t *row, const struct col *c, char *buf, size_t n)
+{
+	snprintf(buf, n, "%.0f%%", col_real(row, c));
+	return buf;
+}
+
+static const struct col top_cols[] = {
+	{"JOB~", "name", cell_str, NULL, "job name (the last row: the node's total)"},
+	{"LOCAL>", "local", cell_int, "-", "ranks on this node"},
+	{"MSGS/S>", "msgs_per_s", cell_rate, NULL, "messages taken from send rings per second"},
+	{"BYTES/S>", "bytes_per_s", cell_byte_rate, NULL, "their payload bytes per second"},
+	{"DELIV/S>", "msgs_out_per_s", cell_rate, NULL,
+	 "messages placed in delivery rings per second"},
+	{"STALLS/S>", "credit_stalls_per_s", cell_rate, NULL,
+	 "times per second a sender waited for network credit"},
+	{"DROPS>", "drops", cell_count, NULL, "messages dropped in the interval (rank gone, node down)"},
+	{"RING%>", "ring_max_pct", cell_pct, NULL, "fill of the fullest ring (send or delivery)"},
+	{"RINGS>", "ring_used", cell_iec, NULL, "bytes waiting in all rings"},
+};
+
+void show_top(const json_t *top, FILE *f)
+{
+	const json_t *node = jget(top, "node");
+	char secs[40];
+	fmt_secs(jreal(top, "interval_s", 0), secs, sizeof(secs));
+	fprintf(f, "node %s (id %lld): %lld client(s), rates over %s\n", jstr(top, "node_name", "?"),
+		jint(top, "node_id", -1), jint(node, "clients", 0), secs);
+	json_t *rows = json_copy(jget(top, "jobs"));
+	json_t *total = json_copy((json_t *)node);
+	if (!rows || !total)
+		oom();
+	json_object_set_new(total, "name", json_string("(node)"));
+	json_array_append_new(rows, total);
+	show_rows(rows, top_cols, NELEM(top_cols), f);
+	json_decref(rows);
+	show_others(top, f);
+}

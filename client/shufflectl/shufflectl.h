@@ -8,6 +8,8 @@
  *             CTL_REPLY chunk reassembly, timeouts
  *   render.c  the human tables (default output) and the counter lists
  *   prom.c    Prometheus text exposition format (stats --prometheus)
+ *   control.c runtime control: log-level, cutoff, drain
+ *   top.c     top: rates from two samples of the daemon's counters
  *
  * Counter names, kinds and descriptions come from proto/stats.h, the list
  * the daemon itself renders, so the tables and the Prometheus HELP lines
@@ -77,6 +79,9 @@ int conn_request(struct conn *c, const char *cmd, json_t **doc_p);
  * within timeout_ms, 0 its default): the combined document
  * (docs/shufflectl.md, "--all"). */
 int conn_request_all(struct conn *c, const char *cmd, int timeout_ms, json_t **doc_p);
+/* The same with arguments (a JSON object, sent as text after the command:
+ * docs/protocol.md, "Control"); NULL: none. */
+int conn_request_args(struct conn *c, const char *cmd, const json_t *args, json_t **doc_p);
 /* BYE (a courtesy) and close. */
 void conn_close(struct conn *c);
 
@@ -158,6 +163,26 @@ void render_columns_help(const char *cmd, FILE *f);
 /* -o COL,COL: show only these columns of cmd's table, in this order (names
  * case-insensitive).  0, or -EINVAL with the valid names printed. */
 int render_columns(const char *cmd, const char *list);
+
+/* top (top.c): one table of rates per node and job */
+void show_top(const json_t *top, FILE *f);
+
+/* ------------------------------- control.c (log-level, cutoff, drain), top.c */
+
+struct ctl_opts {
+	const char *sock; /* -s, or NULL */
+	int timeout_ms;   /* --timeout, per request */
+	bool json;        /* --json */
+	bool once;        /* top --once */
+	int interval_ms;  /* top --interval */
+};
+/* Connect and HELLO as main() does (errors printed): 0, or the exit code. */
+int ctl_connect(struct conn *c, const struct ctl_opts *o);
+/* log-level LEVEL | cutoff JOB RANK | drain JOB: args are the words after
+ * the command.  The exit code. */
+int run_control(const char *cmd, int argc, char *const *argv, const struct ctl_opts *o);
+/* top [--once] [--interval MS] [--json]: the exit code. */
+int run_top(const struct ctl_opts *o);
 
 /* ---------------------------------------------- prom.c (Prometheus) */
 

@@ -38,7 +38,7 @@ static void test_strerror(void)
 {
 	static const int api[] = {EAGAIN, EMSGSIZE, EINVAL, ETIMEDOUT, ECONNREFUSED, ENOTCONN,
 				  EPROTO, EACCES, EEXIST, ESRCH, EHOSTDOWN, EDEADLK, EBUSY,
-				  EPERM, EDQUOT, EMFILE, ENOMEM};
+				  EPERM, EDQUOT, EMFILE, ENOMEM, ECANCELED};
 	const char *unknown = shf_strerror(-123456);
 	CHECK(unknown && *unknown);
 	CHECK(strcmp(shf_strerror(0), "success") == 0);
@@ -61,6 +61,7 @@ static void test_strerror(void)
 	CHECK(strstr(shf_strerror(-EACCES), "socket") != NULL);
 	CHECK(strstr(shf_strerror(-EACCES), "another user") != NULL);
 	CHECK(strchr(shf_strerror(-EACCES), '?') == NULL);
+	CHECK(strstr(shf_strerror(-ECANCELED), "drained") != NULL);
 	/* other errnos fall back to the C library's description */
 	CHECK(strcmp(shf_strerror(-ENOENT), unknown) != 0);
 }

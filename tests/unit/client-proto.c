@@ -15,7 +15,8 @@
  *     callbacks with the right src/dst/type/data and order, FLUSH_DONE drop
  *     reports (-ESRCH, -EHOSTDOWN, counters), the epoch sequence, origin and
  *     delivery flushes, BYE on close;
- *   - a dead or broken daemon: unsolicited ERROR, a reply to a mark never
+ *   - a dead or broken daemon: unsolicited ERROR (-ECANCELED: a drained
+ *     job, kept as every later call's result), a reply to a mark never
  *     sent, a corrupt delivery record, death while a send is blocked.
  * Every wait is bounded; the fakes run under alarm().
  */
@@ -611,6 +612,35 @@ static void unsolicited_error(void)
 	fake_end(p);
 }
 
+/* shufflectl drain: the daemon cuts the rank off with -ECANCELED, which
+ * every later call returns (not -ENOTCONN) with the daemon's words */
+static void fk_drained(struct fake *f)
+{
+	fk_open(f);
+	fk_error(f, 0, -ECANCELED, "disconnected by shuffled: job j drained by uid 0 (shufflectl "
+		 "drain)");
+	fk_mark(f); /* the client's flush; never answered */
+	close(f->sock);
+}
+
+static void drained(void)
+{
+	scenario = "drained";
+	struct shf_opts o;
+	opts(&o, 1);
+	pid_t p = fake_start(fk_drained);
+	struct shf_ctx *c = NULL;
+	CHECK(shf_open(&o, on_msg, NULL, &c) == 0);
+	if (c) {
+		CHECK(shf_flush(c, SHF_FLUSH_REMOTE, 5000) == -ECANCELED);
+		CHECK(strstr(shf_error_detail(), "drained by uid 0") != NULL);
+		CHECK(shf_send(c, 1, 0, "x", 1, 0) == -ECANCELED);
+		CHECK(shf_epoch(c, 0) == -ECANCELED);
+		CHECK(shf_close(c) == -ECANCELED);
+	}
+	fake_end(p);
+}
+
 static void fk_bogus_reply(struct fake *f)
 {
 	fk_open(f);
@@ -740,6 +770,7 @@ int main(void)
 	data_path(1);
 	data_path(0);
 	unsolicited_error();
+	drained();
 	bogus_reply();
 	corrupt_record(1);
 	corrupt_record(0);

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * client/shufflectl/top.c - shufflectl top: live rates of the local
+ * shuffled, per node and per job.
+ *
+ * Each sample is one "top" request (daemon/ctlcmd.c): the node's client
+ * counters, each job's (those the asker may see), the ring occupancy of
+ * their live sessions and the daemon's clock (now_ns).  A rate is the
+ * difference of a counter between two samples over the difference of the
+ * daemon's clock, so it is exact whatever the delay of the requests.
+ * Each sample is its own connection: a view left open for hours is not an
+ * idle session (idle_timeout_ms), and a daemon restart shows as one
+ * failed sample.
+ *
+ * Live (default): a table every --interval (1 s), on a terminal drawn over
+ * the previous one with the ANSI "home, clear" sequence only (works over
+ * ssh, no curses); on a pipe the tables follow each other.  --once: two
+ * samples --interval apart, one table (or --json: the computed document),
+ * exit.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/shufflectl/shufflectl.h"
+
+/* The counters top shows: the daemon's key, the output's name. */
+static const struct {
+	const char *key, *name;
+} counters[] = {
+	{"msgs_in", "msgs"},
+	{"bytes_in", "bytes"},
+	{"msgs_out", "msgs_out"},
+	{"bytes_out", "bytes_out"},
+	{"credit_stalls", "credit_stalls"},
+	{"ring_full_stalls", "ring_full_stalls"},
+};
+
+static long long drops(const json_t *st)
+{
+	return jint(st, "drops_dead", 0) + jint(st, "drops_down", 0);
+}
+
+/* One row: deltas of b's counters since a's (a NULL: b is new, from 0; a
+ * counter that went back, from 0 too: the job ended and came back), the
+ * rates over dt seconds, b's gauges. */
+static json_t *row(const json_t *a, const json_t *b, double dt)
+{
+	json_t *o = json_object();
+	const json_t *sa = jget(a, "stats"), *sb = jget(b, "stats");
+	for (size_t i = 0; i < NELEM(counters); i++) {
+		long long vb = jint(sb, counters[i].key, 0), va = jint(sa, counters[i].key, 0);
+		long long d = vb >= va ? vb - va : vb;
+		char rate[64];
+		snprintf(rate, sizeof(rate), "%s_per_s", counters[i].name);
+		json_object_set_new(o, counters[i].name, json_integer(d));
+		json_object_set_new(o, rate, json_real(dt > 0 ? (double)d / dt : 0));
+	}
+	long long db = drops(sb), da = drops(sa), d = db >= da ? db - da : db;
+	json_object_set_new(o, "drops", json_integer(d));
+	json_object_set_new(o, "drops_per_s", json_real(dt > 0 ? (double)d / dt : 0));
+	json_object_set_new(o, "ring_used", json_integer(jint(b, "ring_used", 0)));
+	json_object_set_new(o, "ring_bytes", json_integer(jint(b, "ring_bytes", 0)));
+	json_object_set_new(o, "ring_max_pct", json_real(jreal(b, "ring_max_pct", 0)));
+	return o;
+}
+
+static const json_t *find_job(const json_t *doc, const json_t *job)
+{
+	const char *name = jstr(job, "name", "");
+	long long created = jint(job, "created_ns", -1);
+	size_t i;
+	json_t *j;
+	json_array_foreach(jget(doc, "jobs"), i, j)
+		if (!strcmp(jstr(j, "name", ""), name) && jint(j, "created_ns", -2) == created)
+			return j;
+	return NULL;
+}
+
+/* The document top prints (--json) from samples a and b. */
+static json_t *compute(const json_t *a, const json_t *b)
+{
+	double dt = (double)(jint(b, "now_ns", 0) - jint(a, "now_ns", 0)) / 1e9;
+	json_t *o = json_object();
+	json_object_set_new(o, "schema", json_string(SCHEMA));
+	json_object_set_new(o, "command", json_string("top"));
+	json_object_set_new(o, "node_name", json_string(jstr(b, "node_name", "?")));
+	json_object_set_new(o, "node_id", json_integer(jint(b, "node_id", -1)));
+	json_object_set_new(o, "interval_s", json_real(dt));
+	json_t *node = row(jget(a, "node"), jget(b, "node"), dt);
+	json_object_set_new(node, "clients", json_integer(jint(jget(b, "node"), "clients", 0)));
+	json_object_set_new(o, "node", node);
+	json_t *jobs = json_array();
+	size_t i;
+	json_t *j;
+	json_array_foreach(jget(b, "jobs"), i, j)
+	{
+		json_t *r = row(find_job(a, j), j, dt);
+		json_object_set_new(r, "name", json_string(jstr(j, "name", "?")));
+		json_object_set_new(r, "uid", json_integer(jint(j, "uid", -1)));
+		json_object_set_new(r, "local", json_integer(jint(j, "local", 0)));
+		if (jget(j, "drained_by"))
+			json_object_set_new(r, "drained_by", json_integer(jint(j, "drained_by", -1)));
+		json_array_append_new(jobs, r);
+	}
+	json_object_set_new(o, "jobs", jobs);
+	if (jget(b, "other_users")) {
+		json_object_set(o, "view_uid", jget(b, "view_uid"));
+		json_object_set(o, "other_users", jget(b, "other_users"));
+	}
+	return o;
+}
+
+/* One sample on its own connection: the document, or NULL and *rc_p. */
+static json_t *sample(const struct ctl_opts *o, int *rc_p)
+{
+	struct conn c;
+	json_t *doc = NULL;
+	int rc = ctl_connect(&c, o);
+	if (rc == 0) {
+		if (conn_request(&c, "top", &doc) < 0)
+			rc = EXIT_FAIL;
+		conn_close(&c);
+	}
+	if (rc == 0 && strcmp(jstr(doc, "schema", ""), SCHEMA) != 0) {
+		errmsg("shuffled answers in schema '%s'; this shufflectl reads '%s'",
+		       jstr(doc, "schema", "(none)"), SCHEMA);
+		rc = EXIT_FAIL;
+	}
+	if (rc) {
+		json_decref(doc);
+		*rc_p = rc;
+		return NULL;
+	}
+	return doc;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+int run_top(const struct ctl_opts *o)
+{
+	int rc = EXIT_OK;
+	json_t *a = sample(o, &rc);
+	if (!a)
+		return rc;
+	bool tty = !o->once && isatty(STDOUT_FILENO);
+	for (bool first = true;; first = false) {
+		sleep_ms(o->interval_ms);
+		json_t *b = sample(o, &rc);
+		if (!b)
+			break;
+		json_t *top = compute(a, b);
+		json_decref(a);
+		a = b;
+		if (o->json) {
+			if (json_dumpf(top, stdout, JSON_INDENT(2)) < 0)
+				rc = EXIT_FAIL;
+			fputc('\n', stdout);
+		} else {
+			if (tty)
+				fputs("\033[H\033[2J", stdout); /* home, clear: all a terminal needs */
+			else if (!first)
+				fputc('\n', stdout);
+			show_top(top, stdout);
+		}
+		json_decref(top);
+		if (fflush(stdout) != 0 || ferror(stdout)) {
+			errmsg("write error on standard output: %s", strerror(errno));
+			rc = EXIT_FAIL;
+			break;
+		}
+		if (o->once || rc)
+			break;
+	}
+	json_decref(a);
+	return rc;
+}
