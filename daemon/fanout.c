@@ -236,23 +236,11 @@ static struct fan_req *req_new(const char *cmd)
 	return q;
 }
 
-static bool cmd_ok(const char *c)
-{
-	size_t l = strnlen(c, SHF_WIRE_FAN_CMD_MAX);
-	if (l == 0 || l == SHF_WIRE_FAN_CMD_MAX)
-		return false;
-	for (size_t i = 0; i < l; i++)
-		if (!((c[i] >= 'a' && c[i] <= 'z') || (c[i] >= '0' && c[i] <= '9') || c[i] == '_' ||
-		      c[i] == '-'))
-			return false;
-	return true;
-}
-
 int shd_fanout_start(struct shd_daemon *d, const char *cmd, const json_t *args, uint32_t uid,
 		     uint32_t timeout_ms, uint64_t cookie, uint32_t tag)
 {
 	struct shd_fanout *fo = d->fanout;
-	if (!fo || !cmd_ok(cmd))
+	if (!fo || !shf_wire_fan_cmd_name_ok(cmd))
 		return -EINVAL;
 	if (fo->n_reqs >= SHD_FANOUT_PENDING_MAX)
 		return -EBUSY;

@@ -182,7 +182,7 @@ static int check_join(const uint8_t *b, size_t n, struct shf_wire_join *o)
 	return 0;
 }
 
-static bool fan_cmd_ok(const char *c)
+bool shf_wire_fan_cmd_name_ok(const char *c)
 {
 	size_t l = strnlen(c, SHF_WIRE_FAN_CMD_MAX);
 	if (l == 0 || l == SHF_WIRE_FAN_CMD_MAX)
@@ -191,7 +191,14 @@ static bool fan_cmd_ok(const char *c)
 		if (!((c[i] >= 'a' && c[i] <= 'z') || (c[i] >= '0' && c[i] <= '9') || c[i] == '_' ||
 		      c[i] == '-'))
 			return false;
-	return all_zero((const uint8_t *)c + l, SHF_WIRE_FAN_CMD_MAX - l);
+	return true;
+}
+
+/* on the wire, also zero-padded */
+static bool fan_cmd_ok(const char *c)
+{
+	return shf_wire_fan_cmd_name_ok(c) &&
+	       all_zero((const uint8_t *)c + strlen(c), SHF_WIRE_FAN_CMD_MAX - strlen(c));
 }
 
 static int check_fan_req(const uint8_t *b, size_t n, uint32_t n_nodes, uint32_t src,

@@ -396,6 +396,10 @@ static inline void shf_wire_stamp(void *msg, uint64_t src_session, uint64_t dst_
 
 /* ---- validation -------------------------------------------------------- */
 
+/* A fan-out command name ([a-z0-9_-]{1,31}, NUL-terminated): the rule
+ * FAN_REQ checks on the wire, for the sender to apply first. */
+bool shf_wire_fan_cmd_name_ok(const char *c);
+
 /*
  * Validate a received message of n bytes (buf needs no alignment) and
  * decode its header and body into *out (written only on success).  Checks
