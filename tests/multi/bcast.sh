@@ -47,4 +47,5 @@ for i in $(seq 1 "$N"); do
   [ "$bdel" = "$want" ] || t_fail "node $i: $bdel broadcast deliveries, expected $want"
   [ "$bad" = 0 ] && [ "$dd" = 0 ] && [ "$dn" = 0 ] || t_fail "node $i: bad messages or drops"
 done
+t_fault_check_clean # every daemon answers; none reported memory misuse
 t_note "$W ranks on $N nodes: broadcasts exactly once, in order with sends; N-1 wire copies each: ok"
