@@ -184,7 +184,7 @@ static enum relay_result relay_bcast(struct shd_daemon *d, struct shd_client *s,
 				s->st.msgs_local++;
 				d->st.bcast_deliveries++;
 			}
-		} else if (!shd_node_is_real(node) || !d->net) {
+		} else if (!shd_node_is_real(node) || !d->net || node >= d->n_nodes) {
 			drop(s, node == SHD_NODE_LOST);
 		} else {
 			if (!s->bcast_sent) {
