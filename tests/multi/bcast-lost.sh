@@ -8,7 +8,7 @@
 T="multi-bcast-lost"
 # shellcheck source=tests/multi/common.sh
 . "$(dirname "$0")/common.sh"
-BCCLIENT=${SHF_TEST_BCCLIENT:-$NODES_BUILD/tests/multi/bc-client}
+BCCLIENT=${SHF_TEST_BCCLIENT:-$NODES_BUILD/tests/node/bc-client}
 t_need "$BCCLIENT"
 t_up --mode loopback -n 3
 export SHF_JOB=bcastlost

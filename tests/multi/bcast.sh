@@ -12,7 +12,7 @@ N=$1 K=$2
 T="multi-bcast-$N"
 # shellcheck source=tests/multi/common.sh
 . "$(dirname "$0")/common.sh"
-BCCLIENT=${SHF_TEST_BCCLIENT:-$NODES_BUILD/tests/multi/bc-client}
+BCCLIENT=${SHF_TEST_BCCLIENT:-$NODES_BUILD/tests/node/bc-client}
 t_need "$BCCLIENT"
 W=$((N * K)) OPS=300
 t_up --mode loopback -n "$N"

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/multi/bc-client.c - one rank of the broadcast and node-query tests
- * (tests/multi/bcast.sh, bcast-lost.sh).  Public API only.
+ * tests/node/bc-client.c - one rank of the broadcast and node-query tests
+ * (tests/node/bcast.c on one node; tests/multi/bcast.sh, bcast-lost.sh on
+ * several).  Public API only.
  *
  *   bc-client MODE [key=value ...]
  *
