@@ -63,6 +63,7 @@ static int place_bcast(struct shd_peer *p, struct net_rx *rx, struct shd_job *j)
 			if (e < 0) {
 				/* the rank is going away here: its sender hears of it */
 				d->st.msgs_unroutable++;
+				p->ack_dropped++;
 				send_drop(p, rx->h.u.batch.job_hash, rx->h.u.batch.seq,
 					  rec->src_rank, r, 1, -ESRCH);
 			} else {
