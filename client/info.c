@@ -8,6 +8,7 @@
  * Calls data.c (the wait that delivers while it waits) and wait.c.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,9 +31,11 @@ static int ask(struct shf_ctx *c, uint32_t what, uint32_t first, uint32_t max,
 		      (atomic_fetch_add_explicit(&c->req_seq, 1, memory_order_relaxed) &
 		       (SHC_REQ_ID_BASE - 1));
 	shc_waiter_add(c, &w, SHF_IPC_NODE_INFO_OK, id);
-	/* nothing can answer before the request is sent: set these unlocked */
+	/* under mu, like every field the leader's dispatch reads */
+	pthread_mutex_lock(&c->mu);
 	w.reply = rep;
 	w.reply_cap = sizeof(rep->ok) + (size_t)max * sizeof(int32_t);
+	pthread_mutex_unlock(&c->mu);
 	struct shf_ipc_node_info m = {what, first, max, 0};
 	int r = shf_ipc_send(c->sock, SHF_IPC_NODE_INFO, id, &m, sizeof(m), NULL, 0);
 	if (r) {
