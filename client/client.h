@@ -180,7 +180,7 @@ int shc_discover(const char *opt, const char *opt_name, int timeout_ms, struct s
  * the context for the epoch), linked in ctx->waiters under mu. */
 struct shc_waiter {
 	struct shc_waiter *next;
-	uint16_t type;          /* SHF_IPC_FLUSH_DONE or SHF_IPC_EPOCH_DONE */
+	uint16_t type;          /* SHF_IPC_FLUSH_DONE, _EPOCH_DONE or _NODE_INFO_OK */
 	uint64_t id;            /* mark / epoch id (hdr.id is its low 32 bits) */
 	bool linked;            /* in ctx->waiters */
 	bool done;              /* the reply (or an ERROR for it) arrived */
@@ -188,7 +188,12 @@ struct shc_waiter {
 	uint64_t dropped_dead;  /* FLUSH_DONE: drops reported with it (and unclaimed before) */
 	uint64_t dropped_down;
 	char text[SHC_DETAIL_MAX]; /* ERROR text, if an ERROR answered */
+	void *reply;            /* NODE_INFO_OK: its body is copied here ... */
+	size_t reply_cap;       /* ... if it fits (else a protocol error) */
+	size_t reply_len;       /* bytes copied */
 };
+
+#define SHC_REQ_ID_BASE 0x80000000u
 
 /* Client counters (struct shf_stats), relaxed atomics: several threads
  * write them.  Senders and the delivering thread each get a cache line, so
@@ -246,6 +251,9 @@ struct shf_ctx {
 	 * daemon ([C1]) and answered on the socket, and the leader loads
 	 * mark_seq after it received that reply: it sees N or later. */
 	_Atomic uint64_t mark_seq;
+	/* ids of other requests (NODE_INFO): SHC_REQ_ID_BASE + n, apart from
+	 * mark ids, which an ERROR reply could otherwise be matched to */
+	_Atomic uint32_t req_seq;
 	bool check_sock;           /* poll mode: look for a hang-up at the next send */
 	unsigned send_count;       /* poll mode: sends since the last hang-up check */
 

@@ -329,23 +329,10 @@ static int send_reserve(struct shf_ctx *c, uint32_t kind, uint32_t plen, bool no
 	return r;
 }
 
-SHF_EXPORT int shf_send(struct shf_ctx *c, int dst, uint32_t type, const void *data, uint32_t len,
-			unsigned flags)
+/* One message record: rank is the destination, or SHF_MSG_BCAST[_SELF]. */
+static int send_record(struct shf_ctx *c, int32_t rank, uint32_t type, const void *data,
+		       uint32_t len, bool nonblock)
 {
-	if (!c)
-		return shc_fail(-EINVAL, "no context");
-	if (shc_is_dead(c))
-		return shc_dead_err(c);
-	if (flags & ~SHF_NONBLOCK)
-		return shc_fail(-EINVAL, "unknown flags 0x%x", flags & ~SHF_NONBLOCK);
-	if (dst < 0 || dst >= c->world)
-		return shc_fail(-ESRCH, "rank %d is outside the world [0, %d)", dst, c->world);
-	if (len > c->max_msg)
-		return shc_fail(-EMSGSIZE, "%u bytes exceed the daemon's max_msg of %u", len,
-				c->max_msg);
-	if (!data && len)
-		return shc_fail(-EINVAL, "data is NULL and len is %u", len);
-
 	pthread_mutex_lock(&c->send_lock);
 	if (c->check_sock) {
 		/* poll mode has no thread watching the socket: look now and then */
@@ -357,13 +344,13 @@ SHF_EXPORT int shf_send(struct shf_ctx *c, int dst, uint32_t type, const void *d
 	 * must not hold this thread for good.  -ETIMEDOUT reserved nothing:
 	 * the message was not sent and may be sent again. */
 	void *p;
-	int r = send_reserve(c, SHF_REC_MSG, SHF_MSG_HDR_BYTES + len, flags & SHF_NONBLOCK,
+	int r = send_reserve(c, SHF_REC_MSG, SHF_MSG_HDR_BYTES + len, nonblock,
 			     SEND_DEADLINE_LAZY, &p);
 	if (r) {
 		pthread_mutex_unlock(&c->send_lock);
 		return r;
 	}
-	struct shf_msg_hdr h = {dst, type};
+	struct shf_msg_hdr h = {rank, type};
 	memcpy(p, &h, sizeof(h));
 	if (len)
 		memcpy((char *)p + SHF_MSG_HDR_BYTES, data, len);
@@ -380,6 +367,44 @@ SHF_EXPORT int shf_send(struct shf_ctx *c, int dst, uint32_t type, const void *d
 	stat_add(&c->st.sent_msgs, 1);
 	stat_add(&c->st.sent_bytes, len);
 	return 0;
+}
+
+SHF_EXPORT int shf_send(struct shf_ctx *c, int dst, uint32_t type, const void *data, uint32_t len,
+			unsigned flags)
+{
+	if (!c)
+		return shc_fail(-EINVAL, "no context");
+	if (shc_is_dead(c))
+		return shc_dead_err(c);
+	if (flags & ~SHF_NONBLOCK)
+		return shc_fail(-EINVAL, "unknown flags 0x%x", flags & ~SHF_NONBLOCK);
+	if (dst < 0 || dst >= c->world)
+		return shc_fail(-ESRCH, "rank %d is outside the world [0, %d)", dst, c->world);
+	if (len > c->max_msg)
+		return shc_fail(-EMSGSIZE, "%u bytes exceed the daemon's max_msg of %u", len,
+				c->max_msg);
+	if (!data && len)
+		return shc_fail(-EINVAL, "data is NULL and len is %u", len);
+	return send_record(c, dst, type, data, len, flags & SHF_NONBLOCK);
+}
+
+SHF_EXPORT int shf_bcast(struct shf_ctx *c, uint32_t type, const void *data, uint32_t len,
+			 unsigned flags)
+{
+	const unsigned known = SHF_NONBLOCK | SHF_BCAST_SELF;
+	if (!c)
+		return shc_fail(-EINVAL, "no context");
+	if (shc_is_dead(c))
+		return shc_dead_err(c);
+	if (flags & ~known)
+		return shc_fail(-EINVAL, "unknown flags 0x%x", flags & ~known);
+	if (len > c->max_msg)
+		return shc_fail(-EMSGSIZE, "%u bytes exceed the daemon's max_msg of %u", len,
+				c->max_msg);
+	if (!data && len)
+		return shc_fail(-EINVAL, "data is NULL and len is %u", len);
+	return send_record(c, (flags & SHF_BCAST_SELF) ? SHF_MSG_BCAST_SELF : SHF_MSG_BCAST, type,
+			   data, len, flags & SHF_NONBLOCK);
 }
 
 /* ---------------------------------------------------------------- flush */

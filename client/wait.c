@@ -181,7 +181,6 @@ static void dispatch(struct shf_ctx *c, size_t n)
 	const unsigned char *body = c->rx.buf + sizeof(h);
 	/* relaxed: see mark_seq in client.h */
 	uint64_t seq = atomic_load_explicit(&c->mark_seq, memory_order_relaxed);
-	(void)n;
 
 	switch (h.type) {
 	case SHF_IPC_FLUSH_DONE: {
@@ -230,6 +229,24 @@ static void dispatch(struct shf_ctx *c, size_t n)
 			w->status = m.status;
 		}
 		pthread_mutex_unlock(&c->mu);
+		return;
+	}
+	case SHF_IPC_NODE_INFO_OK: {
+		size_t blen = n - sizeof(h); /* exact: shf_ipc_check() */
+		pthread_mutex_lock(&c->mu);
+		struct shc_waiter *w = waiter_find(c, SHF_IPC_NODE_INFO_OK, h.id);
+		bool fits = !w || blen <= w->reply_cap;
+		if (w && fits) {
+			memcpy(w->reply, body, blen);
+			w->reply_len = blen;
+			w->done = true;
+		}
+		pthread_mutex_unlock(&c->mu);
+		if (!fits)
+			shc_protocol_error(c, "NODE_INFO_OK of %zu bytes for request %u: more than "
+					   "asked", blen, h.id);
+		else if (!w)
+			shc_debug("late NODE_INFO_OK for request %u ignored", h.id);
 		return;
 	}
 	case SHF_IPC_ERROR: {

@@ -106,6 +106,13 @@ struct shd_client {
 	uint32_t mark_what;
 	uint64_t mark_need;         /* remote: acks still owed for this mark */
 	uint64_t *sent_to;          /* net_tx.c: bitmap of nodes sent to since the last mark */
+	/* the broadcast at the head of the send ring, part-done (relay.c):
+	 * its next rank to consider and the nodes that got their copy, so a
+	 * broadcast resumed after a full ring or missing credit reaches no
+	 * rank twice */
+	bool bcast_busy;
+	int32_t bcast_next;
+	uint64_t *bcast_sent;       /* [(n_nodes + 63) / 64] bits, allocated at the first */
 	enum shd_epoch_state epoch;
 	uint32_t epoch_ipc_id;      /* hdr.id of the phase 2 request */
 	uint64_t epoch_id;          /* the client's id, echoed */

@@ -221,3 +221,38 @@ int shd_jobtab_missing(const struct shd_job *j, char *buf, size_t len)
 	}
 	return n;
 }
+
+int shd_jobtab_layout(const struct shd_daemon *d, const struct shd_job *j, uint32_t what,
+		      uint32_t first, uint32_t max, int32_t *out,
+		      struct shf_ipc_node_info_ok *ok)
+{
+	uint32_t nn = d->n_nodes ? d->n_nodes : 1;
+	uint32_t *per = calloc(nn, sizeof(*per)); /* live ranks per node id */
+	if (!per)
+		return -ENOMEM;
+	uint32_t count = 0, local = 0;
+	for (int32_t r = shd_jobtab_next(j, 0); r < j->world; r = shd_jobtab_next(j, r + 1)) {
+		uint32_t node = shd_jobtab_node(j, r);
+		if (!shd_node_is_real(node) || node >= nn)
+			continue;
+		per[node]++;
+		if (node != d->node_id)
+			continue;
+		if (what == SHF_NODE_INFO_LOCAL && local >= first && count < max)
+			out[count++] = r;
+		local++;
+	}
+	uint32_t nodes = 0, me = 0;
+	for (uint32_t k = 0; k < nn; k++) {
+		if (!per[k])
+			continue;
+		if (k == d->node_id)
+			me = nodes;
+		if (what == SHF_NODE_INFO_COUNTS && nodes >= first && count < max)
+			out[count++] = (int32_t)per[k];
+		nodes++;
+	}
+	free(per);
+	*ok = (struct shf_ipc_node_info_ok){me, nodes, local, what, first, count};
+	return 0;
+}

@@ -63,6 +63,13 @@ int32_t shd_jobtab_next(const struct shd_job *j, int32_t rank);
  * when force). */
 int shd_jobtab_set(struct shd_daemon *d, struct shd_job *j, int32_t rank, uint32_t node,
 		   struct shd_client *c, bool force, char *why, size_t whylen);
+/* The job's layout as known here, for shf_node_info() (proto/ipc.h): live
+ * ranks only (on a real node).  Fills ok's node, nodes, local and count,
+ * and out[] with at most max entries of `what` (enum shf_node_info_what)
+ * from index first.  0, or -ENOMEM. */
+int shd_jobtab_layout(const struct shd_daemon *d, const struct shd_job *j, uint32_t what,
+		      uint32_t first, uint32_t max, int32_t *out,
+		      struct shf_ipc_node_info_ok *ok);
 /* "0,3-5,9" of the ranks not registered yet, in buf (truncated with
  * ",...").  Returns how many ranges were written. */
 int shd_jobtab_missing(const struct shd_job *j, char *buf, size_t len);

@@ -49,6 +49,7 @@ struct net_rx {
 	struct shf_wire_iter it;
 	struct shf_wire_rec cur;
 	bool have_cur;         /* cur waits for room */
+	int32_t bcast_next;    /* cur is a broadcast: the next rank to consider */
 };
 
 /* A client's mark waiting for this peer to acknowledge batch `seq`. */

@@ -12,6 +12,10 @@
  * are published (the pass's network step), an ACK returns its credit;
  * records for a rank that is gone come back to the sender as DROP reports,
  * which its next flush turns into -ESRCH.
+ *
+ * A broadcast record (dst SHF_WIRE_DST_BCAST) is placed into the ring of
+ * every local rank of its job, in rank order; a full ring parks the batch
+ * with the record part-placed (rx->bcast_next), so no rank gets it twice.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -29,6 +33,48 @@ static void send_drop(struct shd_peer *p, uint64_t job, uint64_t seq, int32_t sr
 	struct shf_wire_drop dr = {job, seq, src, dst, count, reason};
 	shd_net_ctl_send(p, buf, shf_wire_enc_drop(buf, sizeof(buf), p->net->d->node_id, p->node,
 						   &dr));
+}
+
+/*
+ * The broadcast rx->cur into every local rank of j from rx->bcast_next on.
+ * 1 when done, 0 when parked on a full ring (progress kept in rx).
+ */
+static int place_bcast(struct shd_peer *p, struct net_rx *rx, struct shd_job *j)
+{
+	struct shd_daemon *d = p->net->d;
+	const struct shf_wire_rec *rec = &rx->cur;
+	int32_t r = shd_jobtab_next(j, rx->bcast_next);
+	while (r < j->world) {
+		struct shd_client *t = shd_jobtab_node(j, r) == d->node_id
+					       ? shd_jobtab_client(j, r) : NULL;
+		if (t && r != rec->src_rank) {
+			int e = shd_deliver_place(d, t, rec->src_rank, rec->type, rec->data,
+						  rec->len);
+			if (e == -EAGAIN) {
+				if (shd_deliver_wait_room(t, &p->rx_wait, rec->len)) {
+					rx->bcast_next = r; /* resume here */
+					p->rx_waiting = true;
+					d->st.batches_parked++;
+					shd_sched_pass(d); /* publish what was placed so far */
+					return 0;
+				}
+				continue; /* room appeared: retry */
+			}
+			if (e < 0) {
+				/* the rank is going away here: its sender hears of it */
+				d->st.msgs_unroutable++;
+				p->ack_dropped++;
+				send_drop(p, rx->h.u.batch.job_hash, rx->h.u.batch.seq,
+					  rec->src_rank, r, 1, -ESRCH);
+			} else {
+				d->st.bcast_deliveries++;
+			}
+		}
+		r = shd_jobtab_next(j, r + 1);
+	}
+	rx->bcast_next = 0;
+	d->st.bcast_rx++;
+	return 1;
 }
 
 /*
@@ -53,6 +99,27 @@ static int place_batch(struct shd_peer *p, struct net_rx *rx)
 			rx->have_cur = true;
 		}
 		const struct shf_wire_rec *rec = &rx->cur;
+		if (rec->dst_rank == SHF_WIRE_DST_BCAST) {
+			if (!j || denied) {
+				d->st.msgs_unroutable++;
+				d->st.rx_drops_owner += denied;
+				p->ack_dropped++;
+				rx->have_cur = false;
+				send_drop(p, rx->h.u.batch.job_hash, rx->h.u.batch.seq,
+					  rec->src_rank, SHF_WIRE_DST_BCAST, 1, -ESRCH);
+				continue;
+			}
+			if (place_bcast(p, rx, j) == 0) {
+				if (drops)
+					send_drop(p, rx->h.u.batch.job_hash, rx->h.u.batch.seq, drop_src,
+						  drop_dst, drops, -ESRCH);
+				return 0;
+			}
+			rx->have_cur = false;
+			p->st.msgs_in++;
+			d->st.batch_msgs_in++;
+			continue;
+		}
 		struct shd_client *t = denied ? NULL : shd_jobtab_local(d, j, rec->dst_rank);
 		r = t ? shd_deliver_place(d, t, rec->src_rank, rec->type, rec->data, rec->len)
 		      : -ESRCH;

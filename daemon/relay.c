@@ -13,6 +13,15 @@
  * send ring is released (and its producer's bell rung if it sleeps) at the
  * end of the client's turn.
  *
+ * A broadcast record (rank SHF_MSG_BCAST[_SELF]) goes to every local rank
+ * of the job and once to every other node with ranks of it (that node's
+ * daemon fans it out, net_rx.c), in rank order, through the same rings and
+ * batches as sends: so it keeps per-pair order, takes the credit a send to
+ * each node would, and the client's next flush or epoch covers it.  When a
+ * ring or a peer's credit stops it part-way, the record is put back and
+ * the client's bcast_next / bcast_sent say where to resume: no rank gets
+ * it twice.
+ *
  * A MARK record (flush or epoch) is answered at the marks step, after the
  * records before it are published here and acknowledged by every peer the
  * client sent to (net's marks).
@@ -20,6 +29,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -32,6 +42,7 @@
 #include "daemon/relay.h"
 #include "daemon/sched.h"
 #include "proto/shm.h"
+#include "proto/wire.h"
 
 #define RELAY_BUDGET 1024u /* records per client per turn */
 
@@ -134,6 +145,85 @@ static enum relay_result take_mark(struct shd_daemon *d, struct shd_client *s,
 	return RELAY_MORE;
 }
 
+/* The broadcast at the head of s's ring (v).  RELAY_MORE when done (every
+ * rank reached or its drop counted), RELAY_BLOCKED when it waits (put back,
+ * progress kept in s).  Never cuts s off. */
+static enum relay_result relay_bcast(struct shd_daemon *d, struct shd_client *s,
+				     struct shf_ring_view *v, const struct shf_msg_hdr *mh,
+				     const uint8_t *data, uint32_t len)
+{
+	struct shd_job *j = s->job;
+	bool self = mh->rank == SHF_MSG_BCAST_SELF;
+	if (!s->bcast_busy) {
+		s->bcast_busy = true;
+		s->bcast_next = 0;
+		if (s->bcast_sent)
+			memset(s->bcast_sent, 0, (d->n_nodes + 63) / 64 * sizeof(uint64_t));
+	}
+	int32_t r = shd_jobtab_next(j, s->bcast_next);
+	while (r < j->world) {
+		if (r == s->rank && !self) {
+			r = shd_jobtab_next(j, r + 1);
+			continue;
+		}
+		uint32_t node = shd_jobtab_node(j, r);
+		if (node == d->node_id) {
+			struct shd_client *t = shd_jobtab_client(j, r);
+			int e = shd_deliver_place(d, t, s->rank, mh->type, data, len);
+			if (e == -EAGAIN) {
+				if (block_on_ring(s, t, len)) {
+					s->bcast_next = r;
+					shf_ring_unpeek(&s->send, v);
+					return RELAY_BLOCKED;
+				}
+				continue; /* room appeared: retry this rank */
+			}
+			if (e < 0) {
+				drop(s, false);
+			} else {
+				s->st.msgs_local++;
+				d->st.bcast_deliveries++;
+			}
+		} else if (!shd_node_is_real(node) || !d->net || node >= d->n_nodes) {
+			drop(s, node == SHD_NODE_LOST);
+		} else {
+			if (!s->bcast_sent) {
+				s->bcast_sent = calloc((d->n_nodes + 63) / 64, sizeof(uint64_t));
+				if (!s->bcast_sent) {
+					drop(s, true); /* cannot track it: counted, as a failed append */
+					r = shd_jobtab_next(j, r + 1);
+					continue;
+				}
+			}
+			uint64_t bit = UINT64_C(1) << (node % 64);
+			if (!(s->bcast_sent[node / 64] & bit)) {
+				int e = shd_net_append(d, s, node, j, SHF_WIRE_DST_BCAST, mh->type,
+						       data, len);
+				if (e == -EAGAIN) {
+					s->bcast_next = r;
+					shf_ring_unpeek(&s->send, v);
+					s->st.credit_stalls++;
+					return RELAY_BLOCKED; /* net linked s->wait */
+				}
+				if (e < 0) {
+					/* each of that node's ranks drops (and counts) alone */
+					drop(s, e == -EHOSTDOWN);
+				} else {
+					s->bcast_sent[node / 64] |= bit;
+					s->st.msgs_remote++;
+					d->st.bcast_wire_copies++;
+				}
+			}
+		}
+		r = shd_jobtab_next(j, r + 1);
+	}
+	s->bcast_busy = false;
+	d->st.bcast_in++;
+	s->st.msgs_in++;
+	s->st.bytes_in += len;
+	return RELAY_MORE;
+}
+
 static enum relay_result relay_client(struct shd_daemon *d, struct shd_client *s)
 {
 	struct shf_ring_view v;
@@ -171,6 +261,12 @@ static enum relay_result relay_client(struct shd_daemon *d, struct shd_client *s
 		memcpy(&mh, v.data, sizeof(mh)); /* read once */
 		const uint8_t *data = v.data + sizeof(mh);
 		uint32_t len = v.len - (uint32_t)sizeof(mh);
+		if (mh.rank == SHF_MSG_BCAST || mh.rank == SHF_MSG_BCAST_SELF) {
+			res = relay_bcast(d, s, &v, &mh, data, len);
+			if (res != RELAY_MORE)
+				break;
+			continue;
+		}
 		if ((uint32_t)mh.rank >= (uint32_t)j->world)
 			return ring_fault(d, s, "destination rank %d outside world %d", mh.rank, j->world);
 		const struct shd_dir_chunk *ch = dir[(uint32_t)mh.rank >> SHD_DIR_SHIFT];

@@ -278,6 +278,7 @@ static void client_free(struct shd_client *c)
 	shd_list_del(&c->all_link);
 	d->n_clients--;
 	free(c->sent_to);
+	free(c->bcast_sent);
 	free(c);
 }
 
@@ -449,6 +450,23 @@ static void on_register(struct shd_client *c, uint32_t id, const struct shf_ipc_
 	shd_job_check_ready(c->job);
 }
 
+/* NODE_INFO from an active client: its job's layout (a slice of a list). */
+static void node_info(struct shd_client *c, uint32_t id, const struct shf_ipc_node_info *m)
+{
+	struct {
+		struct shf_ipc_node_info_ok ok;
+		int32_t v[SHF_IPC_NODE_INFO_MAX];
+	} *rep = malloc(sizeof(*rep));
+	int r = rep ? shd_jobtab_layout(c->d, c->job, m->what, m->first, m->max, rep->v, &rep->ok)
+		    : -ENOMEM;
+	if (r < 0)
+		shd_client_error(c, id, r, "out of memory");
+	else
+		shd_client_send(c, SHF_IPC_NODE_INFO_OK, id, rep,
+				sizeof(rep->ok) + rep->ok.count * sizeof(int32_t));
+	free(rep);
+}
+
 /* One validated message.  Returns false when c was freed. */
 static bool dispatch(struct shd_client *c, const void *buf, size_t n)
 {
@@ -519,6 +537,15 @@ static bool dispatch(struct shd_client *c, const void *buf, size_t n)
 		if (h.type == SHF_IPC_BYE) {
 			client_gone(c, true);
 			return false;
+		}
+		if (h.type == SHF_IPC_NODE_INFO && c->state == SHD_SESS_ACTIVE) {
+			struct shf_ipc_node_info m;
+			memcpy(&m, body, sizeof(m));
+			if (m.what >= SHF_NODE_INFO_WHAT_MAX || m.max > SHF_IPC_NODE_INFO_MAX ||
+			    m.reserved != 0)
+				break;
+			node_info(c, h.id, &m);
+			return true;
 		}
 		if (h.type == SHF_IPC_EPOCH && c->state == SHD_SESS_ACTIVE) {
 			struct shf_ipc_epoch m;

@@ -21,6 +21,9 @@ extern "C" {
 /* shf_send() flags */
 #define SHF_NONBLOCK 0x1u /* return -EAGAIN instead of waiting for ring space */
 
+/* shf_bcast() flags (with SHF_NONBLOCK) */
+#define SHF_BCAST_SELF 0x2u /* the sender gets its own broadcast too */
+
 /* shf_flush() targets */
 #define SHF_FLUSH_ORIGIN 1u   /* the daemon has taken all my earlier records */
 #define SHF_FLUSH_REMOTE 2u   /* all my earlier records sit in their destination rings */
@@ -85,6 +88,38 @@ int shf_open(const struct shf_opts *o, shf_deliver_fn fn, void *arg, struct shf_
  * daemon's max_msg, -ESRCH for a rank outside the world. */
 int shf_send(struct shf_ctx *c, int dst, uint32_t type, const void *data, uint32_t len,
 	     unsigned flags);
+
+/* Since 1.1 (SHUFFLE_1.1): send `len` bytes once to every rank of the job
+ * but the caller (every rank with SHF_BCAST_SELF).  One record in the send
+ * ring; the daemon sends one copy to each other node, whose daemon hands it
+ * to its ranks.  Blocking, SHF_NONBLOCK, timeouts and errors as shf_send();
+ * the credit it takes is a send's to each node.  Order: from one source,
+ * sends and broadcasts reach each rank in the order they were issued.
+ * Flushes and epochs cover broadcasts; a rank gone or a node down counts
+ * one drop per rank it did not reach (-ESRCH / -EHOSTDOWN at the next
+ * flush or epoch). */
+int shf_bcast(struct shf_ctx *c, uint32_t type, const void *data, uint32_t len, unsigned flags);
+
+/* shf_node_info(): where the job's ranks are, as this rank's daemon knows
+ * it (ranks that left or were lost with their node are not counted).
+ * Nodes are numbered 0 .. nodes-1 in the order of their daemons' node ids.
+ * The caller sets the arrays and capacities; the library fills the rest. */
+struct shf_node_info {
+	int node;              /* out: this rank's node, 0 <= node < nodes */
+	int nodes;             /* out: nodes with ranks of the job */
+	int local_count;       /* out: ranks of the job on this node (this one too) */
+	int *local_ranks;      /* in: NULL or an array; out: the first local_cap of
+	                          this node's ranks, ascending */
+	int local_cap;         /* in: entries local_ranks holds (0 with NULL) */
+	int *node_counts;      /* in: NULL or an array; out: ranks on node 0, 1, ...
+	                          up to node_counts_cap entries (min(nodes, cap) set) */
+	int node_counts_cap;   /* in: entries node_counts holds (0 with NULL) */
+};
+
+/* Since 1.1 (SHUFFLE_1.1): fill ni from the daemon.  Waits up to the
+ * context's timeout for the answer.  0, -EINVAL (bad arrays or caps),
+ * -ETIMEDOUT, -ENOTCONN. */
+int shf_node_info(struct shf_ctx *c, struct shf_node_info *ni);
 
 /* See SHF_FLUSH_*.  Returns 0, or -ESRCH / -EHOSTDOWN when records sent
  * since the previous flush or epoch were dropped (rank gone / node down). */

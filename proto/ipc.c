@@ -12,6 +12,10 @@ _Static_assert(sizeof(struct shf_ipc_hdr) == 16, "ipc header is 16 bytes");
 _Static_assert(sizeof(struct shf_ipc_register) == 80, "register body");
 _Static_assert(sizeof(struct shf_ipc_flush_done) == 32, "flush_done body");
 _Static_assert(sizeof(struct shf_mark) == 16, "mark record");
+_Static_assert(sizeof(struct shf_ipc_node_info) == 16, "node_info body");
+_Static_assert(sizeof(struct shf_ipc_node_info_ok) == 24, "node_info_ok body");
+_Static_assert(sizeof(struct shf_ipc_hdr) + sizeof(struct shf_ipc_node_info_ok) +
+		       SHF_IPC_NODE_INFO_MAX * 4 <= SHF_IPC_MAX_MSG, "node_info_ok fits");
 
 /* Body size a type must have: exact for fixed types, minimum for types
  * with a trailing variable part.  -1 for unknown types. */
@@ -30,13 +34,16 @@ static long body_min(uint16_t type)
 	case SHF_IPC_BYE: return 0;
 	case SHF_IPC_CTL: return sizeof(struct shf_ipc_ctl);
 	case SHF_IPC_CTL_REPLY: return sizeof(struct shf_ipc_ctl_reply);
+	case SHF_IPC_NODE_INFO: return sizeof(struct shf_ipc_node_info);
+	case SHF_IPC_NODE_INFO_OK: return sizeof(struct shf_ipc_node_info_ok);
 	default: return -1;
 	}
 }
 
 static int body_is_fixed(uint16_t type)
 {
-	return type != SHF_IPC_ERROR && type != SHF_IPC_CTL_REPLY && type != SHF_IPC_CTL;
+	return type != SHF_IPC_ERROR && type != SHF_IPC_CTL_REPLY && type != SHF_IPC_CTL &&
+	       type != SHF_IPC_NODE_INFO_OK;
 }
 
 int shf_ipc_check(const void *msg, size_t n)
@@ -60,6 +67,13 @@ int shf_ipc_check(const void *msg, size_t n)
 	if (h.type == SHF_IPC_CTL && body > (size_t)min &&
 	    (body - (size_t)min > SHF_CTL_ARGS_MAX || ((const char *)msg)[n - 1] != '\0'))
 		return -EBADMSG; /* arguments: bounded, terminated inside the datagram */
+	if (h.type == SHF_IPC_NODE_INFO_OK) {
+		struct shf_ipc_node_info_ok ok;
+		memcpy(&ok, (const char *)msg + sizeof(h), sizeof(ok));
+		if (ok.count > SHF_IPC_NODE_INFO_MAX ||
+		    body != sizeof(ok) + (size_t)ok.count * sizeof(int32_t))
+			return -EBADMSG;
+	}
 	return 0;
 }
 

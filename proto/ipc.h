@@ -45,6 +45,9 @@ enum shf_ipc_type {
 	SHF_IPC_BYE,             /* c->d empty */
 	SHF_IPC_CTL,             /* c->d struct shf_ipc_ctl */
 	SHF_IPC_CTL_REPLY,       /* d->c struct shf_ipc_ctl_reply + text chunk */
+	/* 13..27 are other work's; unknown types are refused (shf_ipc_check) */
+	SHF_IPC_NODE_INFO = 28,  /* c->d struct shf_ipc_node_info (registered client) */
+	SHF_IPC_NODE_INFO_OK,    /* d->c struct shf_ipc_node_info_ok + count x int32 */
 	SHF_IPC_TYPE_MAX
 };
 
@@ -157,6 +160,32 @@ struct shf_ipc_ctl_reply {
 	/* followed by text bytes (not NUL-terminated) up to the datagram end */
 };
 
+/* shf_node_info(): the job's layout as this daemon knows it (live ranks).
+ * Nodes are numbered 0 .. nodes-1 in the order of their daemons' node ids;
+ * a list is fetched in slices of at most SHF_IPC_NODE_INFO_MAX entries. */
+enum shf_node_info_what {
+	SHF_NODE_INFO_NONE = 0,   /* only the fixed fields */
+	SHF_NODE_INFO_LOCAL = 1,  /* this node's ranks, ascending */
+	SHF_NODE_INFO_COUNTS = 2, /* ranks per node, node 0 first */
+	SHF_NODE_INFO_WHAT_MAX
+};
+#define SHF_IPC_NODE_INFO_MAX 8192u /* entries per reply: 32 KiB */
+struct shf_ipc_node_info {
+	uint32_t what;  /* enum shf_node_info_what */
+	uint32_t first; /* index of the first entry wanted */
+	uint32_t max;   /* entries wanted, <= SHF_IPC_NODE_INFO_MAX */
+	uint32_t reserved; /* zero */
+};
+struct shf_ipc_node_info_ok {
+	uint32_t node;  /* this node's index in the job, < nodes */
+	uint32_t nodes; /* nodes with live ranks of the job, >= 1 */
+	uint32_t local; /* live ranks of the job on this node, >= 1 */
+	uint32_t what;  /* as asked */
+	uint32_t first; /* as asked */
+	uint32_t count; /* entries that follow, <= max asked; the body is exactly
+	                   sizeof(this) + 4 * count bytes */
+	/* followed by count x int32_t */
+};
 
 /* Validate a received datagram of n bytes.  0, or -EBADMSG / -EPROTO. */
 int shf_ipc_check(const void *msg, size_t n);

@@ -66,6 +66,12 @@ struct shf_msg_hdr {
 };
 _Static_assert(sizeof(struct shf_msg_hdr) == 8, "message header is 8 bytes");
 #define SHF_MSG_HDR_BYTES 8u
+/* Send ring only: a broadcast (shf_bcast()).  `rank` holds one of these
+ * instead of a destination; the daemon delivers the record once to every
+ * rank of the job (the sender included only with _SELF).  Any other
+ * negative rank is a ring fault. */
+#define SHF_MSG_BCAST (-1)      /* every rank but the sender */
+#define SHF_MSG_BCAST_SELF (-2) /* every rank, the sender too */
 
 /* Geometry of a region, computed by the creator or validated from a header. */
 struct shf_shm_layout {

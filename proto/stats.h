@@ -74,6 +74,10 @@
 	X(rx_drops_down, COUNTER, "received messages still parked when their sender went down, dropped") \
 	X(owner_conflicts, COUNTER, "job announcements from another node naming another owner (uid) for a job known here: the job fails with EACCES") \
 	X(rx_drops_owner, COUNTER, "received messages for a job failed by an owner conflict, dropped") \
+	X(bcast_in, COUNTER, "broadcasts taken from local send rings (shf_bcast)")           \
+	X(bcast_wire_copies, COUNTER, "broadcast copies appended to batches: one per other node with ranks of the job") \
+	X(bcast_rx, COUNTER, "broadcast copies received from other nodes")                   \
+	X(bcast_deliveries, COUNTER, "broadcast messages placed in local delivery rings (local and received)") \
 	X(epochs, COUNTER, "job epochs completed on this node")                               \
 	X(epoch_ns_total, COUNTER, "total time of completed epochs (ns)")                     \
 	X(epoch_ns_max, GAUGE, "longest epoch (ns)")

@@ -106,6 +106,12 @@ static bool rank_ok(int32_t r)
 	return r >= 0 && r < SHF_WORLD_MAX;
 }
 
+/* A batch record's destination: a rank, or the broadcast marker. */
+static bool dst_ok(int32_t r)
+{
+	return rank_ok(r) || r == SHF_WIRE_DST_BCAST;
+}
+
 static bool neg_errno_ok(int32_t e)
 {
 	return e < 0 && e >= -4095;
@@ -344,7 +350,7 @@ int shf_wire_check(const void *buf, size_t n, uint32_t n_nodes, uint32_t my_node
 		h.u.drop.count = G32(b, drop, count);
 		h.u.drop.reason = GI32(b, drop, reason);
 		if (h.u.drop.seq == 0 || !rank_ok(h.u.drop.src_rank) ||
-		    !rank_ok(h.u.drop.dst_rank) || h.u.drop.count == 0 ||
+		    !dst_ok(h.u.drop.dst_rank) || h.u.drop.count == 0 ||
 		    !neg_errno_ok(h.u.drop.reason))
 			r = -EBADMSG;
 		break;
@@ -407,7 +413,7 @@ int shf_wire_iter_next(struct shf_wire_iter *it, struct shf_wire_rec *rec)
 	r.src_rank = GI32(p, rec, src_rank);
 	r.type = G32(p, rec, type);
 	r.len = G32(p, rec, len);
-	if (!rank_ok(r.dst_rank) || !rank_ok(r.src_rank) || r.len > it->max_msg)
+	if (!dst_ok(r.dst_rank) || !rank_ok(r.src_rank) || r.len > it->max_msg)
 		return it->err = -EBADMSG;
 	uint64_t need = shf_wire_rec_bytes(r.len);
 	if (need > room)
@@ -469,7 +475,7 @@ bool shf_wire_batch_fits(const struct shf_wire_batch_enc *e, uint32_t len)
 void *shf_wire_batch_add(struct shf_wire_batch_enc *e, int32_t dst_rank, int32_t src_rank,
 			 uint32_t type, uint32_t len)
 {
-	if (!rank_ok(dst_rank) || !rank_ok(src_rank) || !shf_wire_batch_fits(e, len))
+	if (!dst_ok(dst_rank) || !rank_ok(src_rank) || !shf_wire_batch_fits(e, len))
 		return NULL;
 	uint8_t *p = e->buf + e->off;
 	uint64_t need = shf_wire_rec_bytes(len);
@@ -487,7 +493,7 @@ void *shf_wire_batch_add(struct shf_wire_batch_enc *e, int32_t dst_rank, int32_t
 int shf_wire_batch_put(struct shf_wire_batch_enc *e, int32_t dst_rank, int32_t src_rank,
 		       uint32_t type, const void *data, uint32_t len)
 {
-	if (!rank_ok(dst_rank) || !rank_ok(src_rank))
+	if (!dst_ok(dst_rank) || !rank_ok(src_rank))
 		return -EINVAL;
 	void *p = shf_wire_batch_add(e, dst_rank, src_rank, type, len);
 	if (!p)

@@ -52,8 +52,9 @@
 #include "proto/ipc.h" /* SHF_JOB_MAX, SHF_WORLD_MAX, shf_ipc_job_check() */
 
 #define SHF_WIRE_MAGIC 0x57464853u /* "SHFW" as little-endian bytes */
-#define SHF_WIRE_VERSION 3u /* 2: session tags in the common header; 3: the
-                               * heartbeat carries the handshake's nonce and MAC */
+#define SHF_WIRE_VERSION 4u /* 2: session tags in the common header; 3: the
+                               * heartbeat carries the handshake's nonce and MAC;
+                               * 4: broadcast records (SHF_WIRE_DST_BCAST) */
 
 #define SHF_WIRE_HDR 32u        /* common header */
 #define SHF_WIRE_BATCH_HDR 56u  /* common header + batch body; records start here */
@@ -129,8 +130,13 @@ struct shf_wire_raw_batch {
 	/* count x { struct shf_wire_raw_rec; payload; zero padding to 8 } */
 };
 
+/* dst_rank of a broadcast record: every rank of the job on the receiving
+ * node (the sender's ranks are never there).  One copy per node. */
+#define SHF_WIRE_DST_BCAST (-1)
+
 struct shf_wire_raw_rec {
-	int32_t dst_rank; /* destination rank in the job, 0 <= r < SHF_WORLD_MAX */
+	int32_t dst_rank; /* destination rank in the job, 0 <= r < SHF_WORLD_MAX,
+			     or SHF_WIRE_DST_BCAST */
 	int32_t src_rank; /* source rank in the job, same bounds */
 	uint32_t type;    /* application-defined message type */
 	uint32_t len;     /* payload bytes (<= the receiver's max_msg) */
@@ -191,7 +197,8 @@ struct shf_wire_raw_drop {
 	uint64_t job_hash;
 	uint64_t seq;     /* the batch they came in: dst_node -> src_node batch number */
 	int32_t src_rank; /* sender of the dropped records */
-	int32_t dst_rank; /* their destination */
+	int32_t dst_rank; /* their destination (SHF_WIRE_DST_BCAST: a broadcast that
+			     found no job here) */
 	uint32_t count;   /* records dropped, >= 1 */
 	int32_t reason;   /* negative errno: -ESRCH rank gone, ... */
 };

@@ -8,6 +8,13 @@
  * delivered" point.  With -e N an epoch also runs every N sends; in time
  * mode the ranks then agree at each epoch whether to stop (an epoch is
  * collective, so they must all run the same number of them).
+ *
+ * -m bcast (bench_bcast_ops): -n N rounds of shf_send() to every other rank
+ * (ended by an epoch), then N shf_bcast() (ended by an epoch), each phase
+ * timed from a barrier to its epoch on every rank.  Both phases deliver
+ * N x world x (world - 1) messages with the same per-pair sequence numbers
+ * (a broadcast carries the same number to every destination: all of them
+ * are equal then), so the harness checks them as one run.
  */
 #include <errno.h>
 #include <mpi.h>
@@ -137,5 +144,72 @@ const struct bench_mode_ops bench_shuffle_ops = {
 	.name = "shuffle",
 	.setup = sh_setup,
 	.run = sh_run,
+	.teardown = sh_teardown,
+};
+
+/* -m bcast: one phase's wall time, the slowest rank's. */
+static double phase_end(uint64_t t0)
+{
+	double mine = (double)(bench_now_ns() - t0) / 1e9, max = 0;
+	MPI_Allreduce(&mine, &max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+	return max;
+}
+
+static int bc_run(struct bench *b)
+{
+	uint64_t n = b->o.count;
+	if (b->world < 2)
+		bench_die(b, "-m bcast needs at least 2 ranks");
+	int d0 = b->rank == 0 ? 1 : 0; /* some other rank */
+	/* phase 1: a loop of shf_send() to every other rank */
+	MPI_Barrier(MPI_COMM_WORLD);
+	uint64_t t0 = bench_now_ns();
+	for (uint64_t i = 0; i < n; i++)
+		for (int d = 0; d < b->world; d++) {
+			if (d == b->rank)
+				continue;
+			bench_fill(b, msgbuf, d);
+			send_one(b, d);
+		}
+	epoch(b);
+	bench_shuffle_extra.loop_s = phase_end(t0);
+	/* phase 2: shf_bcast(); every destination's sequence number is equal */
+	unsigned flags = b->o.nonblock ? SHF_NONBLOCK : 0;
+	MPI_Barrier(MPI_COMM_WORLD);
+	t0 = bench_now_ns();
+	for (uint64_t i = 0; i < n; i++) {
+		bench_fill(b, msgbuf, d0);
+		for (int d = 0; d < b->world; d++) {
+			if (d == b->rank || d == d0)
+				continue;
+			b->send_seq[d]++;
+			b->sent++;
+			b->sent_cross += b->node_of[d] != b->node;
+		}
+		int r;
+		while ((r = shf_bcast(ctx, MSG_TYPE, msgbuf, b->o.size, flags)) == -EAGAIN)
+			sched_yield();
+		if (r < 0)
+			bench_die(b, "shf_bcast: %s (%s)", shf_strerror(r), shf_error_detail());
+	}
+	epoch(b);
+	bench_shuffle_extra.bcast_s = phase_end(t0);
+	bench_shuffle_extra.rounds = n;
+	struct shf_stats st;
+	if (shf_stats_get(ctx, &st) == 0) {
+		bench_shuffle_extra.valid = true;
+		/* a broadcast is one record for world - 1 deliveries */
+		bench_shuffle_extra.sent_msgs = st.sent_msgs + n * (uint64_t)(b->world - 2);
+		bench_shuffle_extra.delivered_msgs = st.delivered_msgs;
+		bench_shuffle_extra.send_eagain = st.send_eagain;
+		bench_shuffle_extra.send_blocked_ns = st.send_blocked_ns;
+	}
+	return 0;
+}
+
+const struct bench_mode_ops bench_bcast_ops = {
+	.name = "bcast",
+	.setup = sh_setup,
+	.run = bc_run,
 	.teardown = sh_teardown,
 };

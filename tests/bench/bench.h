@@ -38,6 +38,8 @@ enum bench_mode {
 	MODE_MPI_ISEND,     /* one MPI_Isend per message */
 	MODE_MPI_AGG,       /* hand-written per-destination aggregation over MPI_Isend */
 	MODE_MPI_ALLTOALLV, /* rounds of MPI_Alltoallv */
+	MODE_BCAST,         /* shuffle: N rounds of shf_send to every other rank, then
+			       N shf_bcast(); the two timed apart */
 	MODE_MAX
 };
 
@@ -229,11 +231,15 @@ extern const struct bench_mode_ops bench_shuffle_ops;
 extern const struct bench_mode_ops bench_isend_ops;
 extern const struct bench_mode_ops bench_agg_ops;
 extern const struct bench_mode_ops bench_alltoallv_ops;
+extern const struct bench_mode_ops bench_bcast_ops;
 
 /* Shuffle mode's client counters, for the cross-check and the report. */
 struct bench_shuffle_extra {
 	bool valid;
 	uint64_t sent_msgs, delivered_msgs, send_eagain, send_blocked_ns;
+	/* -m bcast (same on every rank): slowest rank's time of each phase */
+	double loop_s, bcast_s;
+	uint64_t rounds;
 };
 extern struct bench_shuffle_extra bench_shuffle_extra;
 

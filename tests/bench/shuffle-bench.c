@@ -46,7 +46,10 @@ static const char *const mode_names[MODE_MAX] = {
 	[MODE_MPI_ISEND] = "mpi-isend",
 	[MODE_MPI_AGG] = "mpi-agg",
 	[MODE_MPI_ALLTOALLV] = "mpi-alltoallv",
+	[MODE_BCAST] = "bcast",
 };
+/* the modes that run through the daemons */
+#define SHUFFLE_MODE(m) ((m) == MODE_SHUFFLE || (m) == MODE_BCAST)
 
 static const char *const pattern_names[PAT_MAX] = {
 	[PAT_UNIFORM] = "uniform",
@@ -60,6 +63,7 @@ static const struct bench_mode_ops *const mode_ops[MODE_MAX] = {
 	[MODE_MPI_ISEND] = &bench_isend_ops,
 	[MODE_MPI_AGG] = &bench_agg_ops,
 	[MODE_MPI_ALLTOALLV] = &bench_alltoallv_ops,
+	[MODE_BCAST] = &bench_bcast_ops,
 };
 
 /* What every rank reports to rank 0 (MPI_Gather as bytes). */
@@ -102,7 +106,9 @@ static void usage(FILE *f)
 		"      --nonblock       shuffle: SHF_NONBLOCK, retry on -EAGAIN\n"
 		"      --poll           shuffle: delivery_thread = 0, deliveries in shf_poll()\n"
 		"      --ring BYTES     shuffle: ring size per direction (default: the daemon's)\n"
-		"  -m, --mode M         shuffle | mpi-isend | mpi-agg | mpi-alltoallv\n"
+		"  -m, --mode M         shuffle | mpi-isend | mpi-agg | mpi-alltoallv | bcast\n"
+		"                       bcast: -n rounds of shf_send to every other rank, then\n"
+		"                       -n shf_bcast, each timed (messages delivered per second)\n"
 		"  -w, --window N       mpi-isend: outstanding sends / posted receives (64)\n"
 		"      --agg-bytes B    mpi-agg: buffer per destination (32768)\n"
 		"      --agg-inflight N mpi-agg: buffers in flight and posted receives (16)\n"
@@ -240,7 +246,13 @@ static void parse_opts(struct bench_opts *o, int argc, char **argv)
 			"(round at most 64 Mi)\n");
 		exit(2);
 	}
-	if (o->mode != MODE_SHUFFLE && (o->flush_every || o->epoch_every || o->nonblock ||
+	if (o->mode == MODE_BCAST && (!o->count || o->flush_every || o->epoch_every ||
+				      o->poll_mode)) {
+		fprintf(stderr, "shuffle-bench: -m bcast takes a count (-n), and neither -f, -e "
+			"nor --poll\n");
+		exit(2);
+	}
+	if (!SHUFFLE_MODE(o->mode) && (o->flush_every || o->epoch_every || o->nonblock ||
 					o->poll_mode || o->ring_bytes))
 		fprintf(stderr, "shuffle-bench: note: -f, -e, --nonblock, --poll and --ring "
 			"apply to the shuffle mode only\n");
@@ -322,7 +334,7 @@ static void summarize(const struct bench *b, const struct rank_result *rr,
 	int P = b->world;
 	s->first_error = "";
 	s->ctl_note = "";
-	s->wire_known = b->o.mode == MODE_SHUFFLE;
+	s->wire_known = SHUFFLE_MODE(b->o.mode);
 	s->daemon_cpu_known = true;
 	for (int r = 0; r < P; r++) {
 		const struct rank_result *x = &rr[r];
@@ -348,7 +360,7 @@ static void summarize(const struct bench *b, const struct rank_result *rr,
 		}
 		if (!x->leader)
 			continue;
-		if (b->o.mode == MODE_SHUFFLE) {
+		if (SHUFFLE_MODE(b->o.mode)) {
 			if (!x->have_ctl || x->batch_bytes_out < 0)
 				s->wire_known = false;
 			else {
@@ -379,7 +391,7 @@ static void summarize(const struct bench *b, const struct rank_result *rr,
 			s->dhwm_max_kib = fmax(s->dhwm_max_kib, (double)x->dhwm_kib[i]);
 		}
 	}
-	if (b->o.mode == MODE_SHUFFLE && s->ndaemons == 0)
+	if (SHUFFLE_MODE(b->o.mode) && s->ndaemons == 0)
 		s->daemon_cpu_known = false;
 	s->msgs_s = s->wall > 0 ? (double)s->delivered / s->wall : 0;
 	s->mb_s = s->wall > 0 ? (double)s->payload_bytes / s->wall / 1e6 : 0;
@@ -430,7 +442,7 @@ static void print_human(const struct bench *b, const struct summary *s)
 		       s->p50, s->p99, s->p999, (unsigned long long)s->samples, s->latency_note);
 	else
 		printf("  latency     n/a: %s\n", s->latency_note);
-	if (o->mode == MODE_SHUFFLE && !s->daemon_cpu_known)
+	if (SHUFFLE_MODE(o->mode) && !s->daemon_cpu_known)
 		printf("  cpu         %.3f s per M msgs, clients only (%.2f s): daemon CPU unknown "
 		       "(%s)\n",
 		       s->cpu_per_m, s->cpu_clients, *s->ctl_note ? s->ctl_note : "no daemon pid");
@@ -443,7 +455,15 @@ static void print_human(const struct bench *b, const struct summary *s)
 	if (s->ndaemons)
 		printf("; daemon VmHWM max %.0f KiB", s->dhwm_max_kib);
 	printf("\n");
-	if (o->mode == MODE_SHUFFLE) {
+	if (o->mode == MODE_BCAST && bench_shuffle_extra.rounds) {
+		const struct bench_shuffle_extra *x = &bench_shuffle_extra;
+		double each = (double)x->rounds * b->world * (b->world - 1);
+		printf("  bcast       %llu rounds, %.0f messages delivered per phase: loop of shf_send "
+		       "%.3f M msgs/s (%.3f s), shf_bcast %.3f M msgs/s (%.3f s): x%.2f\n",
+		       (unsigned long long)x->rounds, each, each / x->loop_s / 1e6, x->loop_s,
+		       each / x->bcast_s / 1e6, x->bcast_s, x->loop_s / x->bcast_s);
+	}
+	if (SHUFFLE_MODE(o->mode)) {
 		if (s->wire_known)
 			printf("  wire        %.1f B per cross-node message (%lld batch bytes; daemons "
 			       "batched %lld msgs)\n",
@@ -487,12 +507,12 @@ static void print_json(const struct bench *b, const struct summary *s)
 	json_t *cpu = json_object();
 	json_object_set_new(cpu, "clients_s", json_real(s->cpu_clients));
 	json_object_set_new(cpu, "daemons_s",
-			    s->daemon_cpu_known || o->mode != MODE_SHUFFLE ? json_real(s->cpu_daemons)
+			    s->daemon_cpu_known || !SHUFFLE_MODE(o->mode) ? json_real(s->cpu_daemons)
 									   : json_null());
 	json_object_set_new(cpu, "daemons", json_integer(s->ndaemons));
 	json_object_set_new(cpu, "s_per_million_msgs", json_real(s->cpu_per_m));
 	json_object_set_new(cpu, "includes_daemons",
-			    json_boolean(o->mode != MODE_SHUFFLE || s->daemon_cpu_known));
+			    json_boolean(!SHUFFLE_MODE(o->mode) || s->daemon_cpu_known));
 	json_object_set_new(j, "cpu", cpu);
 	json_t *mem = json_object();
 	json_object_set_new(mem, "rss_beyond_bare_max_kib", json_real(s->rss_max_kib));
@@ -510,7 +530,19 @@ static void print_json(const struct bench *b, const struct summary *s)
 			    s->wire_known ? json_real(s->wire_per_msg) : json_null());
 	json_object_set_new(wire, "note", json_string(s->ctl_note));
 	json_object_set_new(j, "wire", wire);
-	if (o->mode == MODE_SHUFFLE) {
+	if (o->mode == MODE_BCAST && bench_shuffle_extra.rounds) {
+		const struct bench_shuffle_extra *x = &bench_shuffle_extra;
+		double each = (double)x->rounds * b->world * (b->world - 1);
+		json_t *bc = json_object();
+		json_object_set_new(bc, "rounds", json_integer((json_int_t)x->rounds));
+		json_object_set_new(bc, "delivered_per_phase", json_real(each));
+		json_object_set_new(bc, "loop_s", json_real(x->loop_s));
+		json_object_set_new(bc, "bcast_s", json_real(x->bcast_s));
+		json_object_set_new(bc, "loop_msgs_s", json_real(each / x->loop_s));
+		json_object_set_new(bc, "bcast_msgs_s", json_real(each / x->bcast_s));
+		json_object_set_new(j, "bcast", bc);
+	}
+	if (SHUFFLE_MODE(o->mode)) {
 		json_t *cl = json_object();
 		json_object_set_new(cl, "send_eagain", json_integer((json_int_t)s->eagain));
 		json_object_set_new(cl, "send_blocked_s", json_real((double)s->blocked_ns / 1e9));
@@ -593,7 +625,7 @@ int main(int argc, char **argv)
 	const struct bench_mode_ops *ops = mode_ops[b->o.mode];
 	ops->setup(b);
 	static struct bench_daemons dm;
-	if (b->o.mode == MODE_SHUFFLE && b->node_leader)
+	if (SHUFFLE_MODE(b->o.mode) && b->node_leader)
 		bench_daemons_pre(&dm);
 
 	MPI_Barrier(MPI_COMM_WORLD);

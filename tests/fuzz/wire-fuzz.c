@@ -93,8 +93,9 @@ static void check_canonical(const uint8_t *buf, size_t n, const struct shf_wire_
 			ASSERT(d >= buf + SHF_WIRE_BATCH_HDR + SHF_WIRE_REC_HDR &&
 				       d + r.len <= buf + n,
 			       "record outside the message");
-			ASSERT(r.len <= max_msg && r.dst_rank >= 0 && r.src_rank >= 0 &&
-				       r.dst_rank < SHF_WORLD_MAX && r.src_rank < SHF_WORLD_MAX,
+			ASSERT(r.len <= max_msg && r.src_rank >= 0 && r.src_rank < SHF_WORLD_MAX &&
+				       ((r.dst_rank >= 0 && r.dst_rank < SHF_WORLD_MAX) ||
+					r.dst_rank == SHF_WIRE_DST_BCAST),
 			       "record fields unchecked");
 			for (uint32_t k = 0; k < r.len; k++) /* touch every byte */
 				sum += d[k];
@@ -221,8 +222,9 @@ static size_t gen_batch(uint8_t *b, uint32_t src, uint32_t dst, uint32_t max_msg
 		uint32_t len = below(4) == 0 ? 0 : below(below(2) ? 16 : max_msg + 1);
 		if (len > max_msg)
 			len = max_msg;
-		uint8_t *p = shf_wire_batch_add(&e, (int32_t)below(SHF_WORLD_MAX),
-						(int32_t)below(1000), (uint32_t)rnd(), len);
+		/* one record in 8 a broadcast copy */
+		int32_t to = below(8) == 0 ? SHF_WIRE_DST_BCAST : (int32_t)below(SHF_WORLD_MAX);
+		uint8_t *p = shf_wire_batch_add(&e, to, (int32_t)below(1000), (uint32_t)rnd(), len);
 		if (!p)
 			break;
 		for (uint32_t k = 0; k < len; k++)
@@ -291,7 +293,8 @@ static size_t gen(uint8_t *b, uint32_t src, uint32_t dst, uint32_t max_msg)
 	}
 	default: {
 		struct shf_wire_drop d = {rnd(), 1 + rnd() % 1000, (int32_t)below(100),
-					  (int32_t)below(100), 1 + below(10), -1 - (int32_t)below(4095)};
+					  below(8) == 0 ? SHF_WIRE_DST_BCAST : (int32_t)below(100),
+					  1 + below(10), -1 - (int32_t)below(4095)};
 		n = shf_wire_enc_drop(b, MAX_BUF, src, dst, &d);
 		break;
 	}

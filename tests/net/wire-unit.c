@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/net/wire-unit.c - proto/wire: byte layout, round trip of every
- * kind, and rejection of each malformed field.  Wire version 3: a 32-byte
+ * kind, and rejection of each malformed field.  Wire version 4 (3 plus
+ * broadcast records, dst SHF_WIRE_DST_BCAST): a 32-byte
  * common header whose session tags (offsets 16 and 24) are written by
  * shf_wire_stamp(), decoded by shf_wire_check() and never judged by it.
  */
@@ -103,7 +104,7 @@ static void test_golden_ack(void)
 	memset(b, 0xee, sizeof(b)); /* the encoder must write every byte */
 	long n = shf_wire_enc_ack(b, sizeof(b), SRC, DST, &a);
 	static const uint8_t want[48] = {
-		'S',  'H',  'F',  'W',  3,    0,    2,    0,    /* magic, version 3, kind */
+		'S',  'H',  'F',  'W',  4,    0,    2,    0,    /* magic, version 4, kind */
 		2,    0,    0,    0,    1,    0,    0,    0,    /* src 2, dst 1 */
 		0,    0,    0,    0,    0,    0,    0,    0,    /* src_session: encoders 0 */
 		0,    0,    0,    0,    0,    0,    0,    0,    /* dst_session: encoders 0 */
@@ -153,7 +154,9 @@ static void test_batch(void)
 	CHECK(dst != NULL, "add");
 	for (int i = 0; i < 16; i++)
 		dst[i] = (uint8_t)i;
-	CHECK(shf_wire_batch_put(&e, -1, 0, 0, p1, 1) == -EINVAL, "negative rank");
+	CHECK(shf_wire_batch_put(&e, -2, 0, 0, p1, 1) == -EINVAL, "negative rank");
+	CHECK(shf_wire_batch_put(&e, 0, SHF_WIRE_DST_BCAST, 0, p1, 1) == -EINVAL,
+	      "broadcast marker as a source");
 	CHECK(shf_wire_batch_put(&e, 0, SHF_WORLD_MAX, 0, p1, 1) == -EINVAL, "rank too big");
 	CHECK(!shf_wire_batch_fits(&e, 2000) && shf_wire_batch_put(&e, 1, 1, 1, buf, 2000) == -ENOSPC,
 	      "does not fit");
@@ -204,7 +207,8 @@ static void test_batch(void)
 	/* header field corruption */
 	CHECK(chk_patched32(buf, n, 0, 0x12345678) == -EPROTO, "magic");
 	CHECK(chk_patched8(buf, n, 4, 1) == -EPROTO, "version 1 (16-byte header)");
-	CHECK(chk_patched8(buf, n, 4, SHF_WIRE_VERSION + 1) == -EPROTO, "version 3");
+	CHECK(chk_patched8(buf, n, 4, SHF_WIRE_VERSION + 1) == -EPROTO, "version 5");
+	CHECK(chk_patched8(buf, n, 4, 3) == -EPROTO, "version 3 (no broadcast records)");
 	CHECK(chk_patched8(buf, n, 6, 0) == -EBADMSG, "kind 0");
 	CHECK(chk_patched8(buf, n, 6, SHF_WIRE_KIND_MAX) == -EBADMSG, "kind max");
 	CHECK(chk_patched32(buf, n, 8, NODES) == -EBADMSG, "src out of range");
@@ -230,7 +234,7 @@ static void test_batch(void)
 		uint32_t v;
 		const char *what;
 	} recbad[] = {
-		{B + 0, (uint32_t)-1, "negative dst"},
+		{B + 0, (uint32_t)-2, "negative dst (not the broadcast marker)"},
 		{B + 4, SHF_WORLD_MAX, "src too big"},
 		{B + 12, 9, "len one past its padding: later records misparse"},
 		{B + 12, 100000, "len > max_msg"},
@@ -377,6 +381,15 @@ static void test_small_kinds(void)
 		      h.u.drop.job_hash == 0x77 && h.u.drop.seq == 4 && h.u.drop.src_rank == 1 &&
 		      h.u.drop.dst_rank == 2 && h.u.drop.count == 10 && h.u.drop.reason == -ESRCH,
 	      "drop round trip");
+	d.dst_rank = SHF_WIRE_DST_BCAST;
+	n = shf_wire_enc_drop(b, sizeof(b), SRC, DST, &d);
+	CHECK(n == SHF_WIRE_DROP_BYTES && chk(b, (size_t)n, &h) == 0 &&
+		      h.u.drop.dst_rank == SHF_WIRE_DST_BCAST, "drop of a broadcast round trip");
+	d.dst_rank = -2;
+	CHECK(shf_wire_enc_drop(b, sizeof(b), SRC, DST, &d) == -EINVAL ||
+		      (n = shf_wire_enc_drop(b, sizeof(b), SRC, DST, &d), chk(b, (size_t)n, &h) < 0),
+	      "drop dst -2");
+	d.dst_rank = 2;
 	d.count = 0;
 	CHECK(shf_wire_enc_drop(b, sizeof(b), SRC, DST, &d) == -EINVAL, "drop count 0");
 	d.count = 1;
@@ -476,11 +489,11 @@ static void test_stamp(void)
 			       offsetof(struct shf_wire_raw_hdr, dst_session) == 24 &&
 			       sizeof(struct shf_wire_raw_hdr) == 32 && SHF_WIRE_HDR == 32,
 		       "v2 common header");
-	_Static_assert(SHF_WIRE_VERSION == 3 && SHF_WIRE_BATCH_HDR == 56 &&
+	_Static_assert(SHF_WIRE_VERSION == 4 && SHF_WIRE_BATCH_HDR == 56 &&
 			       SHF_WIRE_ACK_BYTES == 48 && SHF_WIRE_HEARTBEAT_BYTES == 120 &&
 			       SHF_WIRE_JOIN_FIXED == 120 && SHF_WIRE_LEAVE_BYTES == 48 &&
 			       SHF_WIRE_EPOCH_BYTES == 56 && SHF_WIRE_DROP_BYTES == 64,
-		       "v3 sizes");
+		       "v3/v4 sizes");
 	uint8_t b[512];
 	struct shf_wire_batch_enc e;
 	CHECK(shf_wire_batch_begin(&e, b, sizeof(b), SRC, DST, 5) == 0 &&

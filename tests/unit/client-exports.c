@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * client-exports: libshuffle-client.so exports exactly the public API.
- * Every function of include/shuffle.h resolves at version SHUFFLE_1, and
+ * Every function of include/shuffle.h resolves at its version (SHUFFLE_1
+ * for the first 13, SHUFFLE_1.1 for those added in 1.1), and
  * none of the internals does - not the client's shc_* functions and not
  * the statically linked proto/ code (named shf_* too).
  * argv[1]: path of the built library.
@@ -17,6 +18,7 @@ int main(int argc, char **argv)
 		"shf_rank",      "shf_world",     "shf_close",   "shf_strerror",
 		"shf_error_detail",
 	};
+	static const char *const public_fns_1_1[] = {"shf_bcast", "shf_node_info"};
 	static const char *const private_fns[] = {
 		"shf_ipc_send", "shf_ipc_recv", "shf_ipc_check", "shf_ipc_job_check",
 		"shf_shm_check", "shf_shm_layout", "shf_shm_format", "shf_shm_ring",
@@ -37,6 +39,16 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(public_fns) / sizeof(public_fns[0]); i++) {
 		if (!dlvsym(h, public_fns[i], "SHUFFLE_1")) {
 			fprintf(stderr, "%s@SHUFFLE_1 not exported\n", public_fns[i]);
+			bad++;
+		}
+	}
+	for (size_t i = 0; i < sizeof(public_fns_1_1) / sizeof(public_fns_1_1[0]); i++) {
+		if (!dlvsym(h, public_fns_1_1[i], "SHUFFLE_1.1")) {
+			fprintf(stderr, "%s@SHUFFLE_1.1 not exported\n", public_fns_1_1[i]);
+			bad++;
+		}
+		if (dlvsym(h, public_fns_1_1[i], "SHUFFLE_1")) {
+			fprintf(stderr, "%s is in the old node SHUFFLE_1\n", public_fns_1_1[i]);
 			bad++;
 		}
 	}

@@ -668,6 +668,78 @@ static void bogus_reply(void)
 	fake_end(p);
 }
 
+/* NODE_INFO: a good answer, then the lies a client must refuse.  The
+ * client is rank 0 of world 2 (opts()). */
+static int node_info_lie; /* which lie fk_node_info tells (0: none) */
+
+static void fk_node_info(struct fake *f)
+{
+	fk_open(f);
+	struct shf_ipc_hdr h;
+	for (;;) {
+		int t = fk_recv(f, &h);
+		if (t == 0 || t == SHF_IPC_BYE)
+			return;
+		if (t != SHF_IPC_NODE_INFO)
+			FAIL("expected NODE_INFO, got type %d", t);
+		struct shf_ipc_node_info m;
+		memcpy(&m, f->buf + sizeof(h), sizeof(m));
+		struct {
+			struct shf_ipc_node_info_ok ok;
+			int32_t v[4];
+		} rep = {{0, 2, 1, m.what, m.first, 0}, {0, 0, 0, 0}};
+		if (m.what == SHF_NODE_INFO_LOCAL && m.max >= 1)
+			rep.v[rep.ok.count++] = 0;
+		if (m.what == SHF_NODE_INFO_COUNTS)
+			for (uint32_t i = m.first; i < 2 && rep.ok.count < m.max; i++)
+				rep.v[rep.ok.count++] = 1;
+		switch (node_info_lie) {
+		case 1: rep.ok.node = 2; break;                  /* node >= nodes */
+		case 2: if (rep.ok.count) rep.v[0] = 5; break;   /* a rank outside world 2 */
+		case 3: rep.ok.count = m.max + 1; rep.v[rep.ok.count - 1] = 0; break; /* more than asked */
+		case 4: rep.ok.local = 3; break;                 /* more local ranks than the world */
+		default: break;
+		}
+		fk_send(f, SHF_IPC_NODE_INFO_OK, h.id, &rep,
+			sizeof(rep.ok) + rep.ok.count * sizeof(int32_t));
+		if (node_info_lie) {
+			fk_expect_eof(f, false); /* the client hangs up on us */
+			return;
+		}
+	}
+}
+
+static void node_info(int lie)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "node-info-lie-%d", lie);
+	scenario = lie ? name : "node-info";
+	node_info_lie = lie;
+	struct shf_opts o;
+	opts(&o, 1);
+	pid_t p = fake_start(fk_node_info);
+	struct shf_ctx *c = NULL;
+	CHECK(shf_open(&o, on_msg, NULL, &c) == 0);
+	if (c) {
+		int local[2] = {-1, -1}, counts[2] = {-1, -1};
+		struct shf_node_info ni = {-1, -1, -1, local, 2, counts, 2};
+		int r = shf_node_info(c, &ni);
+		if (!lie) {
+			CHECK(r == 0 && ni.node == 0 && ni.nodes == 2 && ni.local_count == 1 &&
+			      local[0] == 0 && local[1] == -1 && counts[0] == 1 && counts[1] == 1);
+			CHECK(shf_close(c) == 0);
+		} else {
+			if (r != -ENOTCONN)
+				fprintf(stderr, "[%s] shf_node_info: %d (%s)\n", scenario, r,
+					shf_error_detail());
+			CHECK(r == -ENOTCONN);
+			CHECK(strstr(shf_error_detail(), "NODE_INFO_OK") != NULL);
+			CHECK(shf_close(c) == -ENOTCONN);
+		}
+	}
+	fake_end(p);
+}
+
 static void fk_corrupt_record(struct fake *f)
 {
 	fk_open(f);
@@ -772,6 +844,8 @@ int main(void)
 	unsolicited_error();
 	drained();
 	bogus_reply();
+	for (int lie = 0; lie <= 4; lie++)
+		node_info(lie);
 	corrupt_record(1);
 	corrupt_record(0);
 	death_blocked_send(1);

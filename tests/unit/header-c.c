@@ -6,6 +6,7 @@
  */
 #include <shuffle.h>
 
+#include <errno.h>
 #include <stdio.h>
 
 static void on_msg(void *arg, int src, int dst, uint32_t type, const void *data, uint32_t len)
@@ -27,8 +28,12 @@ int main(void)
 		(void (*)(void))shf_rank,      (void (*)(void))shf_world,
 		(void (*)(void))shf_close,     (void (*)(void))shf_strerror,
 		(void (*)(void))shf_error_detail,
+		/* SHUFFLE_1.1 */
+		(void (*)(void))shf_bcast,     (void (*)(void))shf_node_info,
 	};
-	unsigned flags[] = {SHF_NONBLOCK, SHF_FLUSH_ORIGIN, SHF_FLUSH_REMOTE, SHF_FLUSH_DELIVERY};
+	unsigned flags[] = {SHF_NONBLOCK, SHF_FLUSH_ORIGIN, SHF_FLUSH_REMOTE, SHF_FLUSH_DELIVERY,
+			    SHF_BCAST_SELF};
+	struct shf_node_info ni = {0, 0, 0, NULL, 0, NULL, 0};
 	shf_opts_init(&o);
 	if (o.version != SHF_API_VERSION || o.rank != -1 || o.world != -1 || !o.delivery_thread ||
 	    o.timeout_ms != 0 || o.socket_path || o.job || o.ring_bytes) {
@@ -41,7 +46,9 @@ int main(void)
 			return 1;
 		}
 	}
-	if (!fn || flags[0] == 0 || sizeof(s.sent_msgs) != 8 || shf_close(NULL) != 0 ||
+	if (!fn || flags[0] == 0 || (SHF_BCAST_SELF & SHF_NONBLOCK) != 0 || ni.local_ranks ||
+	    shf_bcast(NULL, 0, NULL, 0, 0) != -EINVAL || shf_node_info(NULL, &ni) != -EINVAL ||
+	    sizeof(s.sent_msgs) != 8 || shf_close(NULL) != 0 ||
 	    shf_strerror(0)[0] == '\0') {
 		fprintf(stderr, "basic checks failed\n");
 		return 1;

@@ -1,0 +1,440 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/node/bc-client.c - one rank of the broadcast and node-query tests
+ * (tests/node/bcast.c on one node; tests/multi/bcast.sh, bcast-lost.sh on
+ * several).  Public API only.
+ *
+ *   bc-client MODE [key=value ...]
+ *
+ * Rank and world from SHF_RANK/SHF_WORLD, the job from SHF_JOB, the
+ * daemon from SHF_SOCKET; sync points are files in $SHF_TEST_SYNC.
+ *
+ * Modes:
+ *   exact    per_node=K (rank r lives on node r / K, K ranks per node,
+ *            the last node may hold fewer) ops=N size=S info=1.
+ *            1. (info=1) shf_node_info() is checked against that layout: node id,
+ *               nodes, local count, local ranks (array exactly the size,
+ *               and one entry short), per-node counts.
+ *            2. Every rank issues N operations, op k of kind k % 3:
+ *               0: shf_bcast() (not to itself), 1: shf_send() to every
+ *               other rank, 2: shf_bcast(SHF_BCAST_SELF).  Each message
+ *               carries (src, k).  shf_flush(REMOTE) must return 0, then
+ *               shf_epoch() must return 0.
+ *            3. After the epoch every rank must have got from every source
+ *               exactly the ops meant for it, each once, in issue order
+ *               (sends and broadcasts interleaved); it prints
+ *               "rank R: bcast exact: ok (M messages)" and posts held.R;
+ *               it closes on "release".
+ *   lost     world 3, one rank per node; node 3 (rank 2) is the victim.
+ *            Rank 2 opens in poll mode with a small ring, posts "ready.2"
+ *            and never consumes (it calls nothing: in poll mode every wait
+ *            delivers); it exits on "v-exit".  Rank 1 counts what it gets.  Rank 0 broadcasts
+ *            count=N messages of size=S (each with its number), posting
+ *            "started.0" after the first; the driver kills node 3's daemon
+ *            once rank 0's daemon reports a credit stall.  Rank 0 then
+ *            must finish (no call hangs: every call has the default
+ *            timeout), its shf_flush(REMOTE) must return -EHOSTDOWN with
+ *            dropped_down >= 1, it posts "sent.0"; rank 1 must have got
+ *            all N, once each, in order ("rank 1: got N").
+ *
+ * Exit 0 when every check held, 1 otherwise (reasons on stderr), 2 for
+ * usage errors.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shuffle.h"
+
+#define MAX_WORLD 64
+#define BC_MAGIC 0x54534342u /* "BCST" */
+#define T_SEND 1u
+#define T_BCAST 2u
+
+static struct {
+	const char *mode;
+	int per_node;
+	long ops, count;
+	uint32_t size;
+	int timeout;
+	int info; /* exact: check shf_node_info() first */
+} cfg = {.info = 1, .per_node = 1, .ops = 300, .count = 2000, .size = 64, .timeout = 60000};
+
+static const char *g_sync = ".";
+static int g_rank = -1, g_world;
+
+#define FAIL(...)                                                                      \
+	do {                                                                           \
+		fprintf(stderr, "bc-client rank %d: FAIL: ", g_rank);                  \
+		fprintf(stderr, __VA_ARGS__);                                          \
+		fputc('\n', stderr);                                                   \
+		exit(1);                                                               \
+	} while (0)
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+static void sync_post(const char *name)
+{
+	char path[4096], tmp[4200];
+	snprintf(path, sizeof(path), "%s/%s", g_sync, name);
+	snprintf(tmp, sizeof(tmp), "%s/.%s.%d", g_sync, name, (int)getpid());
+	FILE *f = fopen(tmp, "w");
+	if (!f || fclose(f) != 0 || rename(tmp, path) != 0)
+		FAIL("cannot post sync point %s: %s", path, strerror(errno));
+}
+
+static bool sync_exists(const char *name)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", g_sync, name);
+	return access(path, F_OK) == 0;
+}
+
+static void sync_wait(const char *name)
+{
+	int64_t end = now_ms() + cfg.timeout;
+	while (!sync_exists(name)) {
+		if (now_ms() > end)
+			FAIL("sync point %s never came (%d ms)", name, cfg.timeout);
+		sleep_ms(5);
+	}
+}
+
+struct bmsg {
+	uint32_t magic;
+	int32_t src;
+	int64_t k; /* op number (exact) or message number (lost) */
+};
+
+/* What arrived: per source, the op numbers in arrival order. */
+static struct {
+	pthread_mutex_t mu;
+	int64_t *got[MAX_WORLD];
+	long n[MAX_WORLD], cap[MAX_WORLD];
+	long bad;
+	char why[256];
+} rx = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static void on_msg(void *arg, int src, int dst, uint32_t type, const void *data, uint32_t len)
+{
+	(void)arg;
+	struct bmsg m;
+	pthread_mutex_lock(&rx.mu);
+	if (len < sizeof(m) || dst != g_rank || src < 0 || src >= g_world ||
+	    (type != T_SEND && type != T_BCAST)) {
+		if (!rx.bad++)
+			snprintf(rx.why, sizeof(rx.why), "bad delivery: src %d dst %d type %u len %u",
+				 src, dst, type, len);
+		pthread_mutex_unlock(&rx.mu);
+		return;
+	}
+	memcpy(&m, data, sizeof(m));
+	if (m.magic != BC_MAGIC || m.src != src) {
+		if (!rx.bad++)
+			snprintf(rx.why, sizeof(rx.why), "bad payload from %d (claims %d)", src,
+				 m.src);
+	} else {
+		if (rx.n[src] == rx.cap[src]) {
+			rx.cap[src] = rx.cap[src] ? 2 * rx.cap[src] : 1024;
+			rx.got[src] = realloc(rx.got[src], (size_t)rx.cap[src] * sizeof(int64_t));
+			if (!rx.got[src])
+				abort();
+		}
+		/* the type must match the op's kind (exact mode) */
+		if (!strcmp(cfg.mode, "exact") &&
+		    (type == T_SEND) != (m.k % 3 == 1) && !rx.bad++)
+			snprintf(rx.why, sizeof(rx.why), "op %" PRId64 " from %d came as type %u",
+				 m.k, src, type);
+		rx.got[src][rx.n[src]++] = m.k;
+	}
+	pthread_mutex_unlock(&rx.mu);
+}
+
+static struct shf_ctx *open_ctx(int delivery_thread, uint32_t ring)
+{
+	struct shf_opts o;
+	shf_opts_init(&o);
+	o.delivery_thread = delivery_thread;
+	o.ring_bytes = ring;
+	o.timeout_ms = cfg.timeout;
+	struct shf_ctx *c;
+	int r = shf_open(&o, on_msg, NULL, &c);
+	if (r < 0)
+		FAIL("shf_open: %s (%s)", shf_strerror(r), shf_error_detail());
+	g_rank = shf_rank(c);
+	g_world = shf_world(c);
+	if (g_world > MAX_WORLD)
+		FAIL("world %d > %d", g_world, MAX_WORLD);
+	return c;
+}
+
+static void fill(uint8_t *buf, int64_t k)
+{
+	struct bmsg m = {BC_MAGIC, g_rank, k};
+	memcpy(buf, &m, sizeof(m));
+	for (uint32_t i = sizeof(m); i < cfg.size; i++)
+		buf[i] = (uint8_t)(k + i);
+}
+
+/* ------------------------------------------------------------ node info */
+
+static void check_node_info(struct shf_ctx *c)
+{
+	int K = cfg.per_node, nodes = (g_world + K - 1) / K, me = g_rank / K;
+	int first = me * K, local = g_world - first < K ? g_world - first : K;
+	int ranks[MAX_WORLD + 1], counts[MAX_WORLD + 1];
+	struct shf_node_info ni = {-1, -1, -1, ranks, local, counts, nodes};
+	for (int i = 0; i <= MAX_WORLD; i++)
+		ranks[i] = counts[i] = -7;
+	int r = shf_node_info(c, &ni);
+	if (r)
+		FAIL("shf_node_info: %s (%s)", shf_strerror(r), shf_error_detail());
+	if (ni.node != me || ni.nodes != nodes || ni.local_count != local)
+		FAIL("shf_node_info: node %d of %d, %d local; expected node %d of %d, %d local",
+		     ni.node, ni.nodes, ni.local_count, me, nodes, local);
+	for (int i = 0; i < local; i++)
+		if (ranks[i] != first + i)
+			FAIL("shf_node_info: local_ranks[%d] = %d, expected %d", i, ranks[i],
+			     first + i);
+	if (ranks[local] != -7)
+		FAIL("shf_node_info wrote past local_cap");
+	for (int n = 0; n < nodes; n++) {
+		int want = g_world - n * K < K ? g_world - n * K : K;
+		if (counts[n] != want)
+			FAIL("shf_node_info: node_counts[%d] = %d, expected %d", n, counts[n], want);
+	}
+	if (counts[nodes] != -7)
+		FAIL("shf_node_info wrote past node_counts_cap");
+	/* a short array: filled up to its capacity, the count still whole */
+	for (int i = 0; i <= MAX_WORLD; i++)
+		ranks[i] = -7;
+	struct shf_node_info sh = {-1, -1, -1, ranks, local - 1, NULL, 0};
+	r = shf_node_info(c, &sh);
+	if (r || sh.local_count != local || (local > 1 && ranks[local - 2] != first + local - 2) ||
+	    ranks[local - 1] != -7)
+		FAIL("shf_node_info with local_cap %d: r %d, count %d, last %d", local - 1, r,
+		     sh.local_count, ranks[local - 1]);
+	/* no arrays at all */
+	struct shf_node_info none = {-1, -1, -1, NULL, 0, NULL, 0};
+	if (shf_node_info(c, &none) || none.node != me || none.nodes != nodes)
+		FAIL("shf_node_info without arrays");
+	struct shf_node_info bad = {0, 0, 0, NULL, 3, NULL, 0};
+	if (shf_node_info(c, &bad) != -EINVAL)
+		FAIL("shf_node_info with local_cap 3 and no array did not say -EINVAL");
+	printf("rank %d: node_info: node %d of %d, %d local: ok\n", g_rank, ni.node, ni.nodes,
+	       ni.local_count);
+}
+
+/* ------------------------------------------------------------------ exact */
+
+static int mode_exact(void)
+{
+	struct shf_ctx *c = open_ctx(1, 0);
+	if (cfg.info)
+		check_node_info(c);
+	uint8_t *buf = calloc(1, cfg.size);
+	if (!buf)
+		FAIL("out of memory");
+	for (long k = 0; k < cfg.ops; k++) {
+		fill(buf, k);
+		int r = 0;
+		switch (k % 3) {
+		case 0: r = shf_bcast(c, T_BCAST, buf, cfg.size, 0); break;
+		case 2: r = shf_bcast(c, T_BCAST, buf, cfg.size, SHF_BCAST_SELF); break;
+		default:
+			for (int d = 0; d < g_world && !r; d++)
+				if (d != g_rank)
+					r = shf_send(c, d, T_SEND, buf, cfg.size, 0);
+		}
+		if (r)
+			FAIL("op %ld: %s (%s)", k, shf_strerror(r), shf_error_detail());
+	}
+	int r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout);
+	if (r)
+		FAIL("shf_flush(REMOTE): %s (%s)", shf_strerror(r), shf_error_detail());
+	r = shf_epoch(c, cfg.timeout);
+	if (r)
+		FAIL("shf_epoch: %s (%s)", shf_strerror(r), shf_error_detail());
+	long total = 0;
+	pthread_mutex_lock(&rx.mu);
+	if (rx.bad)
+		FAIL("%ld bad deliveries, first: %s", rx.bad, rx.why);
+	for (int s = 0; s < g_world; s++) {
+		long i = 0;
+		for (long k = 0; k < cfg.ops; k++) {
+			bool mine = s == g_rank ? k % 3 == 2 : true;
+			if (!mine)
+				continue;
+			if (i >= rx.n[s])
+				FAIL("from rank %d: got %ld messages, op %ld never came", s, rx.n[s], k);
+			if (rx.got[s][i] != k)
+				FAIL("from rank %d: message %ld is op %" PRId64 ", expected op %ld "
+				     "(lost, duplicated or out of order)", s, i, rx.got[s][i], k);
+			i++;
+		}
+		if (i != rx.n[s])
+			FAIL("from rank %d: %ld messages, expected %ld", s, rx.n[s], i);
+		total += i;
+	}
+	pthread_mutex_unlock(&rx.mu);
+	struct shf_stats st;
+	shf_stats_get(c, &st);
+	if (st.dropped_dead || st.dropped_down)
+		FAIL("drops reported: %" PRIu64 " dead, %" PRIu64 " down", st.dropped_dead,
+		     st.dropped_down);
+	printf("rank %d: bcast exact: ok (%ld messages)\n", g_rank, total);
+	fflush(stdout);
+	char name[64];
+	snprintf(name, sizeof(name), "held.%d", g_rank);
+	sync_post(name);
+	sync_wait("release");
+	r = shf_close(c);
+	if (r)
+		FAIL("shf_close: %s", shf_strerror(r));
+	free(buf);
+	return 0;
+}
+
+/* ------------------------------------------------------------------- lost */
+
+static int mode_lost(void)
+{
+	bool victim = false;
+	{
+		/* the victim opens in poll mode with a small ring and never polls */
+		const char *e = getenv("SHF_RANK");
+		victim = e && atoi(e) == 2;
+	}
+	struct shf_ctx *c = open_ctx(victim ? 0 : 1, victim ? 128 * 1024 : 0);
+	if (g_world != 3)
+		FAIL("mode lost needs world 3");
+	if (victim) {
+		sync_post("ready.2");
+		/* no library call at all: in poll mode every wait would deliver */
+		int64_t end = now_ms() + cfg.timeout;
+		while (!sync_exists("v-exit") && now_ms() < end)
+			sleep_ms(20);
+		_exit(0); /* its daemon is gone: nothing to close */
+	}
+	if (g_rank == 1) {
+		sync_wait("sent.0");
+		/* everything rank 0 sent reached node 2: wait for the last one */
+		int64_t end = now_ms() + cfg.timeout;
+		for (;;) {
+			pthread_mutex_lock(&rx.mu);
+			long n = rx.n[0];
+			pthread_mutex_unlock(&rx.mu);
+			if (n >= cfg.count || now_ms() > end)
+				break;
+			sleep_ms(5);
+		}
+		pthread_mutex_lock(&rx.mu);
+		if (rx.bad)
+			FAIL("%ld bad deliveries, first: %s", rx.bad, rx.why);
+		if (rx.n[0] != cfg.count)
+			FAIL("got %ld broadcasts from rank 0, expected %ld", rx.n[0], cfg.count);
+		for (long i = 0; i < cfg.count; i++)
+			if (rx.got[0][i] != i)
+				FAIL("broadcast %ld is number %" PRId64, i, rx.got[0][i]);
+		pthread_mutex_unlock(&rx.mu);
+		printf("rank 1: got %ld\n", cfg.count);
+		fflush(stdout);
+		sync_post("done.1");
+		sync_wait("end");
+		shf_close(c);
+		return 0;
+	}
+	/* rank 0 */
+	sync_wait("ready.2");
+	uint8_t *buf = calloc(1, cfg.size);
+	if (!buf)
+		FAIL("out of memory");
+	for (long k = 0; k < cfg.count; k++) {
+		fill(buf, k);
+		int r = shf_bcast(c, T_BCAST, buf, cfg.size, 0);
+		if (r)
+			FAIL("broadcast %ld: %s (%s)", k, shf_strerror(r), shf_error_detail());
+		if (k == 0)
+			sync_post("started.0");
+	}
+	int64_t t0 = now_ms();
+	int r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout);
+	struct shf_stats st;
+	shf_stats_get(c, &st);
+	printf("rank 0: flush %s after %" PRId64 " ms, dropped_down %" PRIu64 ", dead %" PRIu64
+	       "\n", r ? shf_strerror(r) : "ok", now_ms() - t0, st.dropped_down, st.dropped_dead);
+	fflush(stdout);
+	if (r != -EHOSTDOWN)
+		FAIL("flush returned %d (%s), expected -EHOSTDOWN", r, shf_strerror(r));
+	if (st.dropped_down < 1)
+		FAIL("no drop counted for the lost node");
+	sync_post("sent.0");
+	sync_wait("end");
+	shf_close(c);
+	free(buf);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fprintf(stderr, "usage: bc-client exact|lost [key=value ...]\n");
+		return 2;
+	}
+	cfg.mode = argv[1];
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i];
+		const char *eq = strchr(a, '=');
+		if (!eq) {
+			fprintf(stderr, "bc-client: bad argument %s\n", a);
+			return 2;
+		}
+		long v = strtol(eq + 1, NULL, 10);
+		if (!strncmp(a, "per_node=", 9))
+			cfg.per_node = (int)v;
+		else if (!strncmp(a, "ops=", 4))
+			cfg.ops = v;
+		else if (!strncmp(a, "count=", 6))
+			cfg.count = v;
+		else if (!strncmp(a, "size=", 5))
+			cfg.size = (uint32_t)v;
+		else if (!strncmp(a, "info=", 5))
+			cfg.info = (int)v;
+		else if (!strncmp(a, "timeout=", 8))
+			cfg.timeout = (int)v;
+		else {
+			fprintf(stderr, "bc-client: unknown argument %s\n", a);
+			return 2;
+		}
+	}
+	if (cfg.size < sizeof(struct bmsg) || cfg.per_node < 1)
+		return 2;
+	const char *s = getenv("SHF_TEST_SYNC");
+	if (s)
+		g_sync = s;
+	if (!strcmp(cfg.mode, "exact"))
+		return mode_exact();
+	if (!strcmp(cfg.mode, "lost"))
+		return mode_lost();
+	fprintf(stderr, "bc-client: unknown mode %s\n", cfg.mode);
+	return 2;
+}
