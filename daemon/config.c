@@ -76,6 +76,14 @@ static int check_bind(const char *v, char *why, size_t n);
 static int check_rendezvous(const char *v, char *why, size_t n);
 static int check_store_listen(const char *v, char *why, size_t n);
 
+/* the mpi kind is named in --help only when it is built (-Drdv_mpi) */
+#ifdef SHD_HAVE_RDV_MPI
+#define RDV_HELP_MPI "auto (mpi when started by mpirun or srun, else none), none, mpi, "
+#else
+#define RDV_HELP_MPI                                                                      \
+	"auto (none; refused under mpirun or srun: this build has no mpi rendezvous), none, "
+#endif
+
 static const struct opt opts[SHD_OPT_MAX] = {
 	[SHD_OPT_MODE] = {
 		"mode", "SHF_MODE", T_STR, 0, FIELD(mode), 0, 0, "auto", "auto|user|system",
@@ -149,9 +157,8 @@ static const struct opt opts[SHD_OPT_MAX] = {
 		"may). For testing that path; costs nothing measurable.", NULL },
 	[SHD_OPT_RENDEZVOUS] = {
 		"rendezvous", "SHF_RENDEZVOUS", T_STR, 0, FIELD(rendezvous), 0, 0, "auto", "HOW",
-		"How daemons find each other: auto (mpi when started by mpirun or srun, else "
-		"none), none, mpi, static:HOST:PORT,HOST:PORT,... (IPv6 as [ADDR]:PORT), "
-		"dir:PATH:N.", check_rendezvous },
+		"How daemons find each other: " RDV_HELP_MPI "static:HOST:PORT,HOST:PORT,... "
+		"(IPv6 as [ADDR]:PORT), dir:PATH:N.", check_rendezvous },
 	[SHD_OPT_MAX_NODES] = {
 		"max_nodes", "SHF_MAX_NODES", T_UINT, 0, FIELD(max_nodes), 2, 1048576, "1024", "N",
 		"tcp and dir without N: the most nodes the set can hold (node ids below N); costs "

@@ -20,36 +20,6 @@
 
 #include "tests/lib/daemon.h"
 
-/* A TCP port free right now on 127.0.0.1 (the kernel's choice). */
-static int free_port(void)
-{
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	CHECK(fd >= 0);
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	CHECK(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
-	socklen_t l = sizeof(sa);
-	CHECK(getsockname(fd, (struct sockaddr *)&sa, &l) == 0);
-	close(fd);
-	return ntohs(sa.sin_port);
-}
-
-/* Wait until daemon d sees its one peer in `state`. */
-static void wait_state(struct td_daemon *d, const char *state, int timeout_ms)
-{
-	int64_t end = td_now_ms() + timeout_ms;
-	for (;;) {
-		json_t *doc = td_ctl_json(d->sock, "peers");
-		json_t *a = json_object_get(doc, "peers");
-		const char *s = json_string_value(json_object_get(json_array_get(a, 0), "state"));
-		bool ok = json_array_size(a) == 1 && s && !strcmp(s, state);
-		json_decref(doc);
-		if (ok)
-			return;
-		CHECKF(td_now_ms() < end, "daemon %s never saw its peer %s", d->tag, state);
-		td_sleep_ms(100);
-	}
-}
-
 /* Wait until a job of daemon d has lost ranks (the JSON's "lost"). */
 static void wait_lost(struct td_daemon *d, const char *job, int timeout_ms)
 {
@@ -73,28 +43,11 @@ static void wait_lost(struct td_daemon *d, const char *job, int timeout_ms)
 int main(void)
 {
 	td_init("ctl-health", 150, 0);
-	char rdv[128], bind_a[64], bind_b[64];
-	int pa = free_port(), pb = free_port();
-	CHECK(pa != pb);
-	snprintf(bind_a, sizeof(bind_a), "127.0.0.1:%d", pa);
-	snprintf(bind_b, sizeof(bind_b), "127.0.0.1:%d", pb);
-	td_fmt(rdv, sizeof(rdv), "static:%s,%s", bind_a, bind_b);
-	const char *env[] = {"FI_PROVIDER=", NULL};
-	struct td_daemon *a = td_daemon("a"), *b = td_daemon("b");
-	/* a long peer timeout: b's absence must show as "not up" before any
-	 * timeout declares it down */
-	const char *args_a[] = {"--node-name", "a", "--rendezvous", rdv, "--bind", bind_a,
-				"--provider", "tcp", "--peer-timeout-ms", "1500",
-				"--heartbeat-ms", "200", NULL};
-	const char *args_b[] = {"--node-name", "b", "--rendezvous", rdv, "--bind", bind_b,
-				"--provider", "tcp", "--peer-timeout-ms", "1500",
-				"--heartbeat-ms", "200", NULL};
-	if (td_start(a, args_a, env) < 0) {
-		char *log = td_read_file(a->log);
-		if (strstr(log, "fabric endpoint"))
-			SKIP("no libfabric tcp endpoint on 127.0.0.1 here: %s", log);
-		CHECKF(false, "daemon a did not start: %s", log);
-	}
+	/* b not started yet; the peer timeout (1500 ms) is long enough that
+	 * its absence shows as "not up" before any timeout declares it down */
+	struct td_pair pair;
+	td_pair_start(&pair, false);
+	struct td_daemon *a = pair.a, *b = pair.b;
 
 	/* 1. the peer never came up */
 	struct td_out o;
@@ -115,9 +68,9 @@ int main(void)
 	td_out_free(&o);
 
 	/* 2. both up: healthy */
-	CHECK(td_start(b, args_b, env) == 0);
-	wait_state(a, "up", 20000);
-	wait_state(b, "up", 20000);
+	td_pair_start_b(&pair);
+	td_wait_peer_state(a, "up", 20000);
+	td_wait_peer_state(b, "up", 20000);
 	td_ctl(a->sock, &o, "status", NULL);
 	CHECKF(o.status == 0 && strstr(o.out, "health") && strstr(o.out, "ok") &&
 		       strstr(o.out, "1 up"),
@@ -139,7 +92,7 @@ int main(void)
 			"peer health only, not a failing job\n");
 	}
 	td_kill(b);
-	wait_state(a, "down", 20000);
+	td_wait_peer_state(a, "down", 20000);
 	if (traffic)
 		wait_lost(a, "hj", 20000);
 	td_ctl(a->sock, &o, "status", NULL);

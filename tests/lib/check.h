@@ -9,6 +9,18 @@
  *   FAIL(fmt, ...)         fail unconditionally
  *   SKIP(fmt, ...)         skip the test (exit 77)
  *
+ * Counting checks, for unit tests that go on after a failure and report
+ * every one at the end:
+ *
+ *   EXPECT(cond)            count a failure unless cond, and go on
+ *   EXPECTF(cond, fmt, ...) the same, saying why
+ *   MISS(fmt, ...)          count a failure unconditionally
+ *   check_result()          0 if nothing failed; else prints the count, 1
+ *
+ * A counted failure prints "PROGRAM: FILE:LINE: what: why", then the text
+ * of check_detail() if the program defines one (the client library's
+ * shf_error_detail(), the scenario under test).
+ *
  * A failure prints "PROGRAM[PID]: FILE:LINE: CHECK(cond) failed: why" on
  * stderr, calls check_fail_hook() if the program defines one (tests/lib/
  * daemon.c does: the daemon logs' tails) and exits 1, so atexit handlers
@@ -68,6 +80,42 @@ __attribute__((format(printf, 1, 2))) static inline _Noreturn void check_skip(co
 #define CHECK_STR(a, b) CHECKF(strcmp((a), (b)) == 0, "'%s' != '%s'", (a), (b))
 #define CHECK_HAS(hay, needle)                                                            \
 	CHECKF(strstr((hay), (needle)) != NULL, "'%s' lacks '%s'", (hay), (needle))
+const char *check_detail(void) __attribute__((weak));
+__attribute__((unused)) static int check_failures;
+
+__attribute__((format(printf, 4, 5))) static inline void
+check_miss(const char *file, int line, const char *what, const char *fmt, ...)
+{
+	char why[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	const char *d = check_detail ? check_detail() : NULL;
+	if (d && !*d)
+		d = NULL;
+	fprintf(stderr, "%s: %s:%d: %s%s%s%s%s%s\n", program_invocation_short_name, file, line,
+		what, why[0] ? ": " : "", why, d ? " (" : "", d ? d : "", d ? ")" : "");
+	check_failures++;
+}
+
+static inline int check_result(void)
+{
+	if (!check_failures)
+		return 0;
+	fprintf(stderr, "%s: %d failure(s)\n", program_invocation_short_name, check_failures);
+	return 1;
+}
+
+#define EXPECTF(cond, ...)                                                                \
+	do {                                                                              \
+		if (!(cond))                                                              \
+			check_miss(__FILE__, __LINE__, "EXPECT(" #cond ") failed",        \
+				   __VA_ARGS__);                                          \
+	} while (0)
+#define EXPECT(cond) EXPECTF(cond, "%s", "")
+#define MISS(...) check_miss(__FILE__, __LINE__, "MISS", __VA_ARGS__)
+
 #define FAIL(...) check_failed(__FILE__, __LINE__, "FAIL", __VA_ARGS__)
 #define SKIP(...) check_skip(__VA_ARGS__)
 

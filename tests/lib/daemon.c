@@ -2,9 +2,11 @@
 /* tests/lib/daemon.c - see daemon.h. */
 #include "tests/lib/daemon.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -768,13 +770,108 @@ int td_fd_baseline(const struct td_daemon *d)
 	return best;
 }
 
+/* What each of the daemon's fds is (readlink of /proc/PID/fd/N), on stderr:
+ * the evidence when a count does not settle. */
+static void fd_dump(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	DIR *dir = opendir(path);
+	if (!dir)
+		return;
+	for (struct dirent *de; (de = readdir(dir));) {
+		if (de->d_name[0] == '.')
+			continue;
+		char p[320], target[256];
+		snprintf(p, sizeof(p), "%s/%s", path, de->d_name);
+		ssize_t k = readlink(p, target, sizeof(target) - 1);
+		target[k > 0 ? k : 0] = '\0';
+		fprintf(stderr, "%s:   fd %s -> %s\n", g.name, de->d_name, target);
+	}
+	closedir(dir);
+}
+
 int td_fd_settle(const struct td_daemon *d, int want, int timeout_ms)
 {
 	int64_t end = td_now_ms() + timeout_ms;
 	int n;
 	while ((n = td_fd_count(d->pid)) != want && td_now_ms() < end)
 		td_sleep_ms(10);
+	if (n != want) {
+		fprintf(stderr, "%s: daemon %s holds %d fds, want %d:\n", g.name, d->tag, n, want);
+		fd_dump(d->pid);
+	}
 	return n;
+}
+
+/* ------------------------------------------------------------------ two daemons */
+
+/* A TCP port free right now on 127.0.0.1 (the kernel's choice). */
+static int free_port(void)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	CHECK(fd >= 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	CHECK(bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	socklen_t l = sizeof(sa);
+	CHECK(getsockname(fd, (struct sockaddr *)&sa, &l) == 0);
+	close(fd);
+	return ntohs(sa.sin_port);
+}
+
+static const char *const pair_env[] = {"FI_PROVIDER=", NULL};
+
+static void pair_args(const struct td_pair *p, const char *name, const char *bind,
+		      const char *args[13])
+{
+	const char *a[] = {"--node-name", name, "--rendezvous", p->rdv, "--bind", bind,
+			   "--provider", "tcp", "--peer-timeout-ms", "1500",
+			   "--heartbeat-ms", "200", NULL};
+	memcpy(args, a, sizeof(a));
+}
+
+void td_pair_start(struct td_pair *p, bool start_b)
+{
+	int pa = free_port(), pb = free_port();
+	CHECK(pa != pb);
+	snprintf(p->bind_a, sizeof(p->bind_a), "127.0.0.1:%d", pa);
+	snprintf(p->bind_b, sizeof(p->bind_b), "127.0.0.1:%d", pb);
+	td_fmt(p->rdv, sizeof(p->rdv), "static:%s,%s", p->bind_a, p->bind_b);
+	p->a = td_daemon("a");
+	p->b = td_daemon("b");
+	const char *args[13];
+	pair_args(p, "a", p->bind_a, args);
+	if (td_start(p->a, args, pair_env) < 0) {
+		char *log = td_read_file(p->a->log);
+		if (strstr(log, "fabric endpoint"))
+			SKIP("no libfabric tcp endpoint on 127.0.0.1 here: %s", log);
+		CHECKF(false, "daemon a did not start: %s", log);
+	}
+	if (start_b)
+		td_pair_start_b(p);
+}
+
+void td_pair_start_b(struct td_pair *p)
+{
+	const char *args[13];
+	pair_args(p, "b", p->bind_b, args);
+	CHECK(td_start(p->b, args, pair_env) == 0);
+}
+
+void td_wait_peer_state(struct td_daemon *d, const char *state, int timeout_ms)
+{
+	int64_t end = td_now_ms() + timeout_ms;
+	for (;;) {
+		json_t *doc = td_ctl_json(d->sock, "peers");
+		json_t *a = json_object_get(doc, "peers");
+		const char *s = json_string_value(json_object_get(json_array_get(a, 0), "state"));
+		bool ok = json_array_size(a) == 1 && s && !strcmp(s, state);
+		json_decref(doc);
+		if (ok)
+			return;
+		CHECKF(td_now_ms() < end, "daemon %s never saw its one peer %s", d->tag, state);
+		td_sleep_ms(100);
+	}
 }
 
 /* ------------------------------------------------------------------ ctl-client jobs */

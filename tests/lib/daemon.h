@@ -157,6 +157,20 @@ bool td_sync_exists(const char *dir, const char *name);
 int64_t td_now_ms(void);
 void td_sleep_ms(int ms);
 
+/* Two daemons on this host, "a" (node 0) and "b" (node 1): static
+ * rendezvous over 127.0.0.1 ports the kernel picked, provider tcp,
+ * heartbeat 200 ms, peer timeout 1500 ms.  td_pair_start() starts a (and
+ * skips the test when this host has no libfabric tcp endpoint) and, if
+ * start_b, b; td_pair_start_b() starts b later. */
+struct td_pair {
+	struct td_daemon *a, *b;
+	char rdv[128], bind_a[64], bind_b[64];
+};
+void td_pair_start(struct td_pair *p, bool start_b);
+void td_pair_start_b(struct td_pair *p);
+/* Wait until daemon d has exactly one peer, in `state` ("up", "down"). */
+void td_wait_peer_state(struct td_daemon *d, const char *state, int timeout_ms);
+
 /* VmRSS in KiB, open fds; -1 if unknown. */
 long td_rss_kib(pid_t pid);
 int td_fd_count(pid_t pid);

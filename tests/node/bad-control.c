@@ -288,10 +288,7 @@ int main(void)
 	CHECK(td_num(st, "clients_total.msgs_out") == 2 * 3000 * 3);
 	json_decref(st);
 
-	int64_t end = td_now_ms() + 5000;
-	int fds;
-	while ((fds = td_fd_count(e->d->pid)) != fd_base && td_now_ms() < end)
-		td_sleep_ms(10);
+	int fds = td_fd_settle(e->d, fd_base, 5000);
 	CHECKF(fds == fd_base, "daemon holds %d fds, %d before", fds, fd_base);
 	td_stop(e->d);
 	return 0;

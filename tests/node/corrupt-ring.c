@@ -78,10 +78,7 @@ int main(void)
 	CHECK(td_log_contains(e->d, "cut off"));
 	CHECK(td_log_contains(e->d, "corrupt send ring"));
 
-	int64_t end = td_now_ms() + 5000;
-	int fds;
-	while ((fds = td_fd_count(e->d->pid)) != fd_base && td_now_ms() < end)
-		td_sleep_ms(10);
+	int fds = td_fd_settle(e->d, fd_base, 5000);
 	CHECKF(fds == fd_base, "daemon holds %d fds, %d before", fds, fd_base);
 	td_stop(e->d);
 	fprintf(stderr, "corrupt-ring: %d ring corruptions and %d protocol violations cut off\n",

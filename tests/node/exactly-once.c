@@ -92,10 +92,7 @@ int main(int argc, char **argv)
 	json_decref(st);
 
 	/* everything is gone: sessions, jobs, fds */
-	int64_t end = td_now_ms() + 5000;
-	int fds;
-	while ((fds = td_fd_count(e->d->pid)) != fd_base && td_now_ms() < end)
-		td_sleep_ms(10);
+	int fds = td_fd_settle(e->d, fd_base, 5000);
 	CHECKF(fds == fd_base, "daemon holds %d fds after every client left, %d before", fds,
 	       fd_base);
 	json_t *jobs = td_query(e->d, "jobs");

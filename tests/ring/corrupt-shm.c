@@ -51,7 +51,7 @@ static void expect(struct env *e, uint64_t mapped, int want, const char *what, i
 	}
 	e->cases++;
 }
-#define EXPECT(e, want, what) expect((e), (e)->l.region_bytes, (want), (what), __LINE__)
+#define EXPECT_REGION(e, want, what) expect((e), (e)->l.region_bytes, (want), (what), __LINE__)
 
 int main(void)
 {
@@ -64,7 +64,7 @@ int main(void)
 	struct shf_shm_hdr *h;
 	struct shf_shm_ring_desc *d0, *d1;
 
-	EXPECT(&e, 0, "good header");
+	EXPECT_REGION(&e, 0, "good header");
 
 	/* a mapping shorter than the header: refused without reading it.  Put
 	 * a 64-byte "region" right before the guard page. */
@@ -78,38 +78,38 @@ int main(void)
 
 	h = hdr(&e);
 	atomic_store(&h->ready, 0);
-	EXPECT(&e, -EAGAIN, "not ready");
+	EXPECT_REGION(&e, -EAGAIN, "not ready");
 
 	h = hdr(&e);
 	h->magic ^= 1;
-	EXPECT(&e, -EPROTO, "bad magic");
+	EXPECT_REGION(&e, -EPROTO, "bad magic");
 	h = hdr(&e);
 	h->magic = 0;
-	EXPECT(&e, -EPROTO, "zero magic");
+	EXPECT_REGION(&e, -EPROTO, "zero magic");
 	h = hdr(&e);
 	h->version = SHF_SHM_VERSION + 1;
-	EXPECT(&e, -EPROTO, "future version");
+	EXPECT_REGION(&e, -EPROTO, "future version");
 	h = hdr(&e);
 	h->version = 0;
-	EXPECT(&e, -EPROTO, "version 0");
+	EXPECT_REGION(&e, -EPROTO, "version 0");
 
 	h = hdr(&e);
 	h->hdr_bytes = sizeof(*h) - 8;
-	EXPECT(&e, -EBADMSG, "hdr_bytes short");
+	EXPECT_REGION(&e, -EBADMSG, "hdr_bytes short");
 	h = hdr(&e);
 	h->hdr_bytes = sizeof(*h) + 8;
-	EXPECT(&e, -EBADMSG, "hdr_bytes long");
+	EXPECT_REGION(&e, -EBADMSG, "hdr_bytes long");
 	h = hdr(&e);
 	h->hdr_bytes = UINT32_MAX;
-	EXPECT(&e, -EBADMSG, "hdr_bytes huge");
+	EXPECT_REGION(&e, -EBADMSG, "hdr_bytes huge");
 
 	/* region_bytes must equal what the attacher actually mapped */
 	h = hdr(&e);
 	h->region_bytes = R + T_PAGE;
-	EXPECT(&e, -EBADMSG, "region_bytes larger than the mapping");
+	EXPECT_REGION(&e, -EBADMSG, "region_bytes larger than the mapping");
 	h = hdr(&e);
 	h->region_bytes = R - T_PAGE;
-	EXPECT(&e, -EBADMSG, "region_bytes smaller than the mapping");
+	EXPECT_REGION(&e, -EBADMSG, "region_bytes smaller than the mapping");
 	hdr(&e);
 	expect(&e, R - T_PAGE, -EBADMSG, "mapping smaller than region_bytes", __LINE__);
 
@@ -117,119 +117,119 @@ int main(void)
 		/* ring geometry */
 		h = hdr(&e);
 		h->ring[i].data_bytes = RING + 8;
-		EXPECT(&e, -EBADMSG, "data_bytes not a power of two");
+		EXPECT_REGION(&e, -EBADMSG, "data_bytes not a power of two");
 		h = hdr(&e);
 		h->ring[i].data_bytes = RING / 2;
-		EXPECT(&e, -EBADMSG, "data_bytes below the minimum");
+		EXPECT_REGION(&e, -EBADMSG, "data_bytes below the minimum");
 		h = hdr(&e);
 		h->ring[i].data_bytes = (uint64_t)SHF_RING_MAX_BYTES * 2;
-		EXPECT(&e, -EBADMSG, "data_bytes above the maximum");
+		EXPECT_REGION(&e, -EBADMSG, "data_bytes above the maximum");
 		h = hdr(&e);
 		h->ring[i].data_bytes = 0;
-		EXPECT(&e, -EBADMSG, "data_bytes zero");
+		EXPECT_REGION(&e, -EBADMSG, "data_bytes zero");
 		h = hdr(&e);
 		h->ring[i].max_rec = shf_ring_max_payload(RING) + 1;
-		EXPECT(&e, -EBADMSG, "max_rec above size/2 - 8");
+		EXPECT_REGION(&e, -EBADMSG, "max_rec above size/2 - 8");
 		h = hdr(&e);
 		h->ring[i].max_rec = UINT32_MAX;
-		EXPECT(&e, -EBADMSG, "max_rec huge");
+		EXPECT_REGION(&e, -EBADMSG, "max_rec huge");
 
 		/* offsets out of the mapping, including ones that overflow */
 		h = hdr(&e);
 		h->ring[i].ctl_off = R;
-		EXPECT(&e, -EBADMSG, "ctl_off at the end");
+		EXPECT_REGION(&e, -EBADMSG, "ctl_off at the end");
 		h = hdr(&e);
 		h->ring[i].ctl_off = R - SHF_RING_CACHELINE; /* half outside */
-		EXPECT(&e, -EBADMSG, "ctl block crosses the end");
+		EXPECT_REGION(&e, -EBADMSG, "ctl block crosses the end");
 		h = hdr(&e);
 		h->ring[i].ctl_off = UINT64_MAX - (SHF_RING_CACHELINE - 1);
-		EXPECT(&e, -EBADMSG, "ctl_off wraps");
+		EXPECT_REGION(&e, -EBADMSG, "ctl_off wraps");
 		h = hdr(&e);
 		h->ring[i].ctl_off = e.good.ring[i].ctl_off + 8;
-		EXPECT(&e, -EBADMSG, "ctl_off not cache-line aligned");
+		EXPECT_REGION(&e, -EBADMSG, "ctl_off not cache-line aligned");
 		h = hdr(&e);
 		h->ring[i].data_off = R;
-		EXPECT(&e, -EBADMSG, "data_off at the end");
+		EXPECT_REGION(&e, -EBADMSG, "data_off at the end");
 		h = hdr(&e);
 		h->ring[i].data_off = R - RING + T_PAGE;
-		EXPECT(&e, -EBADMSG, "data crosses the end");
+		EXPECT_REGION(&e, -EBADMSG, "data crosses the end");
 		h = hdr(&e);
 		h->ring[i].data_off = UINT64_MAX - 7;
-		EXPECT(&e, -EBADMSG, "data_off wraps");
+		EXPECT_REGION(&e, -EBADMSG, "data_off wraps");
 		h = hdr(&e);
 		h->ring[i].data_off = (UINT64_MAX - RING + 1) & ~(uint64_t)7;
-		EXPECT(&e, -EBADMSG, "data_off + data_bytes wraps");
+		EXPECT_REGION(&e, -EBADMSG, "data_off + data_bytes wraps");
 		h = hdr(&e);
 		h->ring[i].data_off = e.good.ring[i].data_off + 4;
-		EXPECT(&e, -EBADMSG, "data_off not 8-aligned");
+		EXPECT_REGION(&e, -EBADMSG, "data_off not 8-aligned");
 		h = hdr(&e);
 		h->ring[i].data_bytes = (uint64_t)RING * 4; /* runs out of the region */
 		h->ring[i].max_rec = 100;
-		EXPECT(&e, -EBADMSG, "data_bytes runs past the region");
+		EXPECT_REGION(&e, -EBADMSG, "data_bytes runs past the region");
 
 		/* over the header */
 		h = hdr(&e);
 		h->ring[i].ctl_off = 64;
-		EXPECT(&e, -EBADMSG, "ctl block over the header");
+		EXPECT_REGION(&e, -EBADMSG, "ctl block over the header");
 		h = hdr(&e);
 		h->ring[i].ctl_off = 0;
-		EXPECT(&e, -EBADMSG, "ctl block at offset 0");
+		EXPECT_REGION(&e, -EBADMSG, "ctl block at offset 0");
 		h = hdr(&e);
 		h->ring[i].data_off = 0;
-		EXPECT(&e, -EBADMSG, "data over the header");
+		EXPECT_REGION(&e, -EBADMSG, "data over the header");
 		h = hdr(&e);
 		h->ring[i].data_off = 96;
-		EXPECT(&e, -EBADMSG, "data overlaps the header's tail");
+		EXPECT_REGION(&e, -EBADMSG, "data overlaps the header's tail");
 
 		/* a ring's control block inside its own data */
 		h = hdr(&e);
 		h->ring[i].ctl_off = e.good.ring[i].data_off + 128;
-		EXPECT(&e, -EBADMSG, "ctl block inside own data");
+		EXPECT_REGION(&e, -EBADMSG, "ctl block inside own data");
 	}
 
 	/* overlapping rings */
 	h = hdr(&e);
 	d0 = &h->ring[0], d1 = &h->ring[1];
 	d1->data_off = d0->data_off;
-	EXPECT(&e, -EBADMSG, "both rings share data");
+	EXPECT_REGION(&e, -EBADMSG, "both rings share data");
 	h = hdr(&e);
 	d0 = &h->ring[0], d1 = &h->ring[1];
 	d1->data_off = d0->data_off + RING / 2;
-	EXPECT(&e, -EBADMSG, "data arrays overlap by half");
+	EXPECT_REGION(&e, -EBADMSG, "data arrays overlap by half");
 	h = hdr(&e);
 	d0 = &h->ring[0], d1 = &h->ring[1];
 	d0->data_off = d1->data_off - 8; /* overlaps ring 1's first 8 bytes */
-	EXPECT(&e, -EBADMSG, "data arrays overlap by 8 bytes");
+	EXPECT_REGION(&e, -EBADMSG, "data arrays overlap by 8 bytes");
 	h = hdr(&e);
 	d0 = &h->ring[0], d1 = &h->ring[1];
 	d1->ctl_off = d0->ctl_off;
-	EXPECT(&e, -EBADMSG, "both rings share a control block");
+	EXPECT_REGION(&e, -EBADMSG, "both rings share a control block");
 	h = hdr(&e);
 	d0 = &h->ring[0], d1 = &h->ring[1];
 	d1->ctl_off = d0->ctl_off + SHF_RING_CACHELINE; /* half overlap */
-	EXPECT(&e, -EBADMSG, "control blocks overlap");
+	EXPECT_REGION(&e, -EBADMSG, "control blocks overlap");
 	h = hdr(&e);
 	d0 = &h->ring[0], d1 = &h->ring[1];
 	d1->ctl_off = d0->data_off + 256;
-	EXPECT(&e, -EBADMSG, "ring 1 control inside ring 0 data");
+	EXPECT_REGION(&e, -EBADMSG, "ring 1 control inside ring 0 data");
 	h = hdr(&e);
 	d0 = &h->ring[0], d1 = &h->ring[1];
 	d0->ctl_off = d1->data_off + RING - 128;
-	EXPECT(&e, -EBADMSG, "ring 0 control inside ring 1 data");
+	EXPECT_REGION(&e, -EBADMSG, "ring 0 control inside ring 1 data");
 
 	/* layouts that are unusual but sound must still be accepted */
 	h = hdr(&e);
 	struct shf_shm_ring_desc tmp = h->ring[0];
 	h->ring[0] = h->ring[1];
 	h->ring[1] = tmp;
-	EXPECT(&e, 0, "rings swapped");
+	EXPECT_REGION(&e, 0, "rings swapped");
 	h = hdr(&e);
 	h->ring[0].max_rec = 0;
-	EXPECT(&e, 0, "max_rec 0");
+	EXPECT_REGION(&e, 0, "max_rec 0");
 	h = hdr(&e);
 	h->ring[1].ctl_off = h->ring[0].ctl_off + sizeof(struct shf_ring_ctl); /* adjacent */
 	h->ring[0].ctl_off = h->ring[1].ctl_off + sizeof(struct shf_ring_ctl);
-	EXPECT(&e, 0, "control blocks adjacent, reordered");
+	EXPECT_REGION(&e, 0, "control blocks adjacent, reordered");
 
 	/* the good header once more, and the layout it yields */
 	hdr(&e);

@@ -24,18 +24,15 @@
 #include <unistd.h>
 
 #include "client/client.h"
+#include "tests/lib/check.h"
 
-static int failures;
+const char *check_detail(void)
+{
+	return shf_error_detail(); /* every counted failure says the library's last detail */
+}
+
 static char tmp[100];
 
-#define CHECK(cond)                                                                   \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "%s:%d: check failed: %s (detail: %s)\n",     \
-				__FILE__, __LINE__, #cond, shf_error_detail());       \
-			failures++;                                                   \
-		}                                                                     \
-	} while (0)
 
 static void mkdirs(const char *path, mode_t mode)
 {
@@ -94,10 +91,8 @@ static void expect(int line, const struct shc_discover_cfg *c, int err, const ch
 	if (r != err || (!err && (strcmp(f.path, path) != 0 || strcmp(f.source, source) != 0 ||
 				  f.fd < 0 || f.cred.pid != getpid())) ||
 	    (err && f.fd != -1)) {
-		fprintf(stderr, "line %d: discover: %d '%s' (%s), want %d '%s' (%s); detail: %s\n",
-			line, r, r ? "" : f.path, r ? "" : f.source, err, path ? path : "",
-			source ? source : "", shf_error_detail());
-		failures++;
+		MISS("line %d: discover: %d '%s' (%s), want %d '%s' (%s)", line, r,
+		     r ? "" : f.path, r ? "" : f.source, err, path ? path : "", source ? source : "");
 	}
 	if (!r)
 		close(f.fd);
@@ -138,21 +133,21 @@ int main(void)
 	snprintf(want, sizeof(want), "no shuffled found: tried SHF_SOCKET and SHF_RUNTIME_DIR "
 		 "(unset), %s (no such file), %s (no such file); start one (shuffled) or set "
 		 "SHF_RUNTIME_DIR", priv, sys);
-	CHECK(strcmp(shf_error_detail(), want) == 0);
+	EXPECT(strcmp(shf_error_detail(), want) == 0);
 	/* root: the system place first */
 	expect(__LINE__, &root, -ECONNREFUSED, NULL, NULL);
 	snprintf(want, sizeof(want), "(unset), %s (no such file), %s (no such file);", sys, priv);
-	CHECK(detail_has(want));
+	EXPECT(detail_has(want));
 	/* without XDG_RUNTIME_DIR (or a relative one): /tmp/shuffle-UID */
 	unsetenv("XDG_RUNTIME_DIR");
 	expect(__LINE__, &(struct shc_discover_cfg){.uid = 4123456789ul,
 						     .system_dir = user.system_dir,
 						     .system_user = "shuffle"},
 	       -ECONNREFUSED, NULL, NULL);
-	CHECK(detail_has("/tmp/shuffle-4123456789/n1/shuffled.sock (no such file)"));
+	EXPECT(detail_has("/tmp/shuffle-4123456789/n1/shuffled.sock (no such file)"));
 	setenv("XDG_RUNTIME_DIR", "relative", 1);
 	expect(__LINE__, &user, -ECONNREFUSED, NULL, NULL);
-	CHECK(detail_has("/tmp/shuffle-1000/n1/shuffled.sock (no such file)"));
+	EXPECT(detail_has("/tmp/shuffle-1000/n1/shuffled.sock (no such file)"));
 	setenv("XDG_RUNTIME_DIR", xdg, 1);
 
 	/* the system daemon alone: found */
@@ -174,18 +169,18 @@ int main(void)
 	unfake(sys_dir, sfd);
 	expect(__LINE__, &user, -ECONNREFUSED, NULL, NULL);
 	snprintf(want, sizeof(want), "%s (refuses connections: a stale socket", priv);
-	CHECK(detail_has(want));
+	EXPECT(detail_has(want));
 	unfake(priv_dir, pfd);
 	/* not a socket: passed over, and said so */
 	int ffd = open(priv, O_CREAT | O_WRONLY, 0600);
-	CHECK(ffd >= 0);
+	EXPECT(ffd >= 0);
 	close(ffd);
 	sfd = fake(sys_dir, true);
 	expect(__LINE__, &user, 0, sys, "system daemon");
 	unfake(sys_dir, sfd);
 	expect(__LINE__, &user, -ECONNREFUSED, NULL, NULL);
 	snprintf(want, sizeof(want), "%s (not a socket)", priv);
-	CHECK(detail_has(want));
+	EXPECT(detail_has(want));
 	unlink(priv);
 
 	/* explicit places: only themselves, even with a system daemon up */
@@ -197,8 +192,8 @@ int main(void)
 	expect(__LINE__, &user, -ECONNREFUSED, NULL, NULL);
 	snprintf(want, sizeof(want), "no shuffled found: tried SHF_RUNTIME_DIR %s (no such "
 		 "file); start one there", rdsock);
-	CHECK(detail_has(want));
-	CHECK(!strstr(shf_error_detail(), sys));
+	EXPECT(detail_has(want));
+	EXPECT(!strstr(shf_error_detail(), sys));
 	int rfd = fake(rd, true);
 	expect(__LINE__, &user, 0, rdsock, "SHF_RUNTIME_DIR");
 	/* SHF_SOCKET over SHF_RUNTIME_DIR; opt over both; "" is unset */
@@ -206,8 +201,8 @@ int main(void)
 	snprintf(othersock, sizeof(othersock), "%s/shuffled.sock", other);
 	setenv("SHF_SOCKET", othersock, 1);
 	expect(__LINE__, &user, -ECONNREFUSED, NULL, NULL);
-	CHECK(detail_has("tried SHF_SOCKET "));
-	CHECK(detail_has("check SHF_SOCKET"));
+	EXPECT(detail_has("tried SHF_SOCKET "));
+	EXPECT(detail_has("check SHF_SOCKET"));
 	int ofd = fake(other, true);
 	expect(__LINE__, &user, 0, othersock, "SHF_SOCKET");
 	struct shc_discover_cfg opt = user;
@@ -217,7 +212,7 @@ int main(void)
 	opt.opt_name = "-s";
 	expect(__LINE__, &opt, -ECONNREFUSED, NULL, NULL);
 	snprintf(want, sizeof(want), "tried -s %s (not a socket)", tmp);
-	CHECK(detail_has(want));
+	EXPECT(detail_has(want));
 	opt.opt = "";
 	expect(__LINE__, &opt, 0, othersock, "SHF_SOCKET");
 	setenv("SHF_SOCKET", "", 1);
@@ -243,18 +238,18 @@ int main(void)
 	/* the host name when SHF_NODE is unset */
 	unsetenv("SHF_NODE");
 	char host[256];
-	CHECK(gethostname(host, sizeof(host)) == 0);
+	EXPECT(gethostname(host, sizeof(host)) == 0);
 	host[sizeof(host) - 1] = '\0';
 	expect(__LINE__, &user, -ECONNREFUSED, NULL, NULL);
 	snprintf(want, sizeof(want), "%s/sys/%s/shuffled.sock (no such file)", tmp, host);
-	CHECK(detail_has(want));
+	EXPECT(detail_has(want));
 	setenv("SHF_NODE", "n1", 1);
 
 	if (geteuid() == 0) {
 		/* an untrusted daemon (uid 65534) at the private place: the search
 		 * stops there with -EPERM, it does not go on to the system daemon */
 		int pipefd[2];
-		CHECK(pipe(pipefd) == 0);
+		EXPECT(pipe(pipefd) == 0);
 		mkdirs(priv_dir, 0755);
 		chown(priv_dir, 65534, 65534);
 		pid_t squat = fork();
@@ -269,11 +264,11 @@ int main(void)
 			_exit(0);
 		}
 		char b;
-		CHECK(read(pipefd[0], &b, 1) == 1);
+		EXPECT(read(pipefd[0], &b, 1) == 1);
 		struct shc_found f;
-		CHECK(shc_discover_in(&user, &f) == -EPERM);
-		CHECK(f.fd == -1 && f.cred.uid == 65534 && f.cred.pid == squat);
-		CHECK(detail_has("runs as uid 65534"));
+		EXPECT(shc_discover_in(&user, &f) == -EPERM);
+		EXPECT(f.fd == -1 && f.cred.uid == 65534 && f.cred.pid == squat);
+		EXPECT(detail_has("runs as uid 65534"));
 		kill(squat, SIGKILL);
 		waitpid(squat, NULL, 0);
 		unlink(priv);
@@ -298,7 +293,7 @@ int main(void)
 		}
 		int st = -1;
 		waitpid(child, &st, 0);
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 		unfake(closed, cfd);
 	} else {
 		fprintf(stderr, "not root: the -EPERM and -EACCES cases are not run\n");
@@ -309,9 +304,5 @@ int main(void)
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", tmp);
-	if (failures) {
-		fprintf(stderr, "client-discover: %d failure(s)\n", failures);
-		return 1;
-	}
-	return 0;
+	return check_result();
 }

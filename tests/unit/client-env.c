@@ -15,17 +15,14 @@
 
 #include "client/client.h"
 #include "proto/ipc.h"
+#include "tests/lib/check.h"
 
-static int failures;
+const char *check_detail(void)
+{
+	return shf_error_detail(); /* every counted failure says the library's last detail */
+}
 
-#define CHECK(cond)                                                                   \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "%s:%d: check failed: %s (detail: %s)\n",     \
-				__FILE__, __LINE__, #cond, shf_error_detail());       \
-			failures++;                                                   \
-		}                                                                     \
-	} while (0)
+
 
 static const char *const all_vars[] = {
 	"SHF_RANK", "SHF_WORLD", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
@@ -57,20 +54,19 @@ static void set(const char *k, const char *v)
 static void test_parse_int(void)
 {
 	int v = -5;
-	CHECK(shc_parse_int("0", &v) == 0 && v == 0);
-	CHECK(shc_parse_int("42", &v) == 0 && v == 42);
-	CHECK(shc_parse_int("007", &v) == 0 && v == 7);
-	CHECK(shc_parse_int("2147483647", &v) == 0 && v == 2147483647);
+	EXPECT(shc_parse_int("0", &v) == 0 && v == 0);
+	EXPECT(shc_parse_int("42", &v) == 0 && v == 42);
+	EXPECT(shc_parse_int("007", &v) == 0 && v == 7);
+	EXPECT(shc_parse_int("2147483647", &v) == 0 && v == 2147483647);
 	static const char *const bad[] = {"", "-1", "+1", " 1", "1 ", "1a", "0x10", "1.0",
 					  "2147483648", "99999999999999999999", "\t3"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		v = 123;
 		if (shc_parse_int(bad[i], &v) != -EINVAL || v != 123) {
-			fprintf(stderr, "shc_parse_int accepted '%s'\n", bad[i]);
-			failures++;
+			MISS("shc_parse_int accepted '%s'", bad[i]);
 		}
 	}
-	CHECK(shc_parse_int(NULL, &v) == -EINVAL);
+	EXPECT(shc_parse_int(NULL, &v) == -EINVAL);
 }
 
 /* rank/world from the environment: (r, w) expected, or err */
@@ -79,9 +75,8 @@ static void expect_rw(int line, int err, int r, int w)
 	int rank = -7, world = -7;
 	int got = shc_env_rank_world(&rank, &world);
 	if (got != err || (!err && (rank != r || world != w)) || (err && (rank != -7 || world != -7))) {
-		fprintf(stderr, "line %d: rank/world: got %d (%d/%d), want %d (%d/%d); detail: %s\n",
-			line, got, rank, world, err, r, w, shf_error_detail());
-		failures++;
+		MISS("line %d: rank/world: got %d (%d/%d), want %d (%d/%d)", line, got, rank, world,
+		     err, r, w);
 	}
 }
 
@@ -89,7 +84,7 @@ static void test_rank_world(void)
 {
 	env_clear();
 	expect_rw(__LINE__, -EINVAL, 0, 0);
-	CHECK(strstr(shf_error_detail(), "SHF_RANK") != NULL); /* says how to fix it */
+	EXPECT(strstr(shf_error_detail(), "SHF_RANK") != NULL); /* says how to fix it */
 
 	set("SHF_RANK", "1");
 	set("SHF_WORLD", "4");
@@ -123,7 +118,7 @@ static void test_rank_world(void)
 	env_clear();
 	set("PMI_SIZE", "4");
 	expect_rw(__LINE__, -EINVAL, 0, 0);
-	CHECK(strstr(shf_error_detail(), "PMI_SIZE") != NULL);
+	EXPECT(strstr(shf_error_detail(), "PMI_SIZE") != NULL);
 
 	/* strict values; a complete but bad pair is an error, not skipped */
 	env_clear();
@@ -132,7 +127,7 @@ static void test_rank_world(void)
 	set("SHF_RANK", "1x");
 	set("SHF_WORLD", "4");
 	expect_rw(__LINE__, -EINVAL, 0, 0);
-	CHECK(strstr(shf_error_detail(), "SHF_RANK") != NULL);
+	EXPECT(strstr(shf_error_detail(), "SHF_RANK") != NULL);
 	set("SHF_RANK", "4");
 	expect_rw(__LINE__, -EINVAL, 0, 0); /* rank == world */
 	set("SHF_RANK", "-1");
@@ -157,9 +152,8 @@ static void expect_job(int line, const char *opt, const char *want)
 	memset(job, 'X', sizeof(job));
 	shc_env_job(opt, job);
 	if (strcmp(job, want) != 0 || shf_ipc_job_check(job) != 0) {
-		fprintf(stderr, "line %d: job '%s', want '%s' (valid: %d)\n", line, job, want,
+		MISS("line %d: job '%s', want '%s' (valid: %d)", line, job, want,
 			shf_ipc_job_check(job));
-		failures++;
 	}
 }
 
@@ -299,7 +293,7 @@ static void test_launchers(void)
 						NULL};
 	expect_launch(__LINE__, "PMIx without size", pmix_only, -EINVAL, 0, 0,
 		      "prterun-h-77@1");
-	CHECK(strstr(shf_error_detail(), "PMIX_RANK") != NULL);
+	EXPECT(strstr(shf_error_detail(), "PMIX_RANK") != NULL);
 
 	/* torchrun (c10d rendezvous, --rdzv-id job42), 2 nodes x 2 */
 	static const char *const torchrun[] = {
@@ -325,7 +319,7 @@ static void test_launchers(void)
 	/* RANK and WORLD_SIZE without env:// are not PyTorch's */
 	static const char *const generic[] = {"RANK=1", "WORLD_SIZE=2", NULL};
 	expect_launch(__LINE__, "bare RANK", generic, -EINVAL, 0, 0, "default");
-	CHECK(strstr(shf_error_detail(), "MASTER_ADDR") != NULL);
+	EXPECT(strstr(shf_error_detail(), "MASTER_ADDR") != NULL);
 
 	/* SHF_* first, over every launcher; SHF_JOB over every key */
 	static const char *const shf[] = {
@@ -343,7 +337,7 @@ static void test_launchers(void)
 	static const char *const shf_half[] = {"SHF_RANK=0", "SLURM_PROCID=0", "SLURM_NTASKS=4",
 					       NULL};
 	expect_launch(__LINE__, "SHF_RANK alone", shf_half, -EINVAL, 0, 0, NULL);
-	CHECK(strstr(shf_error_detail(), "SHF_WORLD") != NULL);
+	EXPECT(strstr(shf_error_detail(), "SHF_WORLD") != NULL);
 }
 
 int main(void)
@@ -353,9 +347,5 @@ int main(void)
 	test_job();
 	test_launchers();
 	env_clear();
-	if (failures) {
-		fprintf(stderr, "client-env: %d failure(s)\n", failures);
-		return 1;
-	}
-	return 0;
+	return check_result();
 }

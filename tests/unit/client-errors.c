@@ -17,17 +17,14 @@
 #include <unistd.h>
 
 #include <shuffle.h>
+#include "tests/lib/check.h"
 
-static int failures;
+const char *check_detail(void)
+{
+	return shf_error_detail(); /* every counted failure says the library's last detail */
+}
 
-#define CHECK(cond)                                                                   \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "%s:%d: check failed: %s (detail: %s)\n",     \
-				__FILE__, __LINE__, #cond, shf_error_detail());       \
-			failures++;                                                   \
-		}                                                                     \
-	} while (0)
+
 
 static void on_msg(void *arg, int src, int dst, uint32_t type, const void *data, uint32_t len)
 {
@@ -40,30 +37,28 @@ static void test_strerror(void)
 				  EPROTO, EACCES, EEXIST, ESRCH, EHOSTDOWN, EDEADLK, EBUSY,
 				  EPERM, EDQUOT, EMFILE, ENOMEM, ECANCELED};
 	const char *unknown = shf_strerror(-123456);
-	CHECK(unknown && *unknown);
-	CHECK(strcmp(shf_strerror(0), "success") == 0);
-	CHECK(strcmp(shf_strerror(5), "success") == 0);
+	EXPECT(unknown && *unknown);
+	EXPECT(strcmp(shf_strerror(0), "success") == 0);
+	EXPECT(strcmp(shf_strerror(5), "success") == 0);
 	for (size_t i = 0; i < sizeof(api) / sizeof(api[0]); i++) {
 		const char *s = shf_strerror(-api[i]);
 		if (!s || !*s || strcmp(s, unknown) == 0) {
-			fprintf(stderr, "no text for -%d\n", api[i]);
-			failures++;
+			MISS("no text for -%d", api[i]);
 		}
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(s, shf_strerror(-api[j])) == 0) {
-				fprintf(stderr, "-%d and -%d share a text\n", api[i], api[j]);
-				failures++;
+				MISS("-%d and -%d share a text", api[i], api[j]);
 			}
 	}
 	/* -EACCES has two causes (another user's job; no access to the
 	 * daemon's socket): the text names both and guesses neither, the
 	 * detail says which (trial stumble 13) */
-	CHECK(strstr(shf_strerror(-EACCES), "socket") != NULL);
-	CHECK(strstr(shf_strerror(-EACCES), "another user") != NULL);
-	CHECK(strchr(shf_strerror(-EACCES), '?') == NULL);
-	CHECK(strstr(shf_strerror(-ECANCELED), "drained") != NULL);
+	EXPECT(strstr(shf_strerror(-EACCES), "socket") != NULL);
+	EXPECT(strstr(shf_strerror(-EACCES), "another user") != NULL);
+	EXPECT(strchr(shf_strerror(-EACCES), '?') == NULL);
+	EXPECT(strstr(shf_strerror(-ECANCELED), "drained") != NULL);
 	/* other errnos fall back to the C library's description */
-	CHECK(strcmp(shf_strerror(-ENOENT), unknown) != 0);
+	EXPECT(strcmp(shf_strerror(-ENOENT), unknown) != 0);
 }
 
 static void *other_thread(void *arg)
@@ -75,34 +70,34 @@ static void *other_thread(void *arg)
 
 static void test_detail(void)
 {
-	CHECK(strcmp(shf_error_detail(), "") == 0);
-	CHECK(shf_send(NULL, 0, 0, "x", 1, 0) == -EINVAL);
-	CHECK(strlen(shf_error_detail()) > 0);
+	EXPECT(strcmp(shf_error_detail(), "") == 0);
+	EXPECT(shf_send(NULL, 0, 0, "x", 1, 0) == -EINVAL);
+	EXPECT(strlen(shf_error_detail()) > 0);
 	pthread_t t;
 	void *res = NULL;
-	CHECK(pthread_create(&t, NULL, other_thread, NULL) == 0);
+	EXPECT(pthread_create(&t, NULL, other_thread, NULL) == 0);
 	pthread_join(t, &res);
-	CHECK(res != NULL);
+	EXPECT(res != NULL);
 }
 
 static void test_null_args(void)
 {
 	struct shf_stats s;
-	CHECK(shf_send(NULL, 0, 0, NULL, 0, 0) == -EINVAL);
-	CHECK(shf_flush(NULL, SHF_FLUSH_ORIGIN, 0) == -EINVAL);
-	CHECK(shf_epoch(NULL, 0) == -EINVAL);
-	CHECK(shf_poll(NULL, 0) == -EINVAL);
-	CHECK(shf_event_fd(NULL) == -EINVAL);
-	CHECK(shf_rank(NULL) == -EINVAL);
-	CHECK(shf_world(NULL) == -EINVAL);
-	CHECK(shf_stats_get(NULL, &s) == -EINVAL);
-	CHECK(shf_close(NULL) == 0);
+	EXPECT(shf_send(NULL, 0, 0, NULL, 0, 0) == -EINVAL);
+	EXPECT(shf_flush(NULL, SHF_FLUSH_ORIGIN, 0) == -EINVAL);
+	EXPECT(shf_epoch(NULL, 0) == -EINVAL);
+	EXPECT(shf_poll(NULL, 0) == -EINVAL);
+	EXPECT(shf_event_fd(NULL) == -EINVAL);
+	EXPECT(shf_rank(NULL) == -EINVAL);
+	EXPECT(shf_world(NULL) == -EINVAL);
+	EXPECT(shf_stats_get(NULL, &s) == -EINVAL);
+	EXPECT(shf_close(NULL) == 0);
 	shf_opts_init(NULL); /* no crash */
 }
 
 static void test_open_args(const char *nosock)
 {
-	struct shf_ctx *const sentinel = (struct shf_ctx *)&failures;
+	struct shf_ctx *const sentinel = (struct shf_ctx *)&check_failures;
 	struct shf_ctx *c = sentinel;
 	struct shf_opts o;
 
@@ -110,21 +105,21 @@ static void test_open_args(const char *nosock)
 	o.socket_path = nosock;
 	o.rank = 0;
 	o.world = 1;
-	CHECK(shf_open(&o, on_msg, NULL, NULL) == -EINVAL);
-	CHECK(shf_open(&o, NULL, NULL, &c) == -EINVAL && c == sentinel);
+	EXPECT(shf_open(&o, on_msg, NULL, NULL) == -EINVAL);
+	EXPECT(shf_open(&o, NULL, NULL, &c) == -EINVAL && c == sentinel);
 
 	o.version = SHF_API_VERSION + 1;
-	CHECK(shf_open(&o, on_msg, NULL, &c) == -EINVAL && c == sentinel);
+	EXPECT(shf_open(&o, on_msg, NULL, &c) == -EINVAL && c == sentinel);
 	o.version = SHF_API_VERSION;
 
 	o.timeout_ms = -2;
-	CHECK(shf_open(&o, on_msg, NULL, &c) == -EINVAL && c == sentinel);
+	EXPECT(shf_open(&o, on_msg, NULL, &c) == -EINVAL && c == sentinel);
 	o.timeout_ms = 0;
 
 	o.ring_bytes = 3000;
-	CHECK(shf_open(&o, on_msg, NULL, &c) == -EINVAL && c == sentinel);
+	EXPECT(shf_open(&o, on_msg, NULL, &c) == -EINVAL && c == sentinel);
 	o.ring_bytes = 1u << 31;
-	CHECK(shf_open(&o, on_msg, NULL, &c) == -EINVAL && c == sentinel);
+	EXPECT(shf_open(&o, on_msg, NULL, &c) == -EINVAL && c == sentinel);
 	o.ring_bytes = 0;
 
 	static const int bad[][2] = {{1, 1}, {-1, 4}, {0, -1}, {5, 4}, {0, 0}, {-2, -2}};
@@ -133,23 +128,22 @@ static void test_open_args(const char *nosock)
 		o.world = bad[i][1];
 		int r = shf_open(&o, on_msg, NULL, &c);
 		if (r != -EINVAL || c != sentinel) {
-			fprintf(stderr, "rank %d world %d: %d\n", bad[i][0], bad[i][1], r);
-			failures++;
+			MISS("rank %d world %d: %d", bad[i][0], bad[i][1], r);
 		}
 	}
 
 	/* nothing listening: -ECONNREFUSED, with the path in the detail */
 	o.rank = 0;
 	o.world = 1;
-	CHECK(shf_open(&o, on_msg, NULL, &c) == -ECONNREFUSED && c == sentinel);
-	CHECK(strstr(shf_error_detail(), nosock) != NULL);
+	EXPECT(shf_open(&o, on_msg, NULL, &c) == -ECONNREFUSED && c == sentinel);
+	EXPECT(strstr(shf_error_detail(), nosock) != NULL);
 
 	/* a socket file nobody listens on: the same */
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", nosock);
-	CHECK(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
-	CHECK(shf_open(&o, on_msg, NULL, &c) == -ECONNREFUSED && c == sentinel);
+	EXPECT(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	EXPECT(shf_open(&o, on_msg, NULL, &c) == -ECONNREFUSED && c == sentinel);
 	close(fd);
 	unlink(nosock);
 }
@@ -164,9 +158,5 @@ int main(void)
 	test_detail();
 	test_null_args();
 	test_open_args(nosock);
-	if (failures) {
-		fprintf(stderr, "client-errors: %d failure(s)\n", failures);
-		return 1;
-	}
-	return 0;
+	return check_result();
 }

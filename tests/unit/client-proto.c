@@ -41,21 +41,21 @@
 #include "proto/ring.h"
 #include "proto/shm.h"
 #include "shuffle.h"
+#include "tests/lib/check.h"
 
 #define MAX_MSG 1024u
 #define RING 8192u
 
-static int failures;
 static const char *scenario = "";
 
-#define CHECK(cond)                                                                       \
-	do {                                                                              \
-		if (!(cond)) {                                                            \
-			fprintf(stderr, "[%s] %s:%d: check failed: %s (detail: %s)\n",   \
-				scenario, __FILE__, __LINE__, #cond, shf_error_detail()); \
-			failures++;                                                       \
-		}                                                                         \
-	} while (0)
+/* Every counted failure names the scenario and the library's last detail. */
+const char *check_detail(void)
+{
+	static char d[640];
+	snprintf(d, sizeof(d), "scenario %s; detail: %s", scenario, shf_error_detail());
+	return d;
+}
+
 
 static double now_s(void)
 {
@@ -91,7 +91,7 @@ struct fake {
 	unsigned char buf[SHF_IPC_MAX_MSG];
 };
 
-#define FAIL(...)                                                        \
+#define FAKE_FAIL(...)                                                   \
 	do {                                                             \
 		fprintf(stderr, "[%s] fake daemon: ", scenario);         \
 		fprintf(stderr, __VA_ARGS__);                            \
@@ -104,12 +104,12 @@ static int fk_recv(struct fake *f, struct shf_ipc_hdr *h)
 {
 	struct pollfd p = {f->sock, POLLIN, 0};
 	if (poll(&p, 1, 10000) != 1)
-		FAIL("no message from the client");
+		FAKE_FAIL("no message from the client");
 	long n = shf_ipc_recv(f->sock, f->buf, sizeof(f->buf), NULL, NULL);
 	if (n == 0 || n == -ECONNRESET)
 		return 0;
 	if (n < 0)
-		FAIL("recv: %s", strerror((int)-n));
+		FAKE_FAIL("recv: %s", strerror((int)-n));
 	memcpy(h, f->buf, sizeof(*h));
 	return h->type;
 }
@@ -118,7 +118,7 @@ static void fk_send(struct fake *f, uint16_t type, uint32_t id, const void *body
 {
 	int r = shf_ipc_send(f->sock, type, id, body, len, NULL, 0);
 	if (r)
-		FAIL("send type %u: %s", type, strerror(-r));
+		FAKE_FAIL("send type %u: %s", type, strerror(-r));
 }
 
 static void fk_error(struct fake *f, uint32_t id, int err, const char *text)
@@ -135,7 +135,7 @@ static void fk_hello(struct fake *f)
 {
 	struct shf_ipc_hdr h;
 	if (fk_recv(f, &h) != SHF_IPC_HELLO)
-		FAIL("expected HELLO");
+		FAKE_FAIL("expected HELLO");
 	struct shf_ipc_hello_ok ok = {SHF_IPC_VERSION, MAX_MSG, RING, 0};
 	fk_send(f, SHF_IPC_HELLO_OK, h.id, &ok, sizeof(ok));
 }
@@ -144,12 +144,12 @@ static void fk_register_req(struct fake *f)
 {
 	struct shf_ipc_hdr h;
 	if (fk_recv(f, &h) != SHF_IPC_REGISTER)
-		FAIL("expected REGISTER");
+		FAKE_FAIL("expected REGISTER");
 	struct shf_ipc_register m;
 	memcpy(&m, f->buf + sizeof(h), sizeof(m));
 	if (shf_ipc_job_check(m.job) || strcmp(m.job, "proto-test") || m.world < 1 ||
 	    m.rank < 0 || m.rank >= m.world)
-		FAIL("bad REGISTER: job '%.64s' rank %d world %d", m.job, m.rank, m.world);
+		FAKE_FAIL("bad REGISTER: job '%.64s' rank %d world %d", m.job, m.rank, m.world);
 	f->rank = m.rank;
 	f->world = m.world;
 	f->reg_id = h.id;
@@ -160,19 +160,19 @@ enum tweak { TW_NONE, TW_FDS3, TW_SIZE, TW_RANK };
 static void fk_register_ok(struct fake *f, enum tweak tw)
 {
 	if (shf_shm_layout(RING, MAX_MSG + SHF_MSG_HDR_BYTES, &f->l))
-		FAIL("layout");
+		FAKE_FAIL("layout");
 	f->region_bytes = f->l.region_bytes;
 	int fd = memfd_create("fake-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0 || ftruncate(fd, (off_t)f->region_bytes) < 0)
-		FAIL("memfd: %s", strerror(errno));
+		FAKE_FAIL("memfd: %s", strerror(errno));
 	fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
 	f->base = mmap(NULL, f->region_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (f->base == MAP_FAILED)
-		FAIL("mmap");
+		FAKE_FAIL("mmap");
 	shf_shm_format(f->base, &f->l, f->rank, f->world);
 	if (shf_shm_ring(f->base, &f->l, SHF_SHM_SEND, &f->send, false) ||
 	    shf_shm_ring(f->base, &f->l, SHF_SHM_DELIVER, &f->deliver, false))
-		FAIL("rings");
+		FAKE_FAIL("rings");
 	shf_ring_init_consumer(&f->send);
 	shf_ring_init_producer(&f->deliver);
 	f->bell_daemon = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -187,7 +187,7 @@ static void fk_register_ok(struct fake *f, enum tweak tw)
 	int r = shf_ipc_send(f->sock, SHF_IPC_REGISTER_OK, f->reg_id, &ok, sizeof(ok), fds,
 			     tw == TW_FDS3 ? 3 : SHF_IPC_REG_FDS);
 	if (r)
-		FAIL("REGISTER_OK: %s", strerror(-r));
+		FAKE_FAIL("REGISTER_OK: %s", strerror(-r));
 	close(fd);
 }
 
@@ -213,10 +213,10 @@ static uint32_t fk_next(struct fake *f, void *out, uint32_t cap, uint32_t *len_p
 		struct shf_ring_view v;
 		int r = shf_ring_peek(&f->send, &v);
 		if (r < 0)
-			FAIL("send ring corrupt: %d", r);
+			FAKE_FAIL("send ring corrupt: %d", r);
 		if (r == 1) {
 			if (v.len > cap)
-				FAIL("record of %u bytes", v.len);
+				FAKE_FAIL("record of %u bytes", v.len);
 			memcpy(out, v.data, v.len);
 			*len_p = v.len;
 			if (shf_ring_release(&f->send))
@@ -229,10 +229,10 @@ static uint32_t fk_next(struct fake *f, void *out, uint32_t cap, uint32_t *len_p
 		if (poll(&p, 1, 100) == 1) {
 			uint64_t x;
 			if (read(f->bell_daemon, &x, sizeof(x)) < 0)
-				FAIL("bell read");
+				FAKE_FAIL("bell read");
 		}
 	}
-	FAIL("no record in the send ring");
+	FAKE_FAIL("no record in the send ring");
 }
 
 static void fk_deliver(struct fake *f, int32_t src, uint32_t kind, uint32_t type,
@@ -240,7 +240,7 @@ static void fk_deliver(struct fake *f, int32_t src, uint32_t kind, uint32_t type
 {
 	uint8_t *p = shf_ring_reserve(&f->deliver, SHF_MSG_HDR_BYTES + len, kind);
 	if (!p)
-		FAIL("delivery ring full");
+		FAKE_FAIL("delivery ring full");
 	struct shf_msg_hdr h = {src, type};
 	memcpy(p, &h, sizeof(h));
 	memcpy(p + sizeof(h), data, len);
@@ -260,7 +260,7 @@ static struct shf_mark fk_mark(struct fake *f)
 	uint32_t len;
 	uint32_t kind = fk_next(f, &m, sizeof(m), &len);
 	if (kind != SHF_REC_MARK || len != sizeof(m))
-		FAIL("expected a MARK record, got kind %u len %u", kind, len);
+		FAKE_FAIL("expected a MARK record, got kind %u len %u", kind, len);
 	return m;
 }
 
@@ -271,11 +271,11 @@ static void fk_expect_eof(struct fake *f, bool bye)
 	int t = fk_recv(f, &h);
 	if (bye) {
 		if (t != SHF_IPC_BYE)
-			FAIL("expected BYE, got %d", t);
+			FAKE_FAIL("expected BYE, got %d", t);
 		t = fk_recv(f, &h);
 	}
 	if (t != 0)
-		FAIL("expected EOF, got type %d", t);
+		FAKE_FAIL("expected EOF, got type %d", t);
 }
 
 /* ------------------------------------------------------------ runner */
@@ -291,7 +291,7 @@ static pid_t fake_start(void (*fn)(struct fake *))
 		struct fake *f = calloc(1, sizeof(*f));
 		f->sock = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (f->sock < 0)
-			FAIL("accept: %s", strerror(errno));
+			FAKE_FAIL("accept: %s", strerror(errno));
 		fn(f);
 		_exit(0);
 	}
@@ -302,8 +302,7 @@ static void fake_end(pid_t p)
 {
 	int st;
 	if (waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		fprintf(stderr, "[%s] fake daemon failed (status 0x%x)\n", scenario, st);
-		failures++;
+		MISS("fake daemon failed (status 0x%x)", st);
 	}
 }
 
@@ -353,10 +352,10 @@ static void open_fails(const char *name, void (*fn)(struct fake *), int err, con
 	if (r != err || c)
 		fprintf(stderr, "[%s] shf_open: %d (%s), want %d\n", name, r, shf_error_detail(),
 			err);
-	CHECK(r == err && c == NULL);
+	EXPECT(r == err && c == NULL);
 	if (text)
-		CHECK(strstr(shf_error_detail(), text) != NULL);
-	CHECK(count_fds() == fds);
+		EXPECT(strstr(shf_error_detail(), text) != NULL);
+	EXPECT(count_fds() == fds);
 	fake_end(p);
 }
 
@@ -366,7 +365,7 @@ static void fk_bad_version(struct fake *f)
 {
 	struct shf_ipc_hdr h;
 	if (fk_recv(f, &h) != SHF_IPC_HELLO)
-		FAIL("expected HELLO");
+		FAKE_FAIL("expected HELLO");
 	struct shf_ipc_hello_ok ok = {SHF_IPC_VERSION + 1, MAX_MSG, RING, 0};
 	fk_send(f, SHF_IPC_HELLO_OK, h.id, &ok, sizeof(ok));
 	fk_expect_eof(f, false);
@@ -376,7 +375,7 @@ static void fk_hello_refused(struct fake *f)
 {
 	struct shf_ipc_hdr h;
 	if (fk_recv(f, &h) != SHF_IPC_HELLO)
-		FAIL("expected HELLO");
+		FAKE_FAIL("expected HELLO");
 	fk_error(f, h.id, -EPROTO, "protocol version 1 not supported");
 	fk_expect_eof(f, false);
 }
@@ -469,13 +468,13 @@ static void fk_data(struct fake *f)
 		if (kind != SHF_REC_MSG || len != SHF_MSG_HDR_BYTES + strlen(want) ||
 		    h.rank != 1 || h.type != 100u + (uint32_t)i ||
 		    memcmp(rec + sizeof(h), want, strlen(want)))
-			FAIL("record %d: kind %u len %u dst %d type %u", i, kind, len, h.rank, h.type);
+			FAKE_FAIL("record %d: kind %u len %u dst %d type %u", i, kind, len, h.rank, h.type);
 	}
 	/* an empty message */
 	unsigned char rec[64];
 	uint32_t len;
 	if (fk_next(f, rec, sizeof(rec), &len) != SHF_REC_MSG || len != SHF_MSG_HDR_BYTES)
-		FAIL("empty message");
+		FAKE_FAIL("empty message");
 	/* three deliveries, from rank 1 */
 	fk_deliver(f, 1, SHF_REC_MSG, 7, "abc", 3);
 	fk_deliver(f, 1, SHF_REC_MSG, 8, "", 0);
@@ -483,7 +482,7 @@ static void fk_data(struct fake *f)
 	/* flush remote: two dead drops, then one node-down drop, then clean */
 	struct shf_mark m = fk_mark(f);
 	if (m.what != SHF_MARK_FLUSH)
-		FAIL("mark what %u", m.what);
+		FAKE_FAIL("mark what %u", m.what);
 	fk_flush_done(f, m.id, 2, 0, 0);
 	m = fk_mark(f);
 	fk_flush_done(f, m.id, 0, 1, 0);
@@ -492,15 +491,15 @@ static void fk_data(struct fake *f)
 	/* epoch: mark, FLUSH_DONE, then phase 2 on the socket, EPOCH_DONE */
 	m = fk_mark(f);
 	if (m.what != SHF_MARK_EPOCH)
-		FAIL("epoch mark what %u", m.what);
+		FAKE_FAIL("epoch mark what %u", m.what);
 	fk_flush_done(f, m.id, 0, 0, 0);
 	struct shf_ipc_hdr h;
 	if (fk_recv(f, &h) != SHF_IPC_EPOCH)
-		FAIL("expected EPOCH");
+		FAKE_FAIL("expected EPOCH");
 	struct shf_ipc_epoch e;
 	memcpy(&e, f->buf + sizeof(h), sizeof(e));
 	if (e.id != m.id || e.phase != 2 || h.id != (uint32_t)m.id)
-		FAIL("EPOCH id %llu phase %u hdr %u", (unsigned long long)e.id, e.phase, h.id);
+		FAKE_FAIL("EPOCH id %llu phase %u hdr %u", (unsigned long long)e.id, e.phase, h.id);
 	struct shf_ipc_epoch_done d = {e.id, 2, 0};
 	fk_send(f, SHF_IPC_EPOCH_DONE, h.id, &d, sizeof(d));
 	fk_expect_eof(f, true);
@@ -513,7 +512,7 @@ static void wait_got(struct shf_ctx *c, bool thread, int n)
 		if (thread)
 			usleep(1000);
 		else
-			CHECK(shf_poll(c, 100) >= 0);
+			EXPECT(shf_poll(c, 100) >= 0);
 	}
 }
 
@@ -525,62 +524,62 @@ static void data_path(int thread)
 	opts(&o, thread);
 	pid_t p = fake_start(fk_data);
 	struct shf_ctx *c = NULL;
-	CHECK(shf_open(&o, on_msg, NULL, &c) == 0);
+	EXPECT(shf_open(&o, on_msg, NULL, &c) == 0);
 	if (!c) {
 		fake_end(p);
 		return;
 	}
-	CHECK(shf_rank(c) == 0 && shf_world(c) == 2);
-	CHECK(thread ? shf_event_fd(c) == -EINVAL : shf_event_fd(c) >= 0);
-	CHECK(thread ? shf_poll(c, 0) == -EINVAL : shf_poll(c, 0) == 0);
+	EXPECT(shf_rank(c) == 0 && shf_world(c) == 2);
+	EXPECT(thread ? shf_event_fd(c) == -EINVAL : shf_event_fd(c) >= 0);
+	EXPECT(thread ? shf_poll(c, 0) == -EINVAL : shf_poll(c, 0) == 0);
 	/* argument checks against the live context */
 	char big[MAX_MSG + 1];
 	memset(big, 0, sizeof(big));
-	CHECK(shf_send(c, 2, 0, "x", 1, 0) == -ESRCH);
-	CHECK(shf_send(c, -1, 0, "x", 1, 0) == -ESRCH);
-	CHECK(shf_send(c, 1, 0, big, MAX_MSG + 1, 0) == -EMSGSIZE);
-	CHECK(shf_send(c, 1, 0, NULL, 1, 0) == -EINVAL);
-	CHECK(shf_send(c, 1, 0, "x", 1, 0x100) == -EINVAL);
-	CHECK(shf_flush(c, 99, 0) == -EINVAL);
-	CHECK(shf_flush(c, SHF_FLUSH_ORIGIN, -2) == -EINVAL);
+	EXPECT(shf_send(c, 2, 0, "x", 1, 0) == -ESRCH);
+	EXPECT(shf_send(c, -1, 0, "x", 1, 0) == -ESRCH);
+	EXPECT(shf_send(c, 1, 0, big, MAX_MSG + 1, 0) == -EMSGSIZE);
+	EXPECT(shf_send(c, 1, 0, NULL, 1, 0) == -EINVAL);
+	EXPECT(shf_send(c, 1, 0, "x", 1, 0x100) == -EINVAL);
+	EXPECT(shf_flush(c, 99, 0) == -EINVAL);
+	EXPECT(shf_flush(c, SHF_FLUSH_ORIGIN, -2) == -EINVAL);
 	for (int i = 0; i < 3; i++) {
 		char m[16];
 		snprintf(m, sizeof(m), "msg%d", i);
-		CHECK(shf_send(c, 1, 100u + (uint32_t)i, m, (uint32_t)strlen(m),
+		EXPECT(shf_send(c, 1, 100u + (uint32_t)i, m, (uint32_t)strlen(m),
 			       i == 1 ? SHF_NONBLOCK : 0) == 0);
 	}
-	CHECK(shf_send(c, 1, 5, NULL, 0, 0) == 0);
+	EXPECT(shf_send(c, 1, 5, NULL, 0, 0) == 0);
 	if (!thread) {
 		/* armed by the shf_poll() above: the event fd wakes us for the
 		 * fake's deliveries, and is quiet again once shf_poll() says 0 */
 		struct pollfd ev = {shf_event_fd(c), POLLIN, 0};
-		CHECK(poll(&ev, 1, 5000) == 1);
+		EXPECT(poll(&ev, 1, 5000) == 1);
 		wait_got(c, thread, 3);
-		CHECK(shf_poll(c, 0) == 0);
+		EXPECT(shf_poll(c, 0) == 0);
 		ev.revents = 0;
-		CHECK(poll(&ev, 1, 0) == 0);
+		EXPECT(poll(&ev, 1, 0) == 0);
 	}
 	wait_got(c, thread, 3);
-	CHECK(atomic_load(&got) == 3);
-	CHECK(got_src[0] == 1 && got_type[0] == 7 && got_len[0] == 3 && !memcmp(got_data[0], "abc", 3));
-	CHECK(got_src[1] == 1 && got_type[1] == 8 && got_len[1] == 0);
-	CHECK(got_src[2] == 0 && got_type[2] == 9 && got_len[2] == 10 &&
+	EXPECT(atomic_load(&got) == 3);
+	EXPECT(got_src[0] == 1 && got_type[0] == 7 && got_len[0] == 3 && !memcmp(got_data[0], "abc", 3));
+	EXPECT(got_src[1] == 1 && got_type[1] == 8 && got_len[1] == 0);
+	EXPECT(got_src[2] == 0 && got_type[2] == 9 && got_len[2] == 10 &&
 	      !memcmp(got_data[2], "0123456789", 10));
-	CHECK(got_dst == 0);
+	EXPECT(got_dst == 0);
 
-	CHECK(shf_flush(c, SHF_FLUSH_REMOTE, 0) == -ESRCH);
-	CHECK(strstr(shf_error_detail(), "2 message") != NULL);
-	CHECK(shf_flush(c, SHF_FLUSH_REMOTE, 0) == -EHOSTDOWN);
-	CHECK(shf_flush(c, SHF_FLUSH_REMOTE, 0) == 0);
-	CHECK(shf_epoch(c, 0) == 0);
-	CHECK(shf_flush(c, SHF_FLUSH_ORIGIN, 0) == 0);
-	CHECK(shf_flush(c, SHF_FLUSH_DELIVERY, 0) == 0);
+	EXPECT(shf_flush(c, SHF_FLUSH_REMOTE, 0) == -ESRCH);
+	EXPECT(strstr(shf_error_detail(), "2 message") != NULL);
+	EXPECT(shf_flush(c, SHF_FLUSH_REMOTE, 0) == -EHOSTDOWN);
+	EXPECT(shf_flush(c, SHF_FLUSH_REMOTE, 0) == 0);
+	EXPECT(shf_epoch(c, 0) == 0);
+	EXPECT(shf_flush(c, SHF_FLUSH_ORIGIN, 0) == 0);
+	EXPECT(shf_flush(c, SHF_FLUSH_DELIVERY, 0) == 0);
 	struct shf_stats s;
-	CHECK(shf_stats_get(c, &s) == 0);
-	CHECK(s.sent_msgs == 4 && s.sent_bytes == 12 && s.delivered_msgs == 3 &&
+	EXPECT(shf_stats_get(c, &s) == 0);
+	EXPECT(s.sent_msgs == 4 && s.sent_bytes == 12 && s.delivered_msgs == 3 &&
 	      s.delivered_bytes == 13 && s.dropped_dead == 2 && s.dropped_down == 1 &&
 	      s.flushes == 5 && s.epochs == 1 && s.send_eagain == 0);
-	CHECK(shf_close(c) == 0);
+	EXPECT(shf_close(c) == 0);
 	fake_end(p);
 }
 
@@ -601,13 +600,13 @@ static void unsolicited_error(void)
 	opts(&o, 1);
 	pid_t p = fake_start(fk_unsolicited_error);
 	struct shf_ctx *c = NULL;
-	CHECK(shf_open(&o, on_msg, NULL, &c) == 0);
+	EXPECT(shf_open(&o, on_msg, NULL, &c) == 0);
 	if (c) {
-		CHECK(shf_flush(c, SHF_FLUSH_REMOTE, 5000) == -ENOTCONN);
-		CHECK(strstr(shf_error_detail(), "corrupt send ring") != NULL);
-		CHECK(shf_send(c, 1, 0, "x", 1, 0) == -ENOTCONN);
-		CHECK(shf_epoch(c, 0) == -ENOTCONN);
-		CHECK(shf_close(c) == -ENOTCONN);
+		EXPECT(shf_flush(c, SHF_FLUSH_REMOTE, 5000) == -ENOTCONN);
+		EXPECT(strstr(shf_error_detail(), "corrupt send ring") != NULL);
+		EXPECT(shf_send(c, 1, 0, "x", 1, 0) == -ENOTCONN);
+		EXPECT(shf_epoch(c, 0) == -ENOTCONN);
+		EXPECT(shf_close(c) == -ENOTCONN);
 	}
 	fake_end(p);
 }
@@ -630,13 +629,13 @@ static void drained(void)
 	opts(&o, 1);
 	pid_t p = fake_start(fk_drained);
 	struct shf_ctx *c = NULL;
-	CHECK(shf_open(&o, on_msg, NULL, &c) == 0);
+	EXPECT(shf_open(&o, on_msg, NULL, &c) == 0);
 	if (c) {
-		CHECK(shf_flush(c, SHF_FLUSH_REMOTE, 5000) == -ECANCELED);
-		CHECK(strstr(shf_error_detail(), "drained by uid 0") != NULL);
-		CHECK(shf_send(c, 1, 0, "x", 1, 0) == -ECANCELED);
-		CHECK(shf_epoch(c, 0) == -ECANCELED);
-		CHECK(shf_close(c) == -ECANCELED);
+		EXPECT(shf_flush(c, SHF_FLUSH_REMOTE, 5000) == -ECANCELED);
+		EXPECT(strstr(shf_error_detail(), "drained by uid 0") != NULL);
+		EXPECT(shf_send(c, 1, 0, "x", 1, 0) == -ECANCELED);
+		EXPECT(shf_epoch(c, 0) == -ECANCELED);
+		EXPECT(shf_close(c) == -ECANCELED);
 	}
 	fake_end(p);
 }
@@ -655,15 +654,15 @@ static void bogus_reply(void)
 	opts(&o, 0);
 	pid_t p = fake_start(fk_bogus_reply);
 	struct shf_ctx *c = NULL;
-	CHECK(shf_open(&o, on_msg, NULL, &c) == 0);
+	EXPECT(shf_open(&o, on_msg, NULL, &c) == 0);
 	if (c) {
 		int r = 0;
 		double end = now_s() + 5;
 		while (r == 0 && now_s() < end)
 			r = shf_poll(c, 100);
-		CHECK(r == -ENOTCONN);
-		CHECK(strstr(shf_error_detail(), "protocol error") != NULL);
-		CHECK(shf_close(c) == -ENOTCONN);
+		EXPECT(r == -ENOTCONN);
+		EXPECT(strstr(shf_error_detail(), "protocol error") != NULL);
+		EXPECT(shf_close(c) == -ENOTCONN);
 	}
 	fake_end(p);
 }
@@ -681,7 +680,7 @@ static void fk_node_info(struct fake *f)
 		if (t == 0 || t == SHF_IPC_BYE)
 			return;
 		if (t != SHF_IPC_NODE_INFO)
-			FAIL("expected NODE_INFO, got type %d", t);
+			FAKE_FAIL("expected NODE_INFO, got type %d", t);
 		struct shf_ipc_node_info m;
 		memcpy(&m, f->buf + sizeof(h), sizeof(m));
 		struct {
@@ -719,22 +718,22 @@ static void node_info(int lie)
 	opts(&o, 1);
 	pid_t p = fake_start(fk_node_info);
 	struct shf_ctx *c = NULL;
-	CHECK(shf_open(&o, on_msg, NULL, &c) == 0);
+	EXPECT(shf_open(&o, on_msg, NULL, &c) == 0);
 	if (c) {
 		int local[2] = {-1, -1}, counts[2] = {-1, -1};
 		struct shf_node_info ni = {-1, -1, -1, local, 2, counts, 2};
 		int r = shf_node_info(c, &ni);
 		if (!lie) {
-			CHECK(r == 0 && ni.node == 0 && ni.nodes == 2 && ni.local_count == 1 &&
+			EXPECT(r == 0 && ni.node == 0 && ni.nodes == 2 && ni.local_count == 1 &&
 			      local[0] == 0 && local[1] == -1 && counts[0] == 1 && counts[1] == 1);
-			CHECK(shf_close(c) == 0);
+			EXPECT(shf_close(c) == 0);
 		} else {
 			if (r != -ENOTCONN)
 				fprintf(stderr, "[%s] shf_node_info: %d (%s)\n", scenario, r,
 					shf_error_detail());
-			CHECK(r == -ENOTCONN);
-			CHECK(strstr(shf_error_detail(), "NODE_INFO_OK") != NULL);
-			CHECK(shf_close(c) == -ENOTCONN);
+			EXPECT(r == -ENOTCONN);
+			EXPECT(strstr(shf_error_detail(), "NODE_INFO_OK") != NULL);
+			EXPECT(shf_close(c) == -ENOTCONN);
 		}
 	}
 	fake_end(p);
@@ -756,7 +755,7 @@ static void corrupt_record(int thread)
 	opts(&o, thread);
 	pid_t p = fake_start(fk_corrupt_record);
 	struct shf_ctx *c = NULL;
-	CHECK(shf_open(&o, on_msg, NULL, &c) == 0);
+	EXPECT(shf_open(&o, on_msg, NULL, &c) == 0);
 	if (c) {
 		int r = 0;
 		double end = now_s() + 5;
@@ -768,10 +767,10 @@ static void corrupt_record(int thread)
 				r = shf_poll(c, 100);
 			}
 		}
-		CHECK(r == -ENOTCONN);
-		CHECK(strstr(shf_error_detail(), "protocol error") != NULL);
-		CHECK(atomic_load(&got) == 1); /* the good record before it */
-		CHECK(shf_close(c) == -ENOTCONN);
+		EXPECT(r == -ENOTCONN);
+		EXPECT(strstr(shf_error_detail(), "protocol error") != NULL);
+		EXPECT(atomic_load(&got) == 1); /* the good record before it */
+		EXPECT(shf_close(c) == -ENOTCONN);
 	}
 	fake_end(p);
 }
@@ -790,22 +789,22 @@ static void death_blocked_send(int thread)
 	opts(&o, thread);
 	pid_t p = fake_start(fk_die_later);
 	struct shf_ctx *c = NULL;
-	CHECK(shf_open(&o, on_msg, NULL, &c) == 0);
+	EXPECT(shf_open(&o, on_msg, NULL, &c) == 0);
 	if (c) {
 		int r = 0, n = 0;
 		double t0 = now_s();
 		while ((r = shf_send(c, 1, 0, "0123456789abcdef", 16, 0)) == 0)
 			n++;
-		CHECK(r == -ENOTCONN);
-		CHECK(n > 0 && n < (int)(RING / 24) + 1); /* the ring filled, then death */
-		CHECK(now_s() - t0 < 5);
+		EXPECT(r == -ENOTCONN);
+		EXPECT(n > 0 && n < (int)(RING / 24) + 1); /* the ring filled, then death */
+		EXPECT(now_s() - t0 < 5);
 		struct shf_stats s;
-		CHECK(shf_stats_get(c, &s) == 0 && s.send_blocked_ns > 0);
-		CHECK(shf_flush(c, SHF_FLUSH_ORIGIN, -1) == -ENOTCONN);
-		CHECK(shf_flush(c, SHF_FLUSH_REMOTE, -1) == -ENOTCONN);
-		CHECK(shf_flush(c, SHF_FLUSH_DELIVERY, -1) == -ENOTCONN);
-		CHECK(shf_epoch(c, -1) == -ENOTCONN);
-		CHECK(shf_close(c) == -ENOTCONN);
+		EXPECT(shf_stats_get(c, &s) == 0 && s.send_blocked_ns > 0);
+		EXPECT(shf_flush(c, SHF_FLUSH_ORIGIN, -1) == -ENOTCONN);
+		EXPECT(shf_flush(c, SHF_FLUSH_REMOTE, -1) == -ENOTCONN);
+		EXPECT(shf_flush(c, SHF_FLUSH_DELIVERY, -1) == -ENOTCONN);
+		EXPECT(shf_epoch(c, -1) == -ENOTCONN);
+		EXPECT(shf_close(c) == -ENOTCONN);
 	}
 	fake_end(p);
 }
@@ -837,7 +836,7 @@ int main(void)
 	open_fails("wrong-reply", fk_wrong_reply, -EPROTO, "READY", 3000);
 	double t0 = now_s();
 	open_fails("silent", fk_silent, -ETIMEDOUT, "READY", 200); /* 200 ms + 5 s grace */
-	CHECK(now_s() - t0 > 5.0 && now_s() - t0 < 8.0);
+	EXPECT(now_s() - t0 > 5.0 && now_s() - t0 < 8.0);
 
 	data_path(1);
 	data_path(0);
@@ -853,9 +852,5 @@ int main(void)
 
 	close(lfd);
 	unlink(sock_path);
-	if (failures) {
-		fprintf(stderr, "client-proto: %d failure(s)\n", failures);
-		return 1;
-	}
-	return 0;
+	return check_result();
 }
