@@ -4,7 +4,11 @@
  * send_enter, docs/ring.md [L1]-[L3]): the thread that opened a context
  * sends without the mutex until a second thread sends; from then on every
  * thread takes the mutex.  The hand-over must lose, duplicate or reorder
- * nothing.
+ * nothing.  Messages are 8 KiB, so a section (the copy into the ring) is
+ * long enough that two threads inside one at once, were the lock broken,
+ * corrupt the ring or reorder a thread's messages within a few thousand
+ * sends (a lock whose owner ignored the revocation failed 2 runs in 4
+ * here; under TSan it is a data race on every overlap).
  *
  *   node-send-bias [THREADS [MSGS]]
  *
@@ -13,6 +17,8 @@
  * order, and the total is what rank 0 reports through a pipe.  Rank 0
  * (this process, thread mode) sends:
  *   1. MSGS messages from the opening thread alone (the fast path);
+ *      every send is SHF_NONBLOCK and retried on -EAGAIN, so no thread
+ *      sleeps and the threads' sections overlap as often as they can;
  *   2. THREADS more threads start and each sends MSGS while the opening
  *      thread sends MSGS more at the same time: the bias is revoked while
  *      the owner is inside its section, as often as the timing allows;
@@ -31,7 +37,7 @@
 #include "shuffle.h"
 #include "tests/lib/daemon.h"
 
-#define LEN 16
+#define LEN 8192
 #define MAXT 8
 
 static struct td_env *e;
@@ -115,6 +121,7 @@ struct sender {
 	long n;        /* sends to make */
 	uint64_t seq;  /* next sequence number: sends that returned 0 */
 	int err;       /* first error */
+	uint64_t eagain; /* full-ring retries */
 	bool flush;    /* end with a REMOTE flush */
 };
 
@@ -124,7 +131,11 @@ static void *send_loop(void *arg)
 	char buf[LEN] = {0};
 	for (long i = 0; i < s->n; i++) {
 		memcpy(buf, &s->seq, sizeof(s->seq));
-		int r = shf_send(s->c, 1, s->id, buf, LEN, 0);
+		/* SHF_NONBLOCK and retry: the threads never sleep, so their
+		 * sections overlap as often as the cores allow */
+		int r;
+		while ((r = shf_send(s->c, 1, s->id, buf, LEN, SHF_NONBLOCK)) == -EAGAIN)
+			s->eagain++;
 		if (r) {
 			s->err = r;
 			return NULL;
@@ -142,7 +153,7 @@ static void *send_loop(void *arg)
 int main(int argc, char **argv)
 {
 	int nt = argc > 1 ? atoi(argv[1]) : 3;
-	long msgs = argc > 2 ? atol(argv[2]) : 20000;
+	long msgs = argc > 2 ? atol(argv[2]) : 10000;
 	e = td_init("send-bias", 110, TD_SOCKET_ENV);
 	CHECK(nt >= 1 && nt <= MAXT && msgs > 0);
 	CHECK(td_start(e->d, NULL, NULL) == 0);
@@ -170,7 +181,7 @@ int main(int argc, char **argv)
 	/* 1. the owner alone */
 	struct sender s[MAXT + 1];
 	for (int i = 0; i <= nt; i++)
-		s[i] = (struct sender){c, (uint32_t)i, msgs, 0, 0, i == 1};
+		s[i] = (struct sender){c, (uint32_t)i, msgs, 0, 0, 0, i == 1};
 	send_loop(&s[0]);
 	CHECKF(s[0].err == 0, "owner alone: %s", shf_strerror(s[0].err));
 	struct shf_stats st;
