@@ -162,6 +162,7 @@ int shc_deliver_batch(struct shf_ctx *c, unsigned max)
 	if (shc_is_dead(c))
 		return shc_dead_err(c);
 	struct shf_ctx *outer = shc_in_cb;
+	uint64_t done0 = c->deliver.done; /* deliver_lock held: ours */
 	unsigned n = 0;
 	bool bad = false;
 	/* poll mode: nobody else watches the socket while callbacks run here */
@@ -212,7 +213,7 @@ int shc_deliver_batch(struct shf_ctx *c, unsigned max)
 	/* one release for the batch; the daemon may sleep waiting for room */
 	if (shf_ring_release(&c->deliver))
 		shf_bell_ring(c->daemon_bell);
-	if (c->thread_mode) {
+	if (c->thread_mode && c->deliver.done != done0) { /* else nothing to tell */
 		pthread_mutex_lock(&c->mu);
 		c->released = c->deliver.done;
 		pthread_cond_broadcast(&c->dcond);
