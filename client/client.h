@@ -17,6 +17,9 @@
  * Threads and locks of a context (struct shf_ctx):
  *
  *   send_lock    owns the send ring's producer view and the mark counter.
+ *                Taken through send_enter()/send_leave() (data.c): the
+ *                opening thread skips the mutex until a second thread
+ *                uses the send side (a biased lock, docs/ring.md [L1]-[L3]).
  *                Held only for short non-blocking work: a sender that has
  *                to wait for room drops it while asleep, so a callback's
  *                SHF_NONBLOCK send never waits behind a sleeping sender.
@@ -197,7 +200,10 @@ struct shc_waiter {
 
 /* Client counters (struct shf_stats), relaxed atomics: several threads
  * write them.  Senders and the delivering thread each get a cache line, so
- * counting one does not slow the other down. */
+ * counting one does not slow the other down.  sent_* are written only
+ * under send_lock and delivered_* only under deliver_lock: one writer at
+ * a time, so those add with a relaxed load and store (data.c stat_add1w),
+ * no locked read-modify-write per message. */
 struct shc_stats {
 	/* written by shf_send() */
 	_Alignas(64) _Atomic uint64_t sent_msgs, sent_bytes, send_blocked_ns, send_eagain;
@@ -241,8 +247,13 @@ struct shf_ctx {
 	 * protocol, or shf_close() began.  Sticky.  Written under mu. */
 	_Atomic int dead;
 
-	/* --- producer side, under send_lock */
+	/* --- producer side, under send_lock (or its owner fast path: the
+	 * thread that opened the context takes no mutex until another thread
+	 * uses the send side; data.c send_enter(), docs/ring.md [L1]-[L3]) */
 	pthread_mutex_t send_lock;
+	pthread_t send_owner;      /* the opener: may use the fast path */
+	_Atomic bool send_shared;  /* sticky: another thread used it, mutex only */
+	_Atomic bool send_busy;    /* the owner is inside its lock-free section */
 	struct shf_ring send;      /* our producer view of SHF_SHM_SEND */
 	/* Last mark / epoch id handed out; the leader reads it to refuse a
 	 * reply for a mark never sent.  Relaxed on both sides: it orders

@@ -22,9 +22,12 @@
  * shf_close() in poll mode, on the calling thread.
  */
 #include <errno.h>
+#include <linux/membarrier.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +39,16 @@
 static inline void stat_add(_Atomic uint64_t *s, uint64_t v)
 {
 	atomic_fetch_add_explicit(s, v, memory_order_relaxed);
+}
+
+/* A counter with one writer at a time (the holder of send_lock or of
+ * deliver_lock): a relaxed load and store instead of a locked
+ * read-modify-write, so the hot paths pay no atomic RMW per message.
+ * Readers (shf_stats_get) still load it atomically, never torn. */
+static inline void stat_add1w(_Atomic uint64_t *s, uint64_t v)
+{
+	atomic_store_explicit(s, atomic_load_explicit(s, memory_order_relaxed) + v,
+			      memory_order_relaxed);
 }
 
 /* Lock m, giving up at the (CLOCK_MONOTONIC) deadline, -1: never.  0 or
@@ -56,6 +69,92 @@ static int lock_until(pthread_mutex_t *m, int64_t deadline)
 	return pthread_mutex_timedlock(m, &ts);
 }
 
+/* ------------------------------------------------ the send side's lock */
+
+/*
+ * send_lock, biased to the thread that opened the context.  Most
+ * programs send from one thread: that thread (the owner) enters with two
+ * relaxed stores and a relaxed load, no atomic read-modify-write and no
+ * fence.  The first time any other thread enters, it takes the mutex and
+ * revokes the bias for good (send_shared); from then on every thread,
+ * the owner too, takes the mutex.  The owner's entry and the revocation
+ * are an asymmetric Dekker pair (docs/ring.md):
+ *
+ *   [L1] owner:   store busy = 1; compiler barrier; load shared
+ *   [L2] revoker: store shared = 1; membarrier(PRIVATE_EXPEDITED);
+ *                 load busy (acquire) until 0
+ *   [L3] owner:   store busy = 0 (release) on leaving; the revoker's
+ *                 acquire load of it orders the owner's last section
+ *                 before everything the revoker does under the mutex
+ *
+ * membarrier() runs a full barrier on every running thread of this
+ * process, so the owner's [L1] either completed before it (the revoker
+ * then sees busy = 1 and waits for [L3]) or starts after it (the owner
+ * then sees shared = 1 and takes the mutex).  Without a usable
+ * membarrier (old kernel, seccomp) the bias is never given: every send
+ * takes the mutex, as before.
+ */
+static pthread_once_t membarrier_once = PTHREAD_ONCE_INIT;
+static bool membarrier_ok;
+
+static void membarrier_register(void)
+{
+	long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+	membarrier_ok = q > 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+			syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+void shc_send_lock_init(struct shf_ctx *c)
+{
+	pthread_once(&membarrier_once, membarrier_register);
+	c->send_owner = pthread_self();
+	/* [R]: the context reaches other threads only through shf_open()'s
+	 * return (or the delivery thread's start, which synchronises) */
+	atomic_store_explicit(&c->send_shared, !membarrier_ok, memory_order_relaxed);
+	atomic_store_explicit(&c->send_busy, false, memory_order_relaxed);
+}
+
+/* A second thread takes the send side: end the bias (send_lock held). */
+static void send_revoke(struct shf_ctx *c)
+{
+	atomic_store_explicit(&c->send_shared, true, memory_order_relaxed);        /* [L2] */
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0) { /* [L2] */
+		/* registered at start, so this cannot fail; if it does, the
+		 * owner may not see the flag: give up the context, loudly */
+		shc_mark_dead(c, "membarrier() failed (%s): the send lock is unsafe",
+			      strerror(errno));
+	}
+	/* the owner's section is short and never sleeps ([L3] before any wait) */
+	while (atomic_load_explicit(&c->send_busy, memory_order_acquire)) /* [L2]/[L3] */
+		sched_yield();
+}
+
+/* Enter the send side; returns true on the owner's fast path.  Pass the
+ * result to send_leave(). */
+static inline bool send_enter(struct shf_ctx *c)
+{
+	if (!atomic_load_explicit(&c->send_shared, memory_order_relaxed) &&
+	    pthread_equal(pthread_self(), c->send_owner)) {
+		atomic_store_explicit(&c->send_busy, true, memory_order_relaxed); /* [L1] */
+		atomic_signal_fence(memory_order_seq_cst);                        /* [L1] */
+		if (!atomic_load_explicit(&c->send_shared, memory_order_relaxed)) /* [L1] */
+			return true;
+		atomic_store_explicit(&c->send_busy, false, memory_order_release); /* [L3] */
+	}
+	pthread_mutex_lock(&c->send_lock);
+	if (!atomic_load_explicit(&c->send_shared, memory_order_relaxed))
+		send_revoke(c);
+	return false;
+}
+
+static inline void send_leave(struct shf_ctx *c, bool fast)
+{
+	if (fast)
+		atomic_store_explicit(&c->send_busy, false, memory_order_release); /* [L3] */
+	else
+		pthread_mutex_unlock(&c->send_lock);
+}
+
 /* ------------------------------------------------------------- delivery */
 
 int shc_deliver_batch(struct shf_ctx *c, unsigned max)
@@ -63,6 +162,7 @@ int shc_deliver_batch(struct shf_ctx *c, unsigned max)
 	if (shc_is_dead(c))
 		return shc_dead_err(c);
 	struct shf_ctx *outer = shc_in_cb;
+	uint64_t done0 = c->deliver.done; /* deliver_lock held: ours */
 	unsigned n = 0;
 	bool bad = false;
 	/* poll mode: nobody else watches the socket while callbacks run here */
@@ -96,9 +196,10 @@ int shc_deliver_batch(struct shf_ctx *c, unsigned max)
 		uint32_t len = v.len - SHF_MSG_HDR_BYTES;
 		c->fn(c->arg, h.rank, c->rank, h.type, v.data + SHF_MSG_HDR_BYTES, len);
 		n++;
-		/* counted per record, as soon as its callback returned */
-		stat_add(&c->st.delivered_msgs, 1);
-		stat_add(&c->st.delivered_bytes, len);
+		/* counted per record, as soon as its callback returned;
+		 * deliver_lock held: the only writer */
+		stat_add1w(&c->st.delivered_msgs, 1);
+		stat_add1w(&c->st.delivered_bytes, len);
 		if (checked && shc_now_ns() - checked > 1000000u) {
 			shc_sock_check(c); /* slow callbacks: look for a hang-up every ms */
 			checked = shc_now_ns();
@@ -112,7 +213,7 @@ int shc_deliver_batch(struct shf_ctx *c, unsigned max)
 	/* one release for the batch; the daemon may sleep waiting for room */
 	if (shf_ring_release(&c->deliver))
 		shf_bell_ring(c->daemon_bell);
-	if (c->thread_mode) {
+	if (c->thread_mode && c->deliver.done != done0) { /* else nothing to tell */
 		pthread_mutex_lock(&c->mu);
 		c->released = c->deliver.done;
 		pthread_cond_broadcast(&c->dcond);
@@ -270,7 +371,7 @@ int shc_waiter_wait(struct shf_ctx *c, struct shc_waiter *w, int64_t deadline)
 #define SEND_DEADLINE_LAZY INT64_MIN
 
 static int send_reserve(struct shf_ctx *c, uint32_t kind, uint32_t plen, bool nonblock,
-			int64_t deadline, void **p_out)
+			int64_t deadline, void **p_out, bool *fast)
 {
 	uint64_t t0 = 0;
 	bool waited = false;
@@ -295,9 +396,9 @@ static int send_reserve(struct shf_ctx *c, uint32_t kind, uint32_t plen, bool no
 			p = shf_ring_reserve(&c->send, plen, kind);
 			if (!p && !c->send.err) {
 				waited = true;
-				pthread_mutex_unlock(&c->send_lock);
+				send_leave(c, *fast);
 				r = shc_wait_step(c, gen, deadline);
-				pthread_mutex_lock(&c->send_lock);
+				*fast = send_enter(c);
 				if (r == -ETIMEDOUT) {
 					r = shc_fail(-ETIMEDOUT, "send ring still full at the timeout "
 						     "(the daemon or the consumers do not keep up); "
@@ -333,7 +434,7 @@ static int send_reserve(struct shf_ctx *c, uint32_t kind, uint32_t plen, bool no
 static int send_record(struct shf_ctx *c, int32_t rank, uint32_t type, const void *data,
 		       uint32_t len, bool nonblock)
 {
-	pthread_mutex_lock(&c->send_lock);
+	bool fast = send_enter(c);
 	if (c->check_sock) {
 		/* poll mode has no thread watching the socket: look now and then */
 		c->check_sock = false;
@@ -345,9 +446,9 @@ static int send_record(struct shf_ctx *c, int32_t rank, uint32_t type, const voi
 	 * the message was not sent and may be sent again. */
 	void *p;
 	int r = send_reserve(c, SHF_REC_MSG, SHF_MSG_HDR_BYTES + len, nonblock,
-			     SEND_DEADLINE_LAZY, &p);
+			     SEND_DEADLINE_LAZY, &p, &fast);
 	if (r) {
-		pthread_mutex_unlock(&c->send_lock);
+		send_leave(c, fast);
 		return r;
 	}
 	struct shf_msg_hdr h = {rank, type};
@@ -363,9 +464,10 @@ static int send_record(struct shf_ctx *c, int32_t rank, uint32_t type, const voi
 		c->send_count = 0;
 		c->check_sock = true;
 	}
-	pthread_mutex_unlock(&c->send_lock);
-	stat_add(&c->st.sent_msgs, 1);
-	stat_add(&c->st.sent_bytes, len);
+	/* send_lock held (or the owner's section): the only writer */
+	stat_add1w(&c->st.sent_msgs, 1);
+	stat_add1w(&c->st.sent_bytes, len);
+	send_leave(c, fast);
 	return 0;
 }
 
@@ -411,9 +513,9 @@ SHF_EXPORT int shf_bcast(struct shf_ctx *c, uint32_t type, const void *data, uin
 
 int shc_flush_origin(struct shf_ctx *c, int64_t deadline)
 {
-	pthread_mutex_lock(&c->send_lock);
+	bool fast = send_enter(c);
 	uint64_t target = c->send.done; /* everything published so far */
-	pthread_mutex_unlock(&c->send_lock);
+	send_leave(c, fast);
 	bool waited = false;
 	int r = 0;
 	for (;;) {
@@ -447,7 +549,7 @@ int shc_flush_origin(struct shf_ctx *c, int64_t deadline)
 static int mark_publish(struct shf_ctx *c, uint32_t what, struct shc_waiter *w,
 			int64_t deadline, uint64_t *id_p)
 {
-	pthread_mutex_lock(&c->send_lock);
+	bool fast = send_enter(c);
 	/* One sequence for flushes and epochs; the low 32 bits (the reply's
 	 * header id) are never 0, which means "unsolicited". */
 	uint64_t id = atomic_load_explicit(&c->mark_seq, memory_order_relaxed) + 1;
@@ -457,17 +559,18 @@ static int mark_publish(struct shf_ctx *c, uint32_t what, struct shc_waiter *w,
 	atomic_store_explicit(&c->mark_seq, id, memory_order_relaxed);
 	shc_waiter_add(c, w, SHF_IPC_FLUSH_DONE, id);
 	void *p;
-	int r = send_reserve(c, SHF_REC_MARK, sizeof(struct shf_mark), false, deadline, &p);
+	int r = send_reserve(c, SHF_REC_MARK, sizeof(struct shf_mark), false, deadline, &p,
+			     &fast);
 	if (r) {
 		shc_waiter_del(c, w);
-		pthread_mutex_unlock(&c->send_lock);
+		send_leave(c, fast);
 		return r;
 	}
 	struct shf_mark m = {id, what, 0};
 	memcpy(p, &m, sizeof(m));
 	if (shf_ring_publish(&c->send))
 		shf_bell_ring(c->daemon_bell);
-	pthread_mutex_unlock(&c->send_lock);
+	send_leave(c, fast);
 	*id_p = id;
 	return 0;
 }

@@ -9,6 +9,11 @@
 
 #include "client/client.h"
 
+/* The send side's lock: biased to the calling thread (the opener) when
+ * membarrier(2) can revoke it (data.c).  Called once, before the context
+ * is shared. */
+void shc_send_lock_init(struct shf_ctx *c);
+
 /* Deliver up to `max` records; deliver_lock held.  Count, or -ENOTCONN. */
 int shc_deliver_batch(struct shf_ctx *c, unsigned max);
 /* Poll mode, not in a callback: deliver a batch if the consumer is free, else

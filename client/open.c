@@ -91,6 +91,7 @@ static struct shf_ctx *ctx_new(void)
 	c->sock = c->daemon_bell = c->deliver_bell = c->space_bell = -1;
 	c->stop_fd = c->event_fd = -1;
 	pthread_mutex_init(&c->send_lock, NULL);
+	shc_send_lock_init(c);
 	pthread_mutex_init(&c->deliver_lock, NULL);
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_condattr_t ca;
