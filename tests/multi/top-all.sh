@@ -34,7 +34,7 @@ done
 export SHF_JOB=topall
 for r in $(seq 0 $((W - 1))); do
   SHF_RANK=$r SHF_WORLD=$W nodes_client $((r / K + 1)) "rank$r" "$TCLIENT" traffic n=300 rounds=2 \
-    minlen=16 maxlen=200 seed=11 hold=release
+    minlen=48 maxlen=200 seed=11 hold=release
 done
 for r in $(seq 0 $((W - 1))); do
   nodes_sync_wait "held.$r" || { nodes_sync_post release; t_fail "rank $r never finished"; }
