@@ -259,6 +259,18 @@ int conn_request_all(struct conn *c, const char *cmd, int timeout_ms, json_t **d
 	return request(c, cmd, SHF_CTL_ALL, (uint32_t)timeout_ms, NULL, doc_p);
 }
 
+int conn_request_all_args(struct conn *c, const char *cmd, const json_t *args, int timeout_ms,
+			  json_t **doc_p)
+{
+	return request(c, cmd, SHF_CTL_ALL, (uint32_t)timeout_ms, args, doc_p);
+}
+
+int conn_fan_ms(int timeout_ms)
+{
+	int fan_ms = timeout_ms ? timeout_ms - timeout_ms / 5 : 0;
+	return timeout_ms && fan_ms < 1 ? 1 : fan_ms;
+}
+
 int conn_request_args(struct conn *c, const char *cmd, const json_t *args, json_t **doc_p)
 {
 	return request(c, cmd, 0, 0, args, doc_p);

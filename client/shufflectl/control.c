@@ -10,6 +10,10 @@
  * The daemon decides who may (daemon/control.h): root or the daemon's
  * user for everything, a job's owner for cutoff and drain of that job;
  * anyone else is refused (exit 1, the daemon's words on stderr).
+ *
+ * --all: every node runs the command for the asker's uid (the daemons'
+ * fan-out; only with a cluster key, docs/protocol.md "Control commands");
+ * a row per node with its outcome, see show_control_all() for the exit.
  */
 #include <errno.h>
 #include <limits.h>
@@ -91,11 +95,24 @@ int run_control(const char *cmd, int argc, char *const *argv, const struct ctl_o
 		return rc;
 	}
 	json_t *doc = NULL;
-	rc = conn_request_args(&c, cmd, args, &doc) < 0 ? EXIT_FAIL : EXIT_OK;
+	rc = (o->all ? conn_request_all_args(&c, cmd, args, conn_fan_ms(o->timeout_ms), &doc)
+		     : conn_request_args(&c, cmd, args, &doc)) < 0
+		     ? EXIT_FAIL
+		     : EXIT_OK;
 	json_decref(args);
 	conn_close(&c);
 	if (rc != EXIT_OK)
 		return rc;
+	if (o->all) {
+		/* every node's outcome; --json: the combined document */
+		int all_rc = show_control_all(doc, cmd, o->json ? NULL : stdout);
+		if (o->json && json_dumpf(doc, stdout, JSON_INDENT(2)) < 0)
+			all_rc = EXIT_FAIL;
+		if (o->json)
+			fputc('\n', stdout);
+		json_decref(doc);
+		return all_rc;
+	}
 	if (o->json) {
 		if (json_dumpf(doc, stdout, JSON_INDENT(2)) < 0)
 			rc = EXIT_FAIL;

@@ -5,8 +5,8 @@
  *
  *   shufflectl [-s SOCKET] [--all] [--json | --prometheus [--per-rank]] [-o COLS]
  *              [--width N] [--timeout MS] COMMAND
- *   shufflectl [--once [--json]] [--interval MS] top              (top.c)
- *   shufflectl log-level LEVEL | cutoff JOB RANK | drain JOB     (control.c)
+ *   shufflectl [--all] [--once [--json]] [--interval MS] top      (top.c)
+ *   shufflectl [--all] log-level LEVEL | cutoff JOB RANK | drain JOB  (control.c)
  *
  * It asks the daemon (conn.c) for one JSON document (schema "shuffle/1",
  * docs/shufflectl.md) and renders it as aligned tables (default,
@@ -45,8 +45,9 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: shufflectl [-s SOCKET] [--all] [--json | --prometheus [--per-rank]] [-o COLS]\n"
 		"                  [--width N] [--timeout MS] COMMAND\n"
-		"       shufflectl [-s SOCKET] [--once [--json]] [--interval MS] top\n"
-		"       shufflectl [-s SOCKET] [--json] log-level LEVEL | cutoff JOB RANK | drain JOB\n"
+		"       shufflectl [-s SOCKET] [--all] [--once [--json]] [--interval MS] top\n"
+		"       shufflectl [-s SOCKET] [--all] [--json] log-level LEVEL | cutoff JOB RANK |\n"
+		"                  drain JOB\n"
 		"\n"
 		"Ask the node's shuffled daemon about its state.\n"
 		"\n"
@@ -75,10 +76,12 @@ static void usage(FILE *f)
 		"                     /tmp/shuffle-UID/NODE/...) if a socket is there, else the\n"
 		"                     system daemon's " SHF_SYSTEM_RUNTIME_DIR "/NODE/shuffled.sock\n"
 		"                     (root: system first); NODE: $SHF_NODE or the host name)\n"
-		"  -a, --all          status, peers, jobs, clients, stats, ping: ask every node\n"
-		"                     (through the daemons), one row per node plus totals;\n"
+		"  -a, --all          status, peers, jobs, clients, stats, ping, top: ask every\n"
+		"                     node (through the daemons), one row per node plus totals;\n"
 		"                     nodes without an answer are marked (down, unknown,\n"
-		"                     silent, ...); exit 4 when one is\n"
+		"                     silent, ...); exit 4 when one is.  log-level, cutoff,\n"
+		"                     drain: run on every node (needs a cluster key), each\n"
+		"                     node's outcome (ok, refused, not here, ...)\n"
 		"  -j, --json         print the daemon's JSON answer (schema shuffle/1)\n"
 		"  -p, --prometheus   with stats: Prometheus text format (textfile collector)\n"
 		"      --per-rank     with --prometheus: also the per-client {job,rank} series\n"
@@ -133,10 +136,7 @@ static int status_health(struct conn *c, json_t **peers_p, json_t **jobs_p)
 static int run_all(struct conn *c, const char *cmd, enum output out, int timeout_ms)
 {
 	json_t *doc = NULL;
-	int fan_ms = timeout_ms ? timeout_ms - timeout_ms / 5 : 0;
-	if (timeout_ms && fan_ms < 1)
-		fan_ms = 1;
-	if (conn_request_all(c, cmd, fan_ms, &doc) < 0)
+	if (conn_request_all(c, cmd, conn_fan_ms(timeout_ms), &doc) < 0)
 		return EXIT_FAIL;
 	int rc = EXIT_OK;
 	if (out == OUT_JSON) {
@@ -359,6 +359,7 @@ int main(int argc, char **argv)
 	co.sock = sock_opt;
 	co.timeout_ms = timeout_ms;
 	co.json = json;
+	co.all = all;
 	if ((co.once || interval_set) && strcmp(argv[optind], "top") != 0) {
 		errmsg("--once and --interval go with 'top' only");
 		return EXIT_USAGE;
