@@ -985,7 +985,7 @@ static const struct col top_all_cols[] = {
 	{"NAME~", "node_name", cell_str, "-",
 	 "node name, or why the node has no row: (down), (silent), ..."},
 	{"JOB~", "name", cell_str, "-", "job name ((node): the node's total)"},
-	{"LOCAL>", "local", cell_int, "-", "ranks on this node"},
+	{"LOCAL>", "local", cell_int, "-", "ranks on this node (node and total rows: clients)"},
 	{"MSGS/S>", "msgs_per_s", cell_rate, "-", "messages taken from send rings per second"},
 	{"BYTES/S>", "bytes_per_s", cell_byte_rate, "-", "their payload bytes per second"},
 	{"DELIV/S>", "msgs_out_per_s", cell_rate, "-",
@@ -1048,6 +1048,7 @@ void show_top_all(const json_t *doc, FILE *f)
 		if (!node)
 			oom();
 		json_object_set_new(node, "name", json_string("(node)"));
+		json_object_set(node, "local", jget(node, "clients"));
 		top_all_row(rows, node, id, name);
 		json_decref(node);
 	}
@@ -1059,6 +1060,7 @@ void show_top_all(const json_t *doc, FILE *f)
 	char nn[48];
 	snprintf(nn, sizeof(nn), "%zu nodes", k);
 	json_object_set_new(tot, "name", json_string("(all)"));
+	json_object_set(tot, "local", jget(tot, "clients"));
 	top_all_row(rows, tot, "total", nn);
 	json_decref(tot);
 	fprintf(f, "%zu nodes, %zu answered; rates over %.1f s (each node's own clock)\n", k,
