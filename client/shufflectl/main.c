@@ -407,7 +407,8 @@ int main(int argc, char **argv)
 	}
 	if (all && strcmp(cmd, "status") && strcmp(cmd, "peers") && strcmp(cmd, "jobs") &&
 	    strcmp(cmd, "clients") && strcmp(cmd, "stats") && strcmp(cmd, "ping")) {
-		errmsg("--all goes with status, peers, jobs, clients, stats and ping only");
+		errmsg("--all goes with status, peers, jobs, clients, stats, ping, top, log-level, "
+		       "cutoff and drain only");
 		return EXIT_USAGE;
 	}
 	if (all && (columns || po.per_rank)) {
