@@ -24,35 +24,6 @@
 #include "client/client.h"
 #include "client/shufflectl/shufflectl.h"
 
-int ctl_connect(struct conn *c, const struct ctl_opts *o)
-{
-	c->fd = -1;
-	int r = conn_connect(c, o->sock, o->timeout_ms);
-	if (r == -ECONNREFUSED) {
-		errmsg("shuffled is not running: %s", shf_error_detail());
-		return EXIT_NOT_RUNNING;
-	}
-	if (r == -EPERM) {
-		errmsg("refusing the daemon at %s: it runs as uid %u, which is neither root, your "
-		       "uid %u nor the system user '%s'", c->path, (unsigned)c->daemon_cred.uid,
-		       (unsigned)geteuid(), SHF_SYSTEM_USER);
-		return EXIT_FAIL;
-	}
-	if (r == -EINVAL) {
-		errmsg("%s; use -s or set SHF_SOCKET", shf_error_detail());
-		return EXIT_USAGE;
-	}
-	if (r < 0) {
-		errmsg("%s", shf_error_detail());
-		return EXIT_FAIL;
-	}
-	if (conn_hello(c) < 0) {
-		conn_close(c);
-		return EXIT_FAIL;
-	}
-	return 0;
-}
-
 static int want_args(const char *cmd, int argc, int want, const char *usage)
 {
 	if (argc == want)
@@ -90,7 +61,7 @@ int run_control(const char *cmd, int argc, char *const *argv, const struct ctl_o
 		return EXIT_FAIL;
 	}
 	struct conn c;
-	if ((rc = ctl_connect(&c, o)) != 0) {
+	if ((rc = conn_open(&c, o->sock, o->timeout_ms)) != 0) {
 		json_decref(args);
 		return rc;
 	}

@@ -430,35 +430,16 @@ int main(int argc, char **argv)
 	out = json ? OUT_JSON : prom ? OUT_PROMETHEUS : OUT_TABLE;
 
 	/* where: the library's rule (client/discover.c), and its words */
-	struct conn c = {.fd = -1};
-	int r = conn_connect(&c, sock_opt, timeout_ms);
-	if (r == -ECONNREFUSED) {
-		errmsg("shuffled is not running: %s", shf_error_detail());
-		if (out == OUT_PROMETHEUS) {
-			/* so a textfile collector records the daemon as down */
-			show_prometheus_down(stdout);
-			fflush(stdout);
-		}
-		return EXIT_NOT_RUNNING;
+	struct conn c;
+	int rc = conn_open(&c, sock_opt, timeout_ms);
+	if (rc == EXIT_NOT_RUNNING && out == OUT_PROMETHEUS) {
+		/* so a textfile collector records the daemon as down */
+		show_prometheus_down(stdout);
+		fflush(stdout);
 	}
-	if (r == -EPERM) {
-		errmsg("refusing the daemon at %s: it runs as uid %u (pid %d), which is neither "
-		       "root, your uid %u nor the system user '%s' (another user may have taken "
-		       "the runtime directory)", c.path, (unsigned)c.daemon_cred.uid,
-		       (int)c.daemon_cred.pid, (unsigned)geteuid(), SHF_SYSTEM_USER);
-		return EXIT_FAIL;
-	}
-	if (r == -EINVAL) {
-		errmsg("%s; use -s or set SHF_SOCKET", shf_error_detail());
-		return EXIT_USAGE;
-	}
-	if (r < 0) {
-		errmsg("%s", shf_error_detail());
-		return EXIT_FAIL;
-	}
-	int rc = conn_hello(&c) < 0 ? EXIT_FAIL
-		 : all		    ? run_all(&c, cmd, out, timeout_ms)
-				    : run(&c, cmd, out, &po);
+	if (rc != EXIT_OK)
+		return rc;
+	rc = all ? run_all(&c, cmd, out, timeout_ms) : run(&c, cmd, out, &po);
 	conn_close(&c);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		errmsg("write error on standard output: %s", strerror(errno));

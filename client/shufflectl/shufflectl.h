@@ -69,6 +69,12 @@ struct conn {
  * (c->daemon_cred says who it is; c->path where), others.  The caller
  * decides between "not running" and a failure. */
 int conn_connect(struct conn *c, const char *opt, int timeout_ms);
+/* conn_connect() and conn_hello(), every failure printed in the words
+ * shufflectl uses for it (main.c, control.c and top.c share them): 0, or
+ * the exit code (EXIT_NOT_RUNNING: nothing found; EXIT_USAGE: a bad
+ * socket path; EXIT_FAIL: an untrusted daemon, no HELLO_OK, others);
+ * c->fd is -1 on failure. */
+int conn_open(struct conn *c, const char *opt, int timeout_ms);
 /* HELLO -> HELLO_OK.  0 or negative errno (printed). */
 int conn_hello(struct conn *c);
 /* CTL(cmd) -> the JSON document, an object whose "command" is cmd (the
@@ -187,8 +193,6 @@ struct ctl_opts {
 	int interval_ms;  /* top --interval */
 	bool all;         /* --all: every node, through the daemons' fan-out */
 };
-/* Connect and HELLO as main() does (errors printed): 0, or the exit code. */
-int ctl_connect(struct conn *c, const struct ctl_opts *o);
 /* log-level LEVEL | cutoff JOB RANK | drain JOB: args are the words after
  * the command.  The exit code. */
 int run_control(const char *cmd, int argc, char *const *argv, const struct ctl_opts *o);

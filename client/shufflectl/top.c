@@ -176,7 +176,7 @@ static json_t *sample(const struct ctl_opts *o, int *rc_p)
 {
 	struct conn c;
 	json_t *doc = NULL;
-	int rc = ctl_connect(&c, o);
+	int rc = conn_open(&c, o->sock, o->timeout_ms);
 	if (rc == 0) {
 		if ((o->all ? conn_request_all(&c, "top", conn_fan_ms(o->timeout_ms), &doc)
 			    : conn_request(&c, "top", &doc)) < 0)
