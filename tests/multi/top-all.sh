@@ -13,7 +13,7 @@
 #    totals row adds up to the whole job's sent and delivered;
 #  - the table form lists the 4 nodes and a total row and exits 0;
 # then node 3 (id 2) is killed: `top --all --once --json --timeout 2000`
-# answers within its bound, lists node id 2 missing (silent, down or
+# answers within its bound (each sample: the root's elapsed_ms < 2000), lists node id 2 missing (silent, down or
 # failing) and the 3 others; the table form marks it and exits 4.
 T=multi-top-all
 # shellcheck source=tests/multi/common.sh
@@ -93,9 +93,11 @@ el=$(($(nodes_now_ms) - t0))
 st=$(jq -r --arg v $((V - 1)) '.missing[$v].state // "answered"' <<<"$out")
 case "$st" in silent|down|failing) ;; *) t_fail "killed node id $((V - 1)) is '$st' in top --all" ;; esac
 [ "$(jq '.nodes | length' <<<"$out")" = $((N - 1)) ] || t_fail "top --all with a node killed: $(jq '.nodes | length' <<<"$out") answered"
+inner=$(jq '.elapsed_ms | floor' <<<"$out")
+[ "$inner" -lt 2000 ] || t_fail "top --all's second sample: the root answered after $inner ms, bound 2000"
 table=$(CTL top --all --once --timeout 2000 --interval 100); rc=$?
 [ "$rc" = 4 ] || t_fail "top --all (table) with a node killed exited $rc, expected 4: $table"
 grep -qE "^$((V - 1)) +\((silent|down|failing)\)" <<<"$table" || t_fail "the table does not mark node id $((V - 1)): $table"
-t_note "node $V killed: top --all answered in $el ms (two samples), node id $((V - 1)) '$st'"
+t_note "node $V killed: top --all answered in $el ms (two samples; the root's elapsed_ms of the second: $inner), node id $((V - 1)) '$st'"
 nodes_down || t_fail "scripts/nodes down failed"
 t_note "ok"
