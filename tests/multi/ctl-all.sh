@@ -63,6 +63,7 @@ if [ "$how" = nokey ]; then
     [ "$(loglevel "$i")" != "debug runtime (shufflectl)" ] || t_fail "node $i's log level changed"
   done
   CTLAS - --all status --json >/dev/null || t_fail "--all status without a key failed"
+  t_fault_check_clean
   t_note "no cluster key: control --all refused (exit 1, counted, logged); --all status works"
   nodes_down || t_fail "scripts/nodes down failed"
   t_note "ok"
@@ -135,6 +136,6 @@ for r in 0 1 2 3; do
   grep -q "flush after hold: .*drained by uid $OWNER" "$NODES_TMP/logs/own$r.log" || t_fail "ownjob rank $r's flush does not say drained by uid $OWNER"
 done
 t_note "root: --all log-level debug on $N nodes; --all cutoff cutjob 0 acted on node id 2 only, others not here"
-t_daemons_alive
+t_fault_check_clean  # daemons alive, no sanitizer report
 nodes_down || t_fail "scripts/nodes down failed"
 t_note "ok"

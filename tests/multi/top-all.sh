@@ -85,7 +85,7 @@ nodes_wait_all || t_fail "a rank failed"
 
 V=3
 nodes kill --node $V --signal KILL || t_fail "cannot kill node $V"
-T_KILLED=" $V "
+T_KILLED="$V"
 t0=$(nodes_now_ms)
 out=$(CTL top --all --once --json --timeout 2000 --interval 100); rc=$?
 el=$(($(nodes_now_ms) - t0))
@@ -99,5 +99,6 @@ table=$(CTL top --all --once --timeout 2000 --interval 100); rc=$?
 [ "$rc" = 4 ] || t_fail "top --all (table) with a node killed exited $rc, expected 4: $table"
 grep -qE "^$((V - 1)) +\((silent|down|failing)\)" <<<"$table" || t_fail "the table does not mark node id $((V - 1)): $table"
 t_note "node $V killed: top --all answered in $el ms (two samples; the root's elapsed_ms of the second: $inner), node id $((V - 1)) '$st'"
+t_fault_check_clean  # the survivors alive, no sanitizer report
 nodes_down || t_fail "scripts/nodes down failed"
 t_note "ok"
