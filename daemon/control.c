@@ -15,6 +15,7 @@
 #include "daemon/control.h"
 #include "daemon/jobtab.h"
 #include "daemon/log.h"
+#include "daemon/net.h"
 #include "proto/ipc.h"
 
 static struct shd_ratelimit rl_refused = SHD_RATELIMIT_INIT(1000, 5);
@@ -164,4 +165,16 @@ json_t *shd_control_drain(struct shd_daemon *d, const json_t *req, uid_t uid)
 		   n == 1 ? "" : "s");
 	return json_pack("{s:s,s:i,s:i}", "job", name, "clients", n, "drained_by",
 			 (int)j->drained_by);
+}
+
+json_t *shd_control_relay_check(struct shd_daemon *d, const char *cmd, uid_t uid)
+{
+	/* "key": members proved the cluster key; "alone": nothing is relayed */
+	if (strcmp(shd_net_auth_mode(d), "none") != 0)
+		return NULL;
+	char what[64];
+	snprintf(what, sizeof(what), "%s --all", cmd);
+	return refuse(d, uid, what, "control --all needs authenticated peers (cluster_key): "
+		      "without a key a uid relayed by another node cannot be trusted; configure "
+		      "cluster_key, or run the command on each node without --all");
 }

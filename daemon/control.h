@@ -51,4 +51,14 @@ struct json_t *shd_control_cutoff(struct shd_daemon *d, const struct json_t *req
  * "clients": sessions cut off, "drained_by": uid}. */
 struct json_t *shd_control_drain(struct shd_daemon *d, const struct json_t *req, uid_t uid);
 
+/* May this node run control command cmd for uid as relayed by the fan-out
+ * (shufflectl --all)?  NULL: yes; else the refusal (-EPERM, counted in
+ * ctl_refused, logged).  Only when its peers are authenticated
+ * (cluster_key: a FAN_REQ is admitted only in a session whose handshake
+ * proved the key, so every hop is a key holder) or it is alone.  Without
+ * a key anything that reaches a member's address can join as that member
+ * and claim any uid, so no relayed uid is trusted to act: the asker's own
+ * daemon refuses before any node acts, and every node checks again. */
+struct json_t *shd_control_relay_check(struct shd_daemon *d, const char *cmd, uid_t uid);
+
 #endif

@@ -473,22 +473,36 @@ int shd_ctlcmd(struct shd_daemon *d, struct shd_client *c, uint32_t id, const ch
 
 /* ---- --all: the fan-out's handler and its answer (daemon/fanout.h) ---- */
 
-/* The commands --all runs on every node: those that only read. */
+/* The commands --all runs on every node: those that only read, and the
+ * control commands (each node runs control.c's function for the asker's
+ * uid, if its peers are authenticated: shd_control_relay_check()). */
 static bool fan_cmd(const char *cmd)
 {
 	return !strcmp(cmd, "status") || !strcmp(cmd, "peers") || !strcmp(cmd, "jobs") ||
-	       !strcmp(cmd, "clients") || !strcmp(cmd, "stats") || !strcmp(cmd, "ping");
+	       !strcmp(cmd, "clients") || !strcmp(cmd, "stats") || !strcmp(cmd, "ping") ||
+	       !strcmp(cmd, "top") || shd_ctlcmd_find(cmd);
 }
 
 /* This node's answer for a request of uid (the same rule as a local
- * asker's: the uid as the root's daemon saw it, SO_PEERCRED). */
+ * asker's: the uid as the root's daemon saw it, SO_PEERCRED, relayed by
+ * members only: with a cluster key, authenticated ones). */
 static json_t *fan_answer(struct shd_daemon *d, const char *cmd, const json_t *args, uint32_t uid)
 {
-	(void)args; /* none of these commands takes arguments */
 	if (!fan_cmd(cmd))
 		return NULL;
-	struct view v = view_of((uid_t)uid);
-	json_t *o = build(d, cmd, &v);
+	json_t *o = NULL;
+	if (shd_ctlcmd_find(cmd)) {
+		o = shd_control_relay_check(d, cmd, (uid_t)uid);
+		if (o) {
+			json_object_set_new(o, "schema", json_string(SCHEMA));
+			json_object_set_new(o, "command", json_string(cmd));
+		} else {
+			o = shd_ctlcmd_run(d, cmd, json_is_object(args) ? args : NULL, (uid_t)uid);
+		}
+	} else {
+		struct view v = view_of((uid_t)uid);
+		o = build(d, cmd, &v);
+	}
 	/* every node's answer says whose it is (status has it already) */
 	if (o && !json_object_get(o, "node_name")) {
 		json_object_set_new(o, "node_name", json_string(d->cfg.node_name));
@@ -537,14 +551,36 @@ const struct shd_fanout_ops shd_ctlcmd_fanout = {
 };
 
 int shd_ctlcmd_all(struct shd_daemon *d, struct shd_client *c, uint32_t id, const char *cmd,
-		   uint32_t timeout_ms)
+		   const char *args, uint32_t timeout_ms)
 {
 	if (!fan_cmd(cmd)) {
 		shd_client_error(c, id, -EINVAL, "'%s' is not a command for --all (status, peers, "
-				 "jobs, clients, stats, ping)", cmd);
+				 "jobs, clients, stats, ping, top, log-level, cutoff, drain)", cmd);
 		return 0;
 	}
-	int r = shd_fanout_start(d, cmd, NULL, (uint32_t)c->uid, timeout_ms, c->id, id);
+	json_t *req = NULL;
+	if (args) {
+		json_error_t je;
+		req = json_loads(args, 0, &je);
+		if (!json_is_object(req)) {
+			json_decref(req);
+			shd_client_error(c, id, -EINVAL, "'%s': arguments are not a JSON object", cmd);
+			return 0;
+		}
+	}
+	if (shd_ctlcmd_find(cmd)) {
+		/* refused here, before any node acts (counted and logged here) */
+		json_t *no = shd_control_relay_check(d, cmd, c->uid);
+		if (no) {
+			const char *msg = json_string_value(json_object_get(no, "message"));
+			shd_client_error(c, id, -EPERM, "%s", msg ? msg : "refused");
+			json_decref(no);
+			json_decref(req);
+			return 0;
+		}
+	}
+	int r = shd_fanout_start(d, cmd, req, (uint32_t)c->uid, timeout_ms, c->id, id);
+	json_decref(req);
 	if (r < 0)
 		shd_client_error(c, id, r, "cannot start '%s' on every node: %s", cmd,
 				 strerror(-r));

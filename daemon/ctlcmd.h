@@ -21,9 +21,12 @@ int shd_ctlcmd(struct shd_daemon *d, struct shd_client *c, uint32_t id, const ch
 	       const char *args);
 /* The same for every node up (shufflectl --all; daemon/fanout.h): the
  * combined answer comes later, when the fan-out completes (timeout_ms: its
- * bound, 0 the default), or an ERROR now.  Only commands that read. */
+ * bound, 0 the default), or an ERROR now.  The read commands status,
+ * peers, jobs, clients, stats, ping, top, and the control commands
+ * (args: their JSON arguments), these only with authenticated peers
+ * (shd_control_relay_check(): refused here, before any node acts). */
 int shd_ctlcmd_all(struct shd_daemon *d, struct shd_client *c, uint32_t id, const char *cmd,
-		   uint32_t timeout_ms);
+		   const char *args, uint32_t timeout_ms);
 /* The fan-out's handler (this node's answer) and its completion: given to
  * shd_fanout_open(). */
 extern const struct shd_fanout_ops shd_ctlcmd_fanout;

@@ -517,7 +517,7 @@ static bool dispatch(struct shd_client *c, const void *buf, size_t n)
 			if (m.flags & ~SHF_CTL_ALL)
 				shd_client_error(c, h.id, -EINVAL, "unknown ctl flags %#x", m.flags);
 			else if (m.flags & SHF_CTL_ALL)
-				cr = shd_ctlcmd_all(c->d, c, h.id, m.cmd, m.timeout_ms);
+				cr = shd_ctlcmd_all(c->d, c, h.id, m.cmd, args, m.timeout_ms);
 			else
 				cr = shd_ctlcmd(c->d, c, h.id, m.cmd, args);
 			if (cr < 0) {

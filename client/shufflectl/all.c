@@ -2,7 +2,8 @@
 /*
  * client/shufflectl/all.c - shufflectl --all: the combined answer of every
  * node (docs/shufflectl.md, "--all") as one table, a row per node (those
- * without an answer marked with why) and a row of totals.
+ * without an answer marked with why) and a row of totals; for the control
+ * commands, each node's outcome.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -254,4 +255,86 @@ bool show_all(const json_t *doc, const char *cmd, FILE *f)
 		jint(doc, "root", -1));
 	free(ids);
 	return missing == 0;
+}
+
+/* One node's outcome of a control command: ok, refused (-EPERM), not here
+ * (-ENOENT: no such job or rank on that node), failed. */
+static const char *outcome(const json_t *a)
+{
+	if (!jget(a, "error"))
+		return "ok";
+	long long e = jint(a, "error", 0);
+	return e == -1 ? "refused" : e == -2 ? "not here" : "failed";
+}
+
+/* What a node that acted did, in a few words. */
+static void acted(const json_t *a, const char *cmd, char *buf, size_t n)
+{
+	if (!strcmp(cmd, "log-level"))
+		snprintf(buf, n, "log level %s (was %s)", jstr(a, "log_level", "?"),
+			 jstr(a, "previous", "?"));
+	else if (!strcmp(cmd, "cutoff"))
+		snprintf(buf, n, "cut off client %lld (rank %lld pid %lld)", jint(a, "client", -1),
+			 jint(a, "rank", -1), jint(a, "pid", -1));
+	else
+		snprintf(buf, n, "drained: %lld session%s cut off", jint(a, "clients", 0),
+			 jint(a, "clients", 0) == 1 ? "" : "s");
+}
+
+int show_control_all(const json_t *doc, const char *cmd, FILE *f)
+{
+	struct all_table t = {.ncols = 4};
+	t.head[0] = "NODE";
+	t.head[1] = "NAME";
+	t.head[2] = "OUTCOME";
+	t.head[3] = "DETAIL";
+	size_t n, ok = 0, here_not = 0, bad = 0, missing = 0;
+	long long *ids = all_ids(doc, &n);
+	for (size_t i = 0; i < n; i++) {
+		char k[32], text[400];
+		snprintf(k, sizeof(k), "%lld", ids[i]);
+		const json_t *a = jget(jget(doc, "nodes"), k);
+		row_add(&t);
+		cell_set(&t, 0, "%lld", ids[i]);
+		if (!a) {
+			const json_t *m = jget(jget(doc, "missing"), k);
+			missing++;
+			cell_set(&t, 2, "%s", jstr(m, "state", "?"));
+			if (jget(m, "via"))
+				cell_set(&t, 3, "via node %lld", jint(m, "via", -1));
+			continue;
+		}
+		const char *out = outcome(a);
+		cell_set(&t, 1, "%s", jstr(a, "node_name", "?"));
+		cell_set(&t, 2, "%s", out);
+		if (!strcmp(out, "ok")) {
+			ok++;
+			acted(a, cmd, text, sizeof(text));
+			cell_set(&t, 3, "%s", text);
+		} else {
+			here_not += !strcmp(out, "not here");
+			bad += strcmp(out, "not here") != 0;
+			cell_set(&t, 3, "%s", jstr(a, "message", "?"));
+		}
+	}
+	row_add(&t);
+	cell_set(&t, 0, "total");
+	cell_set(&t, 1, "%zu nodes", n);
+	cell_set(&t, 2, "%zu ok", ok);
+	cell_set(&t, 3, "%zu not here, %zu refused or failed, %zu without an answer", here_not, bad,
+		 missing);
+	if (f) {
+		table_show(&t, f);
+		fprintf(f, "answered in %.0f ms (timeout %lld ms, fan-out %lld, from node %lld)\n",
+			jreal(doc, "elapsed_ms", 0), jint(doc, "timeout_ms", 0),
+			jint(doc, "fanout", 0), jint(doc, "root", -1));
+	} else {
+		for (unsigned i = 0; i < t.nrows * t.ncols; i++)
+			free(t.cell[i]);
+		free(t.cell);
+	}
+	free(ids);
+	if (bad || !ok)
+		return EXIT_FAIL;
+	return missing ? EXIT_DEGRADED : EXIT_OK;
 }

@@ -55,6 +55,36 @@ int conn_connect(struct conn *c, const char *opt, int timeout_ms)
 	return 0;
 }
 
+int conn_open(struct conn *c, const char *opt, int timeout_ms)
+{
+	c->fd = -1;
+	int r = conn_connect(c, opt, timeout_ms);
+	if (r == -ECONNREFUSED) {
+		errmsg("shuffled is not running: %s", shf_error_detail());
+		return EXIT_NOT_RUNNING;
+	}
+	if (r == -EPERM) {
+		errmsg("refusing the daemon at %s: it runs as uid %u (pid %d), which is neither "
+		       "root, your uid %u nor the system user '%s' (another user may have taken "
+		       "the runtime directory)", c->path, (unsigned)c->daemon_cred.uid,
+		       (int)c->daemon_cred.pid, (unsigned)geteuid(), SHF_SYSTEM_USER);
+		return EXIT_FAIL;
+	}
+	if (r == -EINVAL) {
+		errmsg("%s; use -s or set SHF_SOCKET", shf_error_detail());
+		return EXIT_USAGE;
+	}
+	if (r < 0) {
+		errmsg("%s", shf_error_detail());
+		return EXIT_FAIL;
+	}
+	if (conn_hello(c) < 0) {
+		conn_close(c);
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
+}
+
 void conn_close(struct conn *c)
 {
 	if (c->fd >= 0) {
@@ -257,6 +287,18 @@ int conn_request(struct conn *c, const char *cmd, json_t **doc_p)
 int conn_request_all(struct conn *c, const char *cmd, int timeout_ms, json_t **doc_p)
 {
 	return request(c, cmd, SHF_CTL_ALL, (uint32_t)timeout_ms, NULL, doc_p);
+}
+
+int conn_request_all_args(struct conn *c, const char *cmd, const json_t *args, int timeout_ms,
+			  json_t **doc_p)
+{
+	return request(c, cmd, SHF_CTL_ALL, (uint32_t)timeout_ms, args, doc_p);
+}
+
+int conn_fan_ms(int timeout_ms)
+{
+	int fan_ms = timeout_ms ? timeout_ms - timeout_ms / 5 : 0;
+	return timeout_ms && fan_ms < 1 ? 1 : fan_ms;
 }
 
 int conn_request_args(struct conn *c, const char *cmd, const json_t *args, json_t **doc_p)

@@ -10,6 +10,10 @@
  * The daemon decides who may (daemon/control.h): root or the daemon's
  * user for everything, a job's owner for cutoff and drain of that job;
  * anyone else is refused (exit 1, the daemon's words on stderr).
+ *
+ * --all: every node runs the command for the asker's uid (the daemons'
+ * fan-out; only with a cluster key, docs/protocol.md "Control commands");
+ * a row per node with its outcome, see show_control_all() for the exit.
  */
 #include <errno.h>
 #include <limits.h>
@@ -19,35 +23,6 @@
 
 #include "client/client.h"
 #include "client/shufflectl/shufflectl.h"
-
-int ctl_connect(struct conn *c, const struct ctl_opts *o)
-{
-	c->fd = -1;
-	int r = conn_connect(c, o->sock, o->timeout_ms);
-	if (r == -ECONNREFUSED) {
-		errmsg("shuffled is not running: %s", shf_error_detail());
-		return EXIT_NOT_RUNNING;
-	}
-	if (r == -EPERM) {
-		errmsg("refusing the daemon at %s: it runs as uid %u, which is neither root, your "
-		       "uid %u nor the system user '%s'", c->path, (unsigned)c->daemon_cred.uid,
-		       (unsigned)geteuid(), SHF_SYSTEM_USER);
-		return EXIT_FAIL;
-	}
-	if (r == -EINVAL) {
-		errmsg("%s; use -s or set SHF_SOCKET", shf_error_detail());
-		return EXIT_USAGE;
-	}
-	if (r < 0) {
-		errmsg("%s", shf_error_detail());
-		return EXIT_FAIL;
-	}
-	if (conn_hello(c) < 0) {
-		conn_close(c);
-		return EXIT_FAIL;
-	}
-	return 0;
-}
 
 static int want_args(const char *cmd, int argc, int want, const char *usage)
 {
@@ -86,16 +61,29 @@ int run_control(const char *cmd, int argc, char *const *argv, const struct ctl_o
 		return EXIT_FAIL;
 	}
 	struct conn c;
-	if ((rc = ctl_connect(&c, o)) != 0) {
+	if ((rc = conn_open(&c, o->sock, o->timeout_ms)) != 0) {
 		json_decref(args);
 		return rc;
 	}
 	json_t *doc = NULL;
-	rc = conn_request_args(&c, cmd, args, &doc) < 0 ? EXIT_FAIL : EXIT_OK;
+	rc = (o->all ? conn_request_all_args(&c, cmd, args, conn_fan_ms(o->timeout_ms), &doc)
+		     : conn_request_args(&c, cmd, args, &doc)) < 0
+		     ? EXIT_FAIL
+		     : EXIT_OK;
 	json_decref(args);
 	conn_close(&c);
 	if (rc != EXIT_OK)
 		return rc;
+	if (o->all) {
+		/* every node's outcome; --json: the combined document */
+		int all_rc = show_control_all(doc, cmd, o->json ? NULL : stdout);
+		if (o->json && json_dumpf(doc, stdout, JSON_INDENT(2)) < 0)
+			all_rc = EXIT_FAIL;
+		if (o->json)
+			fputc('\n', stdout);
+		json_decref(doc);
+		return all_rc;
+	}
 	if (o->json) {
 		if (json_dumpf(doc, stdout, JSON_INDENT(2)) < 0)
 			rc = EXIT_FAIL;

@@ -5,8 +5,8 @@
  *
  *   shufflectl [-s SOCKET] [--all] [--json | --prometheus [--per-rank]] [-o COLS]
  *              [--width N] [--timeout MS] COMMAND
- *   shufflectl [--once [--json]] [--interval MS] top              (top.c)
- *   shufflectl log-level LEVEL | cutoff JOB RANK | drain JOB     (control.c)
+ *   shufflectl [--all] [--once [--json]] [--interval MS] top      (top.c)
+ *   shufflectl [--all] log-level LEVEL | cutoff JOB RANK | drain JOB  (control.c)
  *
  * It asks the daemon (conn.c) for one JSON document (schema "shuffle/1",
  * docs/shufflectl.md) and renders it as aligned tables (default,
@@ -45,8 +45,9 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: shufflectl [-s SOCKET] [--all] [--json | --prometheus [--per-rank]] [-o COLS]\n"
 		"                  [--width N] [--timeout MS] COMMAND\n"
-		"       shufflectl [-s SOCKET] [--once [--json]] [--interval MS] top\n"
-		"       shufflectl [-s SOCKET] [--json] log-level LEVEL | cutoff JOB RANK | drain JOB\n"
+		"       shufflectl [-s SOCKET] [--all] [--once [--json]] [--interval MS] top\n"
+		"       shufflectl [-s SOCKET] [--all] [--json] log-level LEVEL | cutoff JOB RANK |\n"
+		"                  drain JOB\n"
 		"\n"
 		"Ask the node's shuffled daemon about its state.\n"
 		"\n"
@@ -75,10 +76,12 @@ static void usage(FILE *f)
 		"                     /tmp/shuffle-UID/NODE/...) if a socket is there, else the\n"
 		"                     system daemon's " SHF_SYSTEM_RUNTIME_DIR "/NODE/shuffled.sock\n"
 		"                     (root: system first); NODE: $SHF_NODE or the host name)\n"
-		"  -a, --all          status, peers, jobs, clients, stats, ping: ask every node\n"
-		"                     (through the daemons), one row per node plus totals;\n"
+		"  -a, --all          status, peers, jobs, clients, stats, ping, top: ask every\n"
+		"                     node (through the daemons), one row per node plus totals;\n"
 		"                     nodes without an answer are marked (down, unknown,\n"
-		"                     silent, ...); exit 4 when one is\n"
+		"                     silent, ...); exit 4 when one is.  log-level, cutoff,\n"
+		"                     drain: run on every node (needs a cluster key), each\n"
+		"                     node's outcome (ok, refused, not here, ...)\n"
 		"  -j, --json         print the daemon's JSON answer (schema shuffle/1)\n"
 		"  -p, --prometheus   with stats: Prometheus text format (textfile collector)\n"
 		"      --per-rank     with --prometheus: also the per-client {job,rank} series\n"
@@ -133,10 +136,7 @@ static int status_health(struct conn *c, json_t **peers_p, json_t **jobs_p)
 static int run_all(struct conn *c, const char *cmd, enum output out, int timeout_ms)
 {
 	json_t *doc = NULL;
-	int fan_ms = timeout_ms ? timeout_ms - timeout_ms / 5 : 0;
-	if (timeout_ms && fan_ms < 1)
-		fan_ms = 1;
-	if (conn_request_all(c, cmd, fan_ms, &doc) < 0)
+	if (conn_request_all(c, cmd, conn_fan_ms(timeout_ms), &doc) < 0)
 		return EXIT_FAIL;
 	int rc = EXIT_OK;
 	if (out == OUT_JSON) {
@@ -359,6 +359,7 @@ int main(int argc, char **argv)
 	co.sock = sock_opt;
 	co.timeout_ms = timeout_ms;
 	co.json = json;
+	co.all = all;
 	if ((co.once || interval_set) && strcmp(argv[optind], "top") != 0) {
 		errmsg("--once and --interval go with 'top' only");
 		return EXIT_USAGE;
@@ -406,7 +407,8 @@ int main(int argc, char **argv)
 	}
 	if (all && strcmp(cmd, "status") && strcmp(cmd, "peers") && strcmp(cmd, "jobs") &&
 	    strcmp(cmd, "clients") && strcmp(cmd, "stats") && strcmp(cmd, "ping")) {
-		errmsg("--all goes with status, peers, jobs, clients, stats and ping only");
+		errmsg("--all goes with status, peers, jobs, clients, stats, ping, top, log-level, "
+		       "cutoff and drain only");
 		return EXIT_USAGE;
 	}
 	if (all && (columns || po.per_rank)) {
@@ -428,35 +430,16 @@ int main(int argc, char **argv)
 	out = json ? OUT_JSON : prom ? OUT_PROMETHEUS : OUT_TABLE;
 
 	/* where: the library's rule (client/discover.c), and its words */
-	struct conn c = {.fd = -1};
-	int r = conn_connect(&c, sock_opt, timeout_ms);
-	if (r == -ECONNREFUSED) {
-		errmsg("shuffled is not running: %s", shf_error_detail());
-		if (out == OUT_PROMETHEUS) {
-			/* so a textfile collector records the daemon as down */
-			show_prometheus_down(stdout);
-			fflush(stdout);
-		}
-		return EXIT_NOT_RUNNING;
+	struct conn c;
+	int rc = conn_open(&c, sock_opt, timeout_ms);
+	if (rc == EXIT_NOT_RUNNING && out == OUT_PROMETHEUS) {
+		/* so a textfile collector records the daemon as down */
+		show_prometheus_down(stdout);
+		fflush(stdout);
 	}
-	if (r == -EPERM) {
-		errmsg("refusing the daemon at %s: it runs as uid %u (pid %d), which is neither "
-		       "root, your uid %u nor the system user '%s' (another user may have taken "
-		       "the runtime directory)", c.path, (unsigned)c.daemon_cred.uid,
-		       (int)c.daemon_cred.pid, (unsigned)geteuid(), SHF_SYSTEM_USER);
-		return EXIT_FAIL;
-	}
-	if (r == -EINVAL) {
-		errmsg("%s; use -s or set SHF_SOCKET", shf_error_detail());
-		return EXIT_USAGE;
-	}
-	if (r < 0) {
-		errmsg("%s", shf_error_detail());
-		return EXIT_FAIL;
-	}
-	int rc = conn_hello(&c) < 0 ? EXIT_FAIL
-		 : all		    ? run_all(&c, cmd, out, timeout_ms)
-				    : run(&c, cmd, out, &po);
+	if (rc != EXIT_OK)
+		return rc;
+	rc = all ? run_all(&c, cmd, out, timeout_ms) : run(&c, cmd, out, &po);
 	conn_close(&c);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		errmsg("write error on standard output: %s", strerror(errno));

@@ -979,3 +979,93 @@ void show_top(const json_t *top, FILE *f)
 	json_decref(rows);
 	show_others(top, f);
 }
+
+static const struct col top_all_cols[] = {
+	{"NODE", "node", cell_str, "-", "node id (the last row: every node's total)"},
+	{"NAME~", "node_name", cell_str, "-",
+	 "node name, or why the node has no row: (down), (silent), ..."},
+	{"JOB~", "name", cell_str, "-", "job name ((node): the node's total)"},
+	{"LOCAL>", "local", cell_int, "-", "ranks on this node (node and total rows: clients)"},
+	{"MSGS/S>", "msgs_per_s", cell_rate, "-", "messages taken from send rings per second"},
+	{"BYTES/S>", "bytes_per_s", cell_byte_rate, "-", "their payload bytes per second"},
+	{"DELIV/S>", "msgs_out_per_s", cell_rate, "-",
+	 "messages placed in delivery rings per second"},
+	{"STALLS/S>", "credit_stalls_per_s", cell_rate, "-",
+	 "times per second a sender waited for network credit"},
+	{"DROPS>", "drops", cell_count, "-", "messages dropped in the interval"},
+	{"RING%>", "ring_max_pct", cell_pct, "-", "fill of the fullest ring (send or delivery)"},
+	{"RINGS>", "ring_used", cell_iec, "-", "bytes waiting in all rings"},
+};
+
+/* row o (a copy) with the node's id and name set */
+static void top_all_row(json_t *rows, const json_t *o, const char *id, const char *name)
+{
+	json_t *r = o ? json_copy((json_t *)o) : json_object();
+	if (!r)
+		oom();
+	json_object_set_new(r, "node", json_string(id));
+	json_object_set_new(r, "node_name", json_string(name));
+	json_array_append_new(rows, r);
+}
+
+void show_top_all(const json_t *doc, FILE *f)
+{
+	const json_t *nodes = jget(doc, "nodes"), *missing = jget(doc, "missing");
+	size_t n = json_object_size(nodes) + json_object_size(missing);
+	long long *ids = xrealloc(NULL, sizeof(*ids) * (n ? n : 1));
+	size_t k = 0;
+	const char *key;
+	json_t *v;
+	json_object_foreach((json_t *)nodes, key, v)
+		ids[k++] = strtoll(key, NULL, 10);
+	json_object_foreach((json_t *)missing, key, v)
+		ids[k++] = strtoll(key, NULL, 10);
+	for (size_t i = 1; i < k; i++) /* insertion sort: a row per node */
+		for (size_t j = i; j > 0 && ids[j - 1] > ids[j]; j--) {
+			long long x = ids[j];
+			ids[j] = ids[j - 1];
+			ids[j - 1] = x;
+		}
+	json_t *rows = json_array();
+	if (!rows)
+		oom();
+	for (size_t i = 0; i < k; i++) {
+		char id[32];
+		snprintf(id, sizeof(id), "%lld", ids[i]);
+		const json_t *a = jget(nodes, id);
+		if (!a) {
+			char why[64];
+			snprintf(why, sizeof(why), "(%s)", jstr(jget(missing, id), "state", "?"));
+			top_all_row(rows, NULL, id, why);
+			continue;
+		}
+		const char *name = jstr(a, "node_name", "?");
+		size_t x;
+		json_t *j;
+		json_array_foreach(jget(a, "jobs"), x, j)
+			top_all_row(rows, j, id, name);
+		json_t *node = json_copy(jget(a, "node"));
+		if (!node)
+			oom();
+		json_object_set_new(node, "name", json_string("(node)"));
+		json_object_set(node, "local", jget(node, "clients"));
+		top_all_row(rows, node, id, name);
+		json_decref(node);
+	}
+	json_t *tot = json_copy(jget(doc, "totals"));
+	if (!tot)
+		tot = json_object();
+	if (!tot)
+		oom();
+	char nn[48];
+	snprintf(nn, sizeof(nn), "%zu nodes", k);
+	json_object_set_new(tot, "name", json_string("(all)"));
+	json_object_set(tot, "local", jget(tot, "clients"));
+	top_all_row(rows, tot, "total", nn);
+	json_decref(tot);
+	fprintf(f, "%zu nodes, %zu answered; rates over %.1f s (each node's own clock)\n", k,
+		json_object_size(nodes), jreal(doc, "interval_s", 0));
+	show_rows(rows, top_all_cols, NELEM(top_all_cols), f);
+	json_decref(rows);
+	free(ids);
+}

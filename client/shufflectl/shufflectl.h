@@ -69,6 +69,12 @@ struct conn {
  * (c->daemon_cred says who it is; c->path where), others.  The caller
  * decides between "not running" and a failure. */
 int conn_connect(struct conn *c, const char *opt, int timeout_ms);
+/* conn_connect() and conn_hello(), every failure printed in the words
+ * shufflectl uses for it (main.c, control.c and top.c share them): 0, or
+ * the exit code (EXIT_NOT_RUNNING: nothing found; EXIT_USAGE: a bad
+ * socket path; EXIT_FAIL: an untrusted daemon, no HELLO_OK, others);
+ * c->fd is -1 on failure. */
+int conn_open(struct conn *c, const char *opt, int timeout_ms);
 /* HELLO -> HELLO_OK.  0 or negative errno (printed). */
 int conn_hello(struct conn *c);
 /* CTL(cmd) -> the JSON document, an object whose "command" is cmd (the
@@ -79,6 +85,13 @@ int conn_request(struct conn *c, const char *cmd, json_t **doc_p);
  * within timeout_ms, 0 its default): the combined document
  * (docs/shufflectl.md, "--all"). */
 int conn_request_all(struct conn *c, const char *cmd, int timeout_ms, json_t **doc_p);
+/* The same with arguments (a JSON object or NULL): control --all. */
+int conn_request_all_args(struct conn *c, const char *cmd, const json_t *args, int timeout_ms,
+			  json_t **doc_p);
+/* The fan-out's bound for a --all request within the asker's timeout_ms:
+ * 4/5 of it, so that the list of silent nodes comes back before the asker
+ * gives up (0: the daemon's default). */
+int conn_fan_ms(int timeout_ms);
 /* The same with arguments (a JSON object, sent as text after the command:
  * docs/protocol.md, "Control"); NULL: none. */
 int conn_request_args(struct conn *c, const char *cmd, const json_t *args, json_t **doc_p);
@@ -166,6 +179,9 @@ int render_columns(const char *cmd, const char *list);
 
 /* top (top.c): one table of rates per node and job */
 void show_top(const json_t *top, FILE *f);
+/* top --all: a row per job per node and one per node (nodes without an
+ * answer marked with why), and every node's total */
+void show_top_all(const json_t *doc, FILE *f);
 
 /* ------------------------------- control.c (log-level, cutoff, drain), top.c */
 
@@ -175,9 +191,8 @@ struct ctl_opts {
 	bool json;        /* --json */
 	bool once;        /* top --once */
 	int interval_ms;  /* top --interval */
+	bool all;         /* --all: every node, through the daemons' fan-out */
 };
-/* Connect and HELLO as main() does (errors printed): 0, or the exit code. */
-int ctl_connect(struct conn *c, const struct ctl_opts *o);
 /* log-level LEVEL | cutoff JOB RANK | drain JOB: args are the words after
  * the command.  The exit code. */
 int run_control(const char *cmd, int argc, char *const *argv, const struct ctl_opts *o);
@@ -201,5 +216,10 @@ void show_prometheus_all(const json_t *doc, FILE *f);
 /* --all CMD: a row per node (those without an answer marked) and totals;
  * false when a node did not answer. */
 bool show_all(const json_t *doc, const char *cmd, FILE *f);
+/* --all log-level|cutoff|drain: a row per node with its outcome (ok,
+ * refused, not here, failed, or why it has no answer); the exit code:
+ * 0 when at least one node acted and every other answered "not here",
+ * 4 when besides that a node did not answer, 1 otherwise. */
+int show_control_all(const json_t *doc, const char *cmd, FILE *f);
 
 #endif

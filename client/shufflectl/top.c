@@ -43,7 +43,7 @@ static long long drops(const json_t *st)
 	return jint(st, "drops_dead", 0) + jint(st, "drops_down", 0);
 }
 
-/* One row: deltas of b's counters since a's (a NULL: b is new, from 0; a
+/* One row: deltas of b's counters since a's (and b's own: NAME_total) (a NULL: b is new, from 0; a
  * counter that went back, from 0 too: the job ended and came back), the
  * rates over dt seconds, b's gauges. */
 static json_t *row(const json_t *a, const json_t *b, double dt)
@@ -57,9 +57,12 @@ static json_t *row(const json_t *a, const json_t *b, double dt)
 		snprintf(rate, sizeof(rate), "%s_per_s", counters[i].name);
 		json_object_set_new(o, counters[i].name, json_integer(d));
 		json_object_set_new(o, rate, json_real(dt > 0 ? (double)d / dt : 0));
+		snprintf(rate, sizeof(rate), "%s_total", counters[i].name);
+		json_object_set_new(o, rate, json_integer(vb));
 	}
 	long long db = drops(sb), da = drops(sa), d = db >= da ? db - da : db;
 	json_object_set_new(o, "drops", json_integer(d));
+	json_object_set_new(o, "drops_total", json_integer(db));
 	json_object_set_new(o, "drops_per_s", json_real(dt > 0 ? (double)d / dt : 0));
 	json_object_set_new(o, "ring_used", json_integer(jint(b, "ring_used", 0)));
 	json_object_set_new(o, "ring_bytes", json_integer(jint(b, "ring_bytes", 0)));
@@ -113,14 +116,70 @@ static json_t *compute(const json_t *a, const json_t *b)
 	return o;
 }
 
+/* --all: every node's top from two combined answers a and b (each
+ * {"nodes": {ID: top sample}, "missing": {ID: {"state"}}}): a node's row
+ * as compute() makes it for one node, from its own two samples and clock;
+ * a node that answered b only has no rates yet (deltas 0, interval_s 0,
+ * "first_sample": true) but its NAME_total counters; the nodes without an answer in b
+ * as b lists them; "totals": the node rows' numbers summed (ring_max_pct:
+ * the largest). */
+static json_t *compute_all(const json_t *a, const json_t *b)
+{
+	json_t *o = json_object(), *nodes = json_object(), *tot = json_object();
+	const json_t *an = jget(a, "nodes");
+	const char *k;
+	json_t *v;
+	double interval = 0;
+	json_object_foreach(jget(b, "nodes"), k, v) {
+		const json_t *prev = jget(an, k);
+		json_t *r = compute(prev ? prev : v, v);
+		if (!prev)
+			json_object_set_new(r, "first_sample", json_true());
+		json_object_del(r, "schema");
+		json_object_del(r, "command");
+		interval = jreal(r, "interval_s", 0) > interval ? jreal(r, "interval_s", 0) : interval;
+		const char *kk;
+		json_t *x;
+		json_object_foreach(jget(r, "node"), kk, x) {
+			json_t *t = json_object_get(tot, kk);
+			if (!strcmp(kk, "ring_max_pct")) {
+				if (!t || json_number_value(x) > json_number_value(t))
+					json_object_set_new(tot, kk, json_real(json_number_value(x)));
+			} else if (json_is_integer(x)) {
+				json_object_set_new(tot, kk, json_integer(json_integer_value(x) +
+									   (t ? json_integer_value(t) : 0)));
+			} else if (json_is_real(x)) {
+				json_object_set_new(tot, kk, json_real(json_real_value(x) +
+									(t ? json_real_value(t) : 0)));
+			}
+		}
+		json_object_set_new(nodes, k, r);
+	}
+	json_object_set_new(o, "schema", json_string(SCHEMA));
+	json_object_set_new(o, "command", json_string("top"));
+	json_object_set_new(o, "all", json_true());
+	json_object_set_new(o, "interval_s", json_real(interval));
+	json_object_set_new(o, "nodes", nodes);
+	json_t *miss = jget(b, "missing");
+	json_object_set_new(o, "missing", miss ? json_incref(miss) : json_object());
+	json_object_set_new(o, "totals", tot);
+	json_object_set(o, "nodes_total", jget(b, "nodes_total"));
+	json_object_set(o, "root", jget(b, "root"));
+	json_object_set(o, "fanout", jget(b, "fanout"));
+	json_object_set(o, "timeout_ms", jget(b, "timeout_ms"));
+	json_object_set(o, "elapsed_ms", jget(b, "elapsed_ms"));
+	return o;
+}
+
 /* One sample on its own connection: the document, or NULL and *rc_p. */
 static json_t *sample(const struct ctl_opts *o, int *rc_p)
 {
 	struct conn c;
 	json_t *doc = NULL;
-	int rc = ctl_connect(&c, o);
+	int rc = conn_open(&c, o->sock, o->timeout_ms);
 	if (rc == 0) {
-		if (conn_request(&c, "top", &doc) < 0)
+		if ((o->all ? conn_request_all(&c, "top", conn_fan_ms(o->timeout_ms), &doc)
+			    : conn_request(&c, "top", &doc)) < 0)
 			rc = EXIT_FAIL;
 		conn_close(&c);
 	}
@@ -156,7 +215,8 @@ int run_top(const struct ctl_opts *o)
 		json_t *b = sample(o, &rc);
 		if (!b)
 			break;
-		json_t *top = compute(a, b);
+		json_t *top = o->all ? compute_all(a, b) : compute(a, b);
+		bool missing = o->all && json_object_size(jget(top, "missing")) > 0;
 		json_decref(a);
 		a = b;
 		if (o->json) {
@@ -168,7 +228,13 @@ int run_top(const struct ctl_opts *o)
 				fputs("\033[H\033[2J", stdout); /* home, clear: all a terminal needs */
 			else if (!first)
 				fputc('\n', stdout);
-			show_top(top, stdout);
+			if (o->all)
+				show_top_all(top, stdout);
+			else
+				show_top(top, stdout);
+			/* --once, a table: a node without an answer is exit 4 */
+			if (o->once && missing)
+				rc = EXIT_DEGRADED;
 		}
 		json_decref(top);
 		if (fflush(stdout) != 0 || ferror(stdout)) {
@@ -176,7 +242,7 @@ int run_top(const struct ctl_opts *o)
 			rc = EXIT_FAIL;
 			break;
 		}
-		if (o->once || rc)
+		if (o->once || (rc && rc != EXIT_DEGRADED))
 			break;
 	}
 	json_decref(a);

@@ -5,6 +5,8 @@
  *
  *   - log-level debug: `config` shows it, source "runtime (shufflectl)",
  *     the log says who set it; a bad level is refused and changes nothing;
+ *     --all on this daemon alone: its one row acts (log-level), or says
+ *     "not here" (drain of no job, exit 1);
  *   - cutoff JOB RANK: that rank's next call fails with -ENOTCONN and a
  *     detail naming shufflectl; its partner's records to it are dropped
  *     and reported by its next flush (-ESRCH); the daemon goes on; a rank
@@ -55,6 +57,20 @@ int main(void)
 	ll = json_object_get(json_object_get(cfg, "config"), "log_level");
 	CHECK(!strcmp(json_string_value(json_object_get(ll, "value")), "debug"));
 	json_decref(cfg);
+	td_ctl(d->sock, &o, "log-level", "info", NULL);
+	CHECK(o.status == 0);
+	td_out_free(&o);
+	/* --all on a daemon alone (no peers, no key needed: nothing is
+	 * relayed): the one node acts for its own asker, a row for it */
+	td_ctl(d->sock, &o, "--all", "log-level", "notice", NULL);
+	CHECKF(o.status == 0 && strstr(o.out, "log level notice (was info)") &&
+	       strstr(o.out, " 1 ok ") && strstr(o.out, "\ntotal "),
+	       "--all log-level alone: %d: %s%s", o.status, o.out, o.err);
+	td_out_free(&o);
+	td_ctl(d->sock, &o, "--all", "drain", "nojob", NULL);
+	CHECKF(o.status == 1 && strstr(o.out, "not here") && strstr(o.out, "no job nojob"),
+	       "--all drain nojob alone: %d: %s%s", o.status, o.out, o.err);
+	td_out_free(&o);
 	td_ctl(d->sock, &o, "log-level", "info", NULL);
 	CHECK(o.status == 0);
 	td_out_free(&o);
