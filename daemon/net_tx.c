@@ -493,6 +493,8 @@ int shd_net_append(struct shd_daemon *d, struct shd_client *src, uint32_t node,
 			return -EAGAIN;
 		}
 		m->peer = p;
+		m->kind = NET_MSG_BATCH; /* the buffer may have carried a control
+					    message or a forward before */
 		shf_wire_batch_begin(&p->enc, m->buf, n->batch_cap, d->node_id, node, j->hash);
 		p->open = m;
 		p->open_since_ns = shd_now_ns();
