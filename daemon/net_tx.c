@@ -151,16 +151,18 @@ uint32_t shd_net_hop(struct shd_net *n, struct shd_peer *p)
 	unsigned k = shd_route_vias(&n->route, n->d->node_id, p->node, v);
 	uint32_t hop = p->node;
 	if (k) {
-		/* the preferred intermediate unless it is down and the other
-		 * is not: the pair's next session then goes the other way */
-		hop = v[0];
-		for (unsigned i = 0; i < k; i++) {
-			enum peer_state st = n->peers[v[i]].state;
-			if (st != PEER_FAILED && st != PEER_DOWN) {
+		/* the preferred intermediate if it is up, else the other if
+		 * that one is (a way around an intermediate that is down or
+		 * not running), else the first not known to be down */
+		hop = SHD_ROUTE_NONE;
+		for (unsigned i = 0; i < k && hop == SHD_ROUTE_NONE; i++)
+			if (n->peers[v[i]].state == PEER_UP)
 				hop = v[i];
-				break;
-			}
-		}
+		for (unsigned i = 0; i < k && hop == SHD_ROUTE_NONE; i++)
+			if (n->peers[v[i]].state != PEER_FAILED && n->peers[v[i]].state != PEER_DOWN)
+				hop = v[i];
+		if (hop == SHD_ROUTE_NONE)
+			hop = v[0];
 	}
 	p->via_out = hop == p->node ? SHD_ROUTE_NONE : hop;
 	return hop;
