@@ -388,7 +388,6 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 		return 0;
 	}
 	struct shd_peer *p = &n->peers[h.src_node];
-	p->linked = true;
 	/* Membership: only what comes from the address the rendezvous gave
 	 * for the node it claims.  From an address not in the address
 	 * vector: a node that joined after our rendezvous, or one that
@@ -409,6 +408,7 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 	}
 	if (!routing_ok(n, p, &h))
 		return 0;
+	p->linked = true; /* it sent to us directly, from its own address */
 	if (h.kind == SHF_WIRE_FWD)
 		return on_fwd(n, p, &h);
 	return take(n, p, buf, &h);

@@ -20,6 +20,14 @@
  * which copies them into its own registered slot: no allocation, unless
  * every slot is busy (then a copy waits in the retry queue, in order).
  *
+ * Routing (routing=2d, daemon/route.h): a message for a peer that is not
+ * in this node's row or column is stamped with that pair's tags as usual,
+ * then wrapped in a FWD header (written into the 32 bytes of room before
+ * every pool buffer and small-message copy) and sent to the intermediate
+ * (shd_net_hop); the intermediate passes it on unopened
+ * (shd_net_forward).  A routed peer whose intermediate is not up cannot
+ * be sent to: its session fails (-ENETUNREACH).
+ *
  * Failure: a send the fabric refuses, or that completes with an error,
  * marks the peer PEER_FAILED (shd_net_peer_fail): from then on nothing is
  * queued for it and appends answer -EHOSTDOWN.  The records of a batch
