@@ -67,6 +67,7 @@ struct opt {
 #define FIELD(f) offsetof(struct shd_config, f), sizeof(((struct shd_config *)0)->f)
 
 static int check_mode(const char *v, char *why, size_t n);
+static int check_routing(const char *v, char *why, size_t n);
 static int check_node(const char *v, char *why, size_t n);
 static int check_abs_path(const char *v, char *why, size_t n);
 static int check_provider(const char *v, char *why, size_t n);
@@ -132,6 +133,15 @@ static const struct opt opts[SHD_OPT_MAX] = {
 		"fanout", "SHF_FANOUT", T_UINT, 0, FIELD(fanout), 2, 64, "8", "K",
 		"Children per node of the tree that carries cluster-wide requests "
 		"(shufflectl --all).", NULL },
+	[SHD_OPT_ROUTING] = {
+		"routing", "SHF_ROUTING", T_STR, 0, FIELD(routing), 0, 0, "direct", "direct|2d",
+		"How daemons reach each other. direct: every daemon talks to every other (a "
+		"full mesh). 2d: nodes sit on a grid of about sqrt(N) x sqrt(N) by node id; a "
+		"daemon talks only to its row and column, and a message for a node in another "
+		"row and column is forwarded by one daemon in between (at most about 2*sqrt(N) "
+		"connections per daemon). Must be the same on every daemon: a peer with "
+		"another routing is refused at join.",
+		check_routing },
 	[SHD_OPT_BATCH_BUDGET] = {
 		"batch_budget", "SHF_BATCH_BUDGET", T_SIZE, 0, FIELD(batch_budget),
 		1 * MiB, 16 * GiB, "64M", "SIZE",
@@ -489,6 +499,15 @@ static int check_mode(const char *v, char *why, size_t n)
 {
 	if (strcmp(v, "auto") && strcmp(v, "user") && strcmp(v, "system")) {
 		shd_errf(why, n, "must be auto, user or system");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int check_routing(const char *v, char *why, size_t n)
+{
+	if (strcmp(v, "direct") && strcmp(v, "2d")) {
+		shd_errf(why, n, "must be direct or 2d");
 		return -EINVAL;
 	}
 	return 0;

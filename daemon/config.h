@@ -42,6 +42,7 @@ enum shd_config_opt {
 	SHD_OPT_PEER_CREDITS,
 	SHD_OPT_MAX_INFLIGHT,
 	SHD_OPT_FANOUT,
+	SHD_OPT_ROUTING,
 	SHD_OPT_BATCH_BUDGET,
 	SHD_OPT_RECV_BUFFERS,
 	SHD_OPT_PROVIDER,
@@ -122,6 +123,7 @@ struct shd_config {
 	uint32_t peer_credits; /* batches in flight to one peer */
 	uint32_t max_inflight; /* batches in flight to all peers */
 	uint32_t fanout;       /* children per node of the fan-out tree (fanout.c) */
+	char routing[8];       /* "direct" (full mesh) or "2d" (grid: daemon/route.c) */
 	uint64_t batch_budget; /* memory for outgoing + parked batches */
 	uint32_t recv_buffers; /* pre-posted fabric receives */
 	char provider[64];     /* libfabric provider name, e.g. "tcp" */

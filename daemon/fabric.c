@@ -34,7 +34,7 @@
 
 #define FABRIC_API FI_VERSION(1, 17)
 #define MAX_REGIONS 8u
-#define SMALL_BYTES SHD_FABRIC_SMALL /* inline copy buffer of a slot */
+#define SMALL_BYTES (SHD_FABRIC_SMALL + SHD_FABRIC_HOP_ROOM) /* inline copy buffer of a slot */
 #define NIL UINT32_MAX
 #define CQ_CHUNK 16u
 

@@ -43,6 +43,9 @@ struct shd_fabric;
 #define SHD_FABRIC_SMALL 256u              /* shd_fabric_send_small() limit: every
                                               control message, a JOB_JOIN of up
                                               to 17 rank ranges */
+#define SHD_FABRIC_HOP_ROOM 32u            /* a forwarding header (routing=2d,
+                                              proto/wire.h SHF_WIRE_FWD_HDR) a
+                                              small message may carry in front */
 
 struct shd_fabric_opts {
 	const char *provider; /* libfabric provider name; NULL: "tcp" (-> tcp;ofi_rxm) */
@@ -127,10 +130,10 @@ bool shd_fabric_has_node(const struct shd_fabric *f, uint32_t node);
  * provider's error. */
 int shd_fabric_send(struct shd_fabric *f, uint32_t node, const void *buf, size_t len, void *ctx);
 
-/* Like shd_fabric_send() for len <= SHD_FABRIC_SMALL (every control
+/* Like shd_fabric_send() for len <= SHD_FABRIC_SMALL + SHD_FABRIC_HOP_ROOM (every control
  * message of net_tx.c: acks, heartbeats, joins, leaves, epochs, drops;
  * the slots' copy buffers are one registered region): the bytes are copied into the send slot, so buf is free again
- * when the call returns.  -EMSGSIZE above SHD_FABRIC_SMALL. */
+ * when the call returns.  -EMSGSIZE above SHD_FABRIC_SMALL + SHD_FABRIC_HOP_ROOM. */
 int shd_fabric_send_small(struct shd_fabric *f, uint32_t node, const void *buf, size_t len,
 			  void *ctx);
 

@@ -36,6 +36,7 @@ struct shd_ratelimit shd_net_rl_wire = SHD_RATELIMIT_INIT(1000, 5);
  * probe (a peer with another key probes every second, forever) */
 static struct shd_ratelimit rl_foreign = SHD_RATELIMIT_INIT(10000, 2);
 static struct shd_ratelimit rl_auth = SHD_RATELIMIT_INIT(10000, 2);
+static struct shd_ratelimit rl_route = SHD_RATELIMIT_INIT(10000, 2);
 
 /* ------------------------------------------------------------- receiving */
 
@@ -55,6 +56,18 @@ static void become_up(struct shd_peer *p)
 	n->ev->peer_up(n->d, p->node, p->host);
 	shd_net_heartbeat(p, shd_now_ns()); /* so that it agrees too, at once */
 	shd_net_announce_peer(p);           /* our ranks, for jobs it may not know */
+	if (n->route.grid && shd_route_neighbor(&n->route, p->node)) {
+		/* the way to the nodes behind it is open: probe them now
+		 * rather than at the next probe period */
+		for (uint32_t i = 0; i < n->n_nodes; i++) {
+			struct shd_peer *q = &n->peers[i];
+			if ((q->state == PEER_UNKNOWN || q->state == PEER_DOWN) &&
+			    shd_route_is_via(&n->route, n->d->node_id, i, p->node)) {
+				q->last_probe_ns = shd_now_ns();
+				shd_net_heartbeat(q, q->last_probe_ns);
+			}
+		}
+	}
 }
 
 /* p (UNKNOWN, DOWN or JOINING) sent a heartbeat of session tag s. */
@@ -270,6 +283,96 @@ static bool session_admit(struct shd_peer *p, const struct shf_wire_hdr *h)
 	return false;
 }
 
+static int take(struct shd_net *n, struct shd_peer *p, void *buf, struct shf_wire_hdr *hp);
+
+/* One routing per set (routing=direct or 2d), checked at join like the
+ * cluster key: a heartbeat of the other kind is refused, and so is
+ * anything that comes directly from a node that is not a neighbour under
+ * 2d, or a FWD under direct.  true: go on. */
+static bool routing_ok(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h)
+{
+	bool grid = n->route.grid;
+	const char *why = NULL;
+	if (h->kind == SHF_WIRE_HEARTBEAT && !!(h->u.heartbeat.flags & SHF_WIRE_HB_2D) != grid)
+		why = grid ? "it routes direct, this daemon 2d" : "it routes 2d, this daemon direct";
+	else if ((h->kind == SHF_WIRE_FWD || h->kind == SHF_WIRE_FWD_LOST) && !grid)
+		why = "it forwards (routing=2d), this daemon routes direct";
+	else if (grid && !shd_route_neighbor(&n->route, p->node))
+		why = "it is not in this node's row or column but sent directly "
+		      "(routing=2d here; is its routing or node count another?)";
+	if (!why)
+		return true;
+	n->d->st.routing_refused++;
+	shd_log_rl(&rl_route, SHD_LOG_WARN, "node %u (%s, %s): %s refused: %s; routing must be "
+		   "the same on every daemon", p->node, p->host, p->addr, shf_wire_kind_name(h->kind),
+		   why);
+	return false;
+}
+
+/* FWD from neighbour p (its session checked first): p is the origin and
+ * we are the intermediate (forward it to the destination, our
+ * neighbour), or we are the destination (take the carried message as
+ * from its origin, which the route allows p to speak for). */
+static int on_fwd(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h)
+{
+	struct shd_daemon *d = n->d;
+	if (!session_admit(p, h))
+		return 0;
+	p->last_heard_ns = shd_now_ns();
+	const struct shf_wire_fwd *f = &h->u.fwd;
+	uint32_t me = d->node_id;
+	if (f->inner_dst == me) {
+		if (!shd_route_is_via(&n->route, f->inner_src, me, p->node)) {
+			d->st.wire_bad++;
+			shd_log_rl(&shd_net_rl_wire, SHD_LOG_WARN, "node %u forwarded a %s of node "
+				   "%u, which does not route through it: dropped", p->node,
+				   shf_wire_kind_name(f->inner_kind), f->inner_src);
+			return 0;
+		}
+		struct shd_peer *o = &n->peers[f->inner_src];
+		struct shf_wire_hdr in;
+		if (shf_wire_check(f->msg, f->len, n->n_nodes, me, &in) != 0 || !has_address(o))
+			return 0; /* (checked whole by shf_wire_check of the FWD) */
+		o->via_in = p->node;
+		return take(n, o, (void *)f->msg, &in);
+	}
+	/* one intermediate: only the origin hands a message to us, and only
+	 * for a destination in our row or column that routes through us */
+	if (f->inner_src != p->node || !shd_route_neighbor(&n->route, f->inner_dst) ||
+	    !shd_route_is_via(&n->route, f->inner_src, f->inner_dst, me)) {
+		d->st.wire_bad++;
+		shd_log_rl(&shd_net_rl_wire, SHD_LOG_WARN, "node %u asked us to forward a %s of "
+			   "node %u to node %u, which does not route through this node: dropped",
+			   p->node, shf_wire_kind_name(f->inner_kind), f->inner_src, f->inner_dst);
+		return 0;
+	}
+	struct shd_peer *q = &n->peers[f->inner_dst];
+	if (q->state != PEER_UP) {
+		/* lost on the way: the origin ends its session with the
+		 * destination, which reports the loss (never silent) */
+		d->st.fwd_dropped++;
+		shd_net_fwd_lost(p, q->node);
+		return 0;
+	}
+	shd_net_forward(n, q, f->msg - SHF_WIRE_FWD_HDR, f->len + SHF_WIRE_FWD_HDR);
+	return 0;
+}
+
+/* Neighbour p lost its link to node `lost`: what it forwarded between us
+ * may be lost, so our session with `lost` ends (if it went through p). */
+static void on_fwd_lost(struct shd_net *n, struct shd_peer *p, uint32_t lost)
+{
+	struct shd_peer *q = &n->peers[lost];
+	uint32_t me = n->d->node_id;
+	if (q->state != PEER_UP || shd_route_neighbor(&n->route, lost) ||
+	    !(shd_route_is_via(&n->route, me, lost, p->node) ||
+	      shd_route_is_via(&n->route, lost, me, p->node)))
+		return;
+	char why[96];
+	snprintf(why, sizeof(why), "node %u, its intermediate, lost its link to it", p->node);
+	shd_net_peer_fail(q, why);
+}
+
 static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 {
 	struct shd_net *n = arg;
@@ -303,6 +406,20 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 		d->st.wire_foreign++; /* (no sources) cannot be answered: not a member yet */
 		return 0;
 	}
+	if (!routing_ok(n, p, &h))
+		return 0;
+	p->linked = true; /* it sent to us directly, from its own address */
+	if (h.kind == SHF_WIRE_FWD)
+		return on_fwd(n, p, &h);
+	return take(n, p, buf, &h);
+}
+
+/* A message of p's session with us, whether it came directly or through
+ * an intermediate (on_fwd): the session rules, then its kind's handler. */
+static int take(struct shd_net *n, struct shd_peer *p, void *buf, struct shf_wire_hdr *hp)
+{
+	struct shd_daemon *d = n->d;
+	struct shf_wire_hdr h = *hp;
 	if (h.kind == SHF_WIRE_HEARTBEAT) {
 		/* its current nonce: what our MACs answer (echo) */
 		bool news = !p->have_peer_nonce ||
@@ -340,6 +457,7 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 		break;
 	case SHF_WIRE_FAN_REQ: n->ev->fan_req(d, p->node, &h.u.fan_req); break;
 	case SHF_WIRE_FAN_ANS: n->ev->fan_ans(d, p->node, &h.u.fan_ans); break;
+	case SHF_WIRE_FWD_LOST: on_fwd_lost(n, p, h.u.fwd_lost); break;
 	default: break;
 	}
 	return 0;
@@ -376,6 +494,32 @@ static void reinsert(struct shd_peer *p)
 			"rejoin", p->node, p->host, strerror(-r));
 }
 
+/* routing=2d: neighbour p is carried out.  Every session that may have
+ * gone through it ends (what it held is reported lost like the
+ * destination's own loss; the next session takes the other intermediate
+ * while p is down), and the neighbours that may have sent through us to p
+ * hear that our link to it is gone (FWD_LOST).  The failed sessions join
+ * downq and are carried out in this same step. */
+static void route_lost(struct shd_net *n, struct shd_peer *p)
+{
+	uint32_t me = n->d->node_id;
+	for (uint32_t i = 0; i < n->n_nodes; i++) {
+		struct shd_peer *q = &n->peers[i];
+		if (i == me || i == p->node || q->state != PEER_UP)
+			continue;
+		if (shd_route_neighbor(&n->route, i)) {
+			if (shd_route_is_via(&n->route, i, p->node, me) ||
+			    shd_route_is_via(&n->route, p->node, i, me))
+				shd_net_fwd_lost(q, p->node);
+		} else if (shd_route_is_via(&n->route, me, i, p->node) ||
+			   shd_route_is_via(&n->route, i, me, p->node)) {
+			char why[96];
+			snprintf(why, sizeof(why), "node %u, its intermediate, is down", p->node);
+			shd_net_peer_fail(q, why);
+		}
+	}
+}
+
 void shd_net_reap(struct shd_daemon *d)
 {
 	struct shd_net *n = d->net;
@@ -388,6 +532,8 @@ void shd_net_reap(struct shd_daemon *d)
 		shd_net_rx_down(p);
 		shd_fabric_remove(n->fab, p->node);
 		n->ev->peer_lost(d, p->node);
+		if (n->route.grid && shd_route_neighbor(&n->route, p->node))
+			route_lost(n, p);
 		/* a new session later: fresh numbers and a new tag of ours, so
 		 * nothing of this one is ever taken in the next */
 		shd_net_session_reset(p);
@@ -570,6 +716,14 @@ json_t *shd_net_json(struct shd_daemon *d)
 		for (const struct shd_list *q = p->waiters.next; q != &p->waiters; q = q->next)
 			nw++;
 		json_object_set_new(o, "waiters", json_integer(nw));
+		/* routing: "direct", or "via N" (2d: the intermediate last used) */
+		char via[24] = "direct";
+		if (!shd_route_neighbor(&n->route, i) && p->via_out != SHD_ROUTE_NONE)
+			snprintf(via, sizeof(via), "via %u", p->via_out);
+		else if (!shd_route_neighbor(&n->route, i))
+			snprintf(via, sizeof(via), "routed");
+		json_object_set_new(o, "route", json_string(via));
+		json_object_set_new(o, "linked", json_boolean(p->linked));
 		shd_stats_peer_set(o, &p->st);
 		json_array_append_new(a, o);
 	}
@@ -698,6 +852,8 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 	n->d = d;
 	n->ev = ev;
 	n->auth = auth;
+	/* 2d: every message may carry a FWD header in front */
+	n->room = strcmp(cfg->routing, "2d") ? 0 : SHF_WIRE_FWD_HDR;
 	n->batch_cap = SHF_WIRE_BATCH_HDR + (uint32_t)(cfg->batch_bytes > shf_wire_rec_bytes(cfg->max_msg)
 						     ? cfg->batch_bytes
 						     : shf_wire_rec_bytes(cfg->max_msg));
@@ -715,7 +871,7 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 		.iface = cfg->iface[0] ? cfg->iface : NULL,
 		.max_nodes = nn,
 		.recv_buffers = cfg->recv_buffers,
-		.buf_bytes = n->batch_cap,
+		.buf_bytes = n->batch_cap + n->room,
 		/* a slot per batch in flight to the 64 busiest peers, plus room
 		 * for control messages: beyond 64 peers max_inflight (256 by
 		 * default) bounds batches in flight, not the peer count */
@@ -740,12 +896,19 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 		shd_err("rendezvous %s: %s", spec, err);
 		goto fail_fab;
 	}
+	if (n->room && res.grows) {
+		shd_err("routing=2d needs a rendezvous that fixes the node count (static, mpi, or "
+			"dir with N): with rendezvous %s the grid would change as nodes join", spec);
+		r = -EINVAL;
+		goto fail_fab;
+	}
 	if (res.grows)
 		n->rdv = rdv; /* kept: nodes that publish later are looked up */
 	else
 		shd_rdv_close(rdv);
 	rdv = NULL;
 	n->n_nodes = res.n_nodes;
+	shd_route_init(&n->route, n->room != 0, res.n_nodes, res.my_node);
 	d->node_id = res.my_node;
 	d->n_nodes = res.n_nodes;
 	n->peers = calloc(n->n_nodes, sizeof(*n->peers));
@@ -765,6 +928,7 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 	shd_list_init(&n->credit_wait);
 	shd_list_init(&n->downq);
 	shd_list_init(&n->pool_waiters);
+	shd_list_init(&n->fwd_wait);
 	n->incarnation = incarnation;
 	n->by_address = shd_fabric_reports_source(n->fab);
 	n->cb.on_recv = on_recv;
@@ -775,6 +939,7 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 		struct shd_peer *p = &n->peers[i];
 		p->net = n;
 		p->node = i;
+		p->via_out = p->via_in = SHD_ROUTE_NONE;
 		set_state(p, PEER_UNKNOWN); /* until its heartbeat and ours cross */
 		p->last_heard_ns = now;
 		shd_net_session_reset(p);

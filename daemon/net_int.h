@@ -15,6 +15,7 @@
 #include "daemon/log.h"
 #include "daemon/net_events.h"
 #include "daemon/rdv.h"
+#include "daemon/route.h"
 #include "proto/wire.h"
 
 /* What a struct net_msg is, and so who owns its buffer. */
@@ -26,6 +27,9 @@ enum net_msg_kind {
 			   heap copy, freed once the fabric has copied it */
 	NET_MSG_INLINE, /* the per-peer context of small sends in flight: no
 			   buffer; only says which peer a completion is for */
+	NET_MSG_FWD,    /* routing=2d: a whole FWD message of another pair that
+			   this node forwards to peer, in a pool buffer from
+			   buf - net->room; no credit */
 };
 
 /* One outgoing wire message. */
@@ -99,6 +103,13 @@ struct shd_peer {
 	char down_why[96];          /* PEER_FAILED: why */
 	struct shd_list down_link;  /* in net->downq while PEER_FAILED */
 	uint32_t gen;               /* session generation: + 1 at each session reset */
+	/* routing=2d (daemon/route.h): a peer that is not a neighbour is
+	 * reached through an intermediate (FWD) */
+	uint32_t via_out;           /* the intermediate our last message took
+				       (SHD_ROUTE_NONE: sent directly) */
+	uint32_t via_in;            /* the one its last message came through */
+	bool linked;                /* a message went directly to or from it:
+				       the fabric holds a connection to it */
 	struct net_msg inline_ctx[2]; /* fabric context of its small sends, one
 				       * per generation parity: a completion
 				       * tells its generation (two resets with
@@ -141,6 +152,10 @@ struct shd_net {
 	bool store_lost;            /* tcp: the last check could not reach the store */
 	struct shd_fabric_cb cb;
 	struct shd_peer *peers;     /* [n_nodes]; peers[my node] unused */
+	struct shd_route route;     /* routing=direct or 2d: who is a neighbour */
+	uint32_t room;              /* 2d: bytes before each pool buffer's message
+				       for a FWD header (0: direct) */
+	struct shd_list fwd_wait;   /* struct net_fwd: forwards waiting for a pool buffer */
 	uint32_t n_nodes;
 	uint64_t incarnation;
 	struct shd_ev *fab_ev;      /* CQ wait fd */
@@ -171,7 +186,23 @@ struct shd_net {
 
 extern struct shd_ratelimit shd_net_rl_wire;
 
+/* A message this node forwards, waiting for a pool buffer (a copy). */
+struct net_fwd {
+	struct shd_list link;  /* in net->fwd_wait, in arrival order */
+	struct shd_peer *peer; /* the next node */
+	uint32_t gen;          /* its session generation when it arrived */
+	uint32_t len;
+	uint8_t buf[];         /* the whole FWD */
+};
+
 /* net_tx.c */
+/* The node a message for p goes to first: p itself, or (routing=2d) an
+ * intermediate; sets p->via_out. */
+uint32_t shd_net_hop(struct shd_net *n, struct shd_peer *p);
+/* Forward a checked FWD of len bytes (buf) one hop on, to q (up). */
+void shd_net_forward(struct shd_net *n, struct shd_peer *q, const void *buf, uint32_t len);
+/* Tell peer p (up) that this node lost its link to `lost` (FWD_LOST). */
+void shd_net_fwd_lost(struct shd_peer *p, uint32_t lost);
 void shd_net_kick(struct shd_net *n);
 /* Send a HEARTBEAT to p in any state but FAILED (probes included). */
 void shd_net_heartbeat(struct shd_peer *p, uint64_t now);

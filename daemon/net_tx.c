@@ -20,6 +20,14 @@
  * which copies them into its own registered slot: no allocation, unless
  * every slot is busy (then a copy waits in the retry queue, in order).
  *
+ * Routing (routing=2d, daemon/route.h): a message for a peer that is not
+ * in this node's row or column is stamped with that pair's tags as usual,
+ * then wrapped in a FWD header (written into the 32 bytes of room before
+ * every pool buffer and small-message copy) and sent to the intermediate
+ * (shd_net_hop); the intermediate passes it on unopened
+ * (shd_net_forward).  A routed peer whose intermediate is not up cannot
+ * be sent to: its session fails (-ENETUNREACH).
+ *
  * Failure: a send the fabric refuses, or that completes with an error,
  * marks the peer PEER_FAILED (shd_net_peer_fail): from then on nothing is
  * queued for it and appends answer -EHOSTDOWN.  The records of a batch
@@ -64,7 +72,9 @@ int shd_net_pool_init(struct shd_net *n)
 	n->pool_max = (uint32_t)(cfg->batch_budget / n->batch_cap);
 	if (n->pool_max < 1)
 		n->pool_max = 1;
-	n->slab_bytes = (size_t)n->pool_max * n->batch_cap;
+	/* each buffer: room for a FWD header (2d), then batch_cap bytes */
+	size_t stride = (size_t)n->room + n->batch_cap;
+	n->slab_bytes = (size_t)n->pool_max * stride;
 	/* anonymous memory: a page is committed when a batch first uses it */
 	void *slab = mmap(NULL, n->slab_bytes, PROT_READ | PROT_WRITE,
 			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -79,7 +89,7 @@ int shd_net_pool_init(struct shd_net *n)
 		struct net_msg *m = &n->msgs[i];
 		shd_list_init(&m->link);
 		m->kind = NET_MSG_BATCH;
-		m->buf = n->slab + (size_t)i * n->batch_cap;
+		m->buf = n->slab + (size_t)i * stride + n->room;
 		n->pool[n->pool_max - 1 - i] = m; /* lowest address on top */
 	}
 	n->pool_free = n->pool_max;
@@ -104,23 +114,110 @@ struct net_msg *shd_net_pool_get(struct shd_net *n)
 	return m;
 }
 
+static void post(struct shd_net *n, struct net_msg *m);
+
+/* A forward that waited for a buffer takes m; false: none waits (or none
+ * of those waiting can still go: dropped, counted, freed). */
+static bool fwd_take(struct shd_net *n, struct net_msg *m)
+{
+	while (!shd_list_empty(&n->fwd_wait)) {
+		struct net_fwd *w = shd_container_of(n->fwd_wait.next, struct net_fwd, link);
+		shd_list_del(&w->link);
+		struct shd_peer *q = w->peer;
+		if (q->gen != w->gen || q->state != PEER_UP) {
+			/* its session ended: FWD_LOST went to our neighbours
+			 * when it was carried out */
+			n->d->st.fwd_dropped++;
+			free(w);
+			continue;
+		}
+		memcpy(m->buf - n->room, w->buf, w->len);
+		m->peer = q;
+		m->kind = NET_MSG_FWD;
+		m->gen = q->gen;
+		m->len = w->len;
+		free(w);
+		post(n, m);
+		return true;
+	}
+	return false;
+}
+
 void shd_net_pool_put(struct shd_net *n, struct net_msg *m)
 {
+	if (fwd_take(n, m))
+		return;
 	n->pool[n->pool_free++] = m;
 	shd_sched_wake(&n->pool_waiters);
 }
 
 /* ------------------------------------------------------------- posting */
 
+uint32_t shd_net_hop(struct shd_net *n, struct shd_peer *p)
+{
+	uint32_t v[2];
+	unsigned k = shd_route_vias(&n->route, n->d->node_id, p->node, v);
+	uint32_t hop = p->node;
+	if (k) {
+		/* the preferred intermediate if it is up, else the other if
+		 * that one is (a way around an intermediate that is down or
+		 * not running), else the first not known to be down */
+		hop = SHD_ROUTE_NONE;
+		for (unsigned i = 0; i < k && hop == SHD_ROUTE_NONE; i++)
+			if (n->peers[v[i]].state == PEER_UP)
+				hop = v[i];
+		for (unsigned i = 0; i < k && hop == SHD_ROUTE_NONE; i++)
+			if (n->peers[v[i]].state != PEER_FAILED && n->peers[v[i]].state != PEER_DOWN)
+				hop = v[i];
+		if (hop == SHD_ROUTE_NONE)
+			hop = v[0];
+	}
+	p->via_out = hop == p->node ? SHD_ROUTE_NONE : hop;
+	return hop;
+}
+
+/* Put a FWD header for hop in the room before msg (len bytes for p, its
+ * tags stamped); 0, or -ENETUNREACH when the hop is not up (the message
+ * cannot go: it is p's failure, not the hop's). */
+static int wrap(struct shd_net *n, struct shd_peer *p, uint32_t hop, uint8_t *msg)
+{
+	struct shd_peer *h = &n->peers[hop];
+	(void)p;
+	if (h->state != PEER_UP)
+		return -ENETUNREACH;
+	shf_wire_enc_fwd_hdr(msg - SHF_WIRE_FWD_HDR, SHF_WIRE_FWD_HDR, n->d->node_id, hop);
+	shf_wire_stamp(msg - SHF_WIRE_FWD_HDR, h->my_session, h->peer_session);
+	h->linked = true;
+	return 0;
+}
+
 static int fab_send(struct shd_net *n, struct net_msg *m)
 {
+	if (m->kind == NET_MSG_FWD) {
+		/* forwarded: the hop's tags, the carried message untouched */
+		uint8_t *b = m->buf - n->room;
+		shf_wire_stamp(b, m->peer->my_session, m->peer->peer_session);
+		m->peer->linked = true;
+		return shd_fabric_send(n->fab, m->peer->node, b, m->len, m);
+	}
 	/* the session it belongs to (a queued message of an earlier session
 	 * never gets here: it was dropped when that session ended) */
 	shf_wire_stamp(m->buf, m->peer->my_session, m->peer->peer_session);
+	uint32_t hop = shd_net_hop(n, m->peer);
+	uint8_t *b = m->buf;
+	size_t len = m->len;
+	if (hop != m->peer->node) {
+		int r = wrap(n, m->peer, hop, m->buf);
+		if (r < 0)
+			return r;
+		b -= SHF_WIRE_FWD_HDR;
+		len += SHF_WIRE_FWD_HDR;
+	} else {
+		m->peer->linked = true;
+	}
 	if (m->kind == NET_MSG_SMALL)
-		return shd_fabric_send_small(n->fab, m->peer->node, m->buf, m->len,
-					     &m->peer->inline_ctx[m->gen & 1]);
-	return shd_fabric_send(n->fab, m->peer->node, m->buf, m->len, m);
+		return shd_fabric_send_small(n->fab, hop, b, len, &m->peer->inline_ctx[m->gen & 1]);
+	return shd_fabric_send(n->fab, hop, b, len, m);
 }
 
 /* The fabric took m (0: posted, 1: queued inside the fabric). */
@@ -178,7 +275,9 @@ void shd_net_retry_posts(struct shd_net *n)
 static void small_send(struct shd_peer *p, const void *msg, long len)
 {
 	struct shd_net *n = p->net;
-	uint8_t buf[SHD_FABRIC_SMALL];
+	_Alignas(8) uint8_t room[SHD_FABRIC_HOP_ROOM + SHD_FABRIC_SMALL];
+	uint8_t *buf = room + SHD_FABRIC_HOP_ROOM;
+	_Static_assert(SHD_FABRIC_HOP_ROOM == SHF_WIRE_FWD_HDR, "a FWD header fits the room");
 	if (len <= 0 || len > (long)SHD_FABRIC_SMALL) {
 		shd_warn("cannot encode a wire message for node %u (%ld)", p->node, len);
 		return;
@@ -186,8 +285,25 @@ static void small_send(struct shd_peer *p, const void *msg, long len)
 	memcpy(buf, msg, (size_t)len);
 	shf_wire_stamp(buf, p->my_session, p->peer_session);
 	if (shd_list_empty(&n->retry)) {
-		int r = shd_fabric_send_small(n->fab, p->node, buf, (size_t)len,
-					      &p->inline_ctx[p->gen & 1]);
+		uint32_t hop = shd_net_hop(n, p);
+		uint8_t *b = buf;
+		size_t blen = (size_t)len;
+		if (hop != p->node) {
+			if (wrap(n, p, hop, buf) < 0) {
+				/* the way to it is down: so is it, for us (a
+				 * probe or handshake just waits for the way) */
+				char why[96];
+				snprintf(why, sizeof(why), "its route through node %u is down "
+					 "(routing=2d)", hop);
+				shd_net_peer_fail(p, why);
+				return;
+			}
+			b -= SHF_WIRE_FWD_HDR;
+			blen += SHF_WIRE_FWD_HDR;
+		} else {
+			p->linked = true;
+		}
+		int r = shd_fabric_send_small(n->fab, hop, b, blen, &p->inline_ctx[p->gen & 1]);
 		if (r == 0 || r == 1) {
 			shd_net_kick(n);
 			return;
@@ -200,7 +316,7 @@ static void small_send(struct shd_peer *p, const void *msg, long len)
 		}
 	}
 	/* every send slot is busy (or others wait): a copy waits its turn */
-	struct net_msg *m = malloc(sizeof(*m) + (size_t)len);
+	struct net_msg *m = malloc(sizeof(*m) + SHD_FABRIC_HOP_ROOM + (size_t)len);
 	if (!m) {
 		shd_err("node %u: out of memory queueing a control message", p->node);
 		return;
@@ -210,7 +326,7 @@ static void small_send(struct shd_peer *p, const void *msg, long len)
 	m->kind = NET_MSG_SMALL;
 	m->gen = p->gen;
 	m->len = (uint32_t)len;
-	m->buf = (uint8_t *)(m + 1);
+	m->buf = (uint8_t *)(m + 1) + SHD_FABRIC_HOP_ROOM; /* room for a FWD header */
 	memcpy(m->buf, buf, (size_t)len);
 	shd_list_add_tail(&n->retry, &m->link);
 	shd_net_kick(n); /* progress arms the retry timer */
@@ -238,6 +354,8 @@ void shd_net_heartbeat(struct shd_peer *p, uint64_t now)
 		hb.flags = SHF_WIRE_HB_MAC | (p->have_peer_nonce ? SHF_WIRE_HB_ECHO : 0);
 		shd_auth_mac(n->auth, &m, hb.mac);
 	}
+	if (n->route.grid)
+		hb.flags |= SHF_WIRE_HB_2D; /* checked at join: one routing per set */
 	small_send(p, buf, shf_wire_enc_heartbeat(buf, sizeof(buf), n->d->node_id, p->node, &hb));
 }
 
@@ -276,6 +394,7 @@ void shd_net_send_done(struct shd_net *n, struct net_msg *m, int status)
 			charge_batch(p, m); /* never arrived: its senders hear of it */
 		/* fallthrough */
 	case NET_MSG_POOLED:
+	case NET_MSG_FWD:
 		shd_net_pool_put(n, m);
 		break;
 	case NET_MSG_SMALL:
@@ -384,6 +503,8 @@ int shd_net_append(struct shd_daemon *d, struct shd_client *src, uint32_t node,
 			return -EAGAIN;
 		}
 		m->peer = p;
+		m->kind = NET_MSG_BATCH; /* the buffer may have carried a control
+					    message or a forward before */
 		shf_wire_batch_begin(&p->enc, m->buf, n->batch_cap, d->node_id, node, j->hash);
 		p->open = m;
 		p->open_since_ns = shd_now_ns();
@@ -733,6 +854,11 @@ void shd_net_tx_close(struct shd_net *n)
 			free(mk);
 		}
 	}
+	while (!shd_list_empty(&n->fwd_wait)) {
+		struct net_fwd *w = shd_container_of(n->fwd_wait.next, struct net_fwd, link);
+		shd_list_del(&w->link);
+		free(w);
+	}
 	/* queued small copies are ours; pooled buffers go with the slab */
 	while (!shd_list_empty(&n->retry)) {
 		struct net_msg *m = shd_container_of(n->retry.next, struct net_msg, link);
@@ -771,4 +897,66 @@ int shd_net_send_msg(struct shd_daemon *d, uint32_t node, const void *msg, size_
 uint32_t shd_net_msg_max(const struct shd_daemon *d)
 {
 	return d->net ? d->net->batch_cap : SHD_FABRIC_SMALL;
+}
+
+/* ------------------------------------------------------------- forwarding */
+
+void shd_net_forward(struct shd_net *n, struct shd_peer *q, const void *buf, uint32_t len)
+{
+	n->d->st.fwd_msgs++;
+	n->d->st.fwd_bytes += len;
+	if (len <= SHD_FABRIC_SMALL + SHD_FABRIC_HOP_ROOM && shd_list_empty(&n->retry)) {
+		_Alignas(8) uint8_t b[SHD_FABRIC_SMALL + SHD_FABRIC_HOP_ROOM];
+		memcpy(b, buf, len);
+		shf_wire_enc_fwd_hdr(b, SHF_WIRE_FWD_HDR, n->d->node_id, q->node);
+		shf_wire_stamp(b, q->my_session, q->peer_session);
+		q->linked = true;
+		int r = shd_fabric_send_small(n->fab, q->node, b, len, &q->inline_ctx[q->gen & 1]);
+		if (r == 0 || r == 1) {
+			shd_net_kick(n);
+			return;
+		}
+		if (r != -EAGAIN) {
+			char why[96];
+			snprintf(why, sizeof(why), "send failed: %s", strerror(-r));
+			shd_net_peer_fail(q, why);
+			return;
+		}
+	}
+	struct net_msg *m = shd_net_pool_get(n);
+	if (m) {
+		memcpy(m->buf - n->room, buf, len);
+		shf_wire_enc_fwd_hdr(m->buf - n->room, SHF_WIRE_FWD_HDR, n->d->node_id, q->node);
+		m->peer = q;
+		m->kind = NET_MSG_FWD;
+		m->gen = q->gen;
+		m->len = len;
+		post(n, m);
+		return;
+	}
+	/* every buffer is busy: a copy waits for the next one freed (bounded:
+	 * each origin has at most peer_credits batches in flight per pair) */
+	struct net_fwd *w = malloc(sizeof(*w) + len);
+	if (!w) {
+		n->d->st.fwd_dropped++;
+		shd_err("out of memory forwarding %u bytes to node %u: dropped, its origin "
+			"is told (FWD_LOST)", len, q->node);
+		uint32_t origin = shf_wire_get32((const uint8_t *)buf + SHF_WIRE_FWD_HDR + 8);
+		if (origin < n->n_nodes && origin != n->d->node_id)
+			shd_net_fwd_lost(&n->peers[origin], q->node);
+		return;
+	}
+	memcpy(w->buf, buf, len);
+	shf_wire_enc_fwd_hdr(w->buf, SHF_WIRE_FWD_HDR, n->d->node_id, q->node);
+	w->peer = q;
+	w->gen = q->gen;
+	w->len = len;
+	shd_list_add_tail(&n->fwd_wait, &w->link);
+}
+
+void shd_net_fwd_lost(struct shd_peer *p, uint32_t lost)
+{
+	uint8_t buf[SHF_WIRE_FWD_LOST_BYTES];
+	shd_net_ctl_send(p, buf, shf_wire_enc_fwd_lost(buf, sizeof(buf), p->net->d->node_id,
+						       p->node, lost));
 }

@@ -71,6 +71,10 @@
 	X(wire_foreign, COUNTER, "wire messages from a sender that is not a member at its own address (not in the address vector, nor in the rendezvous under the node it claims), dropped") \
 	X(lookups_deferred, COUNTER, "address lookups of claimed node ids put off because this second's lookup time (300 ms) was spent") \
 	X(auth_failed, COUNTER, "peer handshakes refused: a wrong cluster key, a MAC that does not verify, or one side without a key") \
+	X(routing_refused, COUNTER, "peer messages refused because the sender routes otherwise (routing=direct against 2d), or comes directly from a node that is not a row or column neighbour under routing=2d") \
+	X(fwd_msgs, COUNTER, "messages of other pairs forwarded one hop on (routing=2d: this node is their intermediate)") \
+	X(fwd_bytes, COUNTER, "bytes of messages forwarded (FWD header included)") \
+	X(fwd_dropped, COUNTER, "messages to forward dropped because the next node was not up (each tells the origin with FWD_LOST: the pair's session ends, its losses are reported there)") \
 	X(rx_drops_down, COUNTER, "received messages still parked when their sender went down, dropped") \
 	X(owner_conflicts, COUNTER, "job announcements from another node naming another owner (uid) for a job known here: the job fails with EACCES") \
 	X(rx_drops_owner, COUNTER, "received messages for a job failed by an owner conflict, dropped") \

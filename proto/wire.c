@@ -62,6 +62,9 @@ _Static_assert(OFF(fan_ans, req_id) == 32 && OFF(fan_ans, origin) == 40 && OFF(f
 		       OFF(fan_ans, offset) == 48 && OFF(fan_ans, len) == 52 &&
 		       OFF(fan_ans, flags) == 56 && OFF(fan_ans, reserved) == 60,
 	       "fan_ans layout");
+_Static_assert(sizeof(struct shf_wire_raw_fwd_lost) == SHF_WIRE_FWD_LOST_BYTES, "fwd_lost");
+_Static_assert(OFF(fwd_lost, lost) == 32 && OFF(fwd_lost, reserved) == 36, "fwd_lost layout");
+_Static_assert(SHF_WIRE_FWD_HDR == sizeof(struct shf_wire_raw_hdr), "fwd: one common header");
 _Static_assert(SHF_JOB_MAX == 64, "join name field is 64 bytes");
 _Static_assert(SHF_WIRE_BATCH_HDR % SHF_WIRE_REC_ALIGN == 0 &&
 		       SHF_WIRE_REC_HDR % SHF_WIRE_REC_ALIGN == 0,
@@ -97,6 +100,8 @@ const char *shf_wire_kind_name(unsigned kind)
 	case SHF_WIRE_DROP: return "drop";
 	case SHF_WIRE_FAN_REQ: return "fan-req";
 	case SHF_WIRE_FAN_ANS: return "fan-ans";
+	case SHF_WIRE_FWD: return "fwd";
+	case SHF_WIRE_FWD_LOST: return "fwd-lost";
 	default: return "?";
 	}
 }
@@ -134,6 +139,7 @@ static size_t fixed_len(unsigned kind)
 	case SHF_WIRE_JOB_LEAVE: return SHF_WIRE_LEAVE_BYTES;
 	case SHF_WIRE_EPOCH: return SHF_WIRE_EPOCH_BYTES;
 	case SHF_WIRE_DROP: return SHF_WIRE_DROP_BYTES;
+	case SHF_WIRE_FWD_LOST: return SHF_WIRE_FWD_LOST_BYTES;
 	default: return 0;
 	}
 }
@@ -359,6 +365,38 @@ int shf_wire_check(const void *buf, size_t n, uint32_t n_nodes, uint32_t my_node
 		break;
 	case SHF_WIRE_FAN_ANS:
 		r = check_fan_ans(b, n, n_nodes, &h.u.fan_ans);
+		break;
+	case SHF_WIRE_FWD: {
+		/* the carried message is checked whole, as its destination
+		 * will check it (one level: it may not be a FWD itself) */
+		struct shf_wire_hdr in;
+		const uint8_t *m = b + SHF_WIRE_FWD_HDR;
+		size_t mlen = n - SHF_WIRE_FWD_HDR;
+		if (n < SHF_WIRE_FWD_HDR + SHF_WIRE_HDR) {
+			r = -EBADMSG;
+			break;
+		}
+		uint32_t idst = shf_wire_get32(m + OFF(hdr, dst_node));
+		uint16_t ikind = shf_wire_get16(m + OFF(hdr, kind));
+		if (ikind == SHF_WIRE_FWD || ikind == SHF_WIRE_FWD_LOST ||
+		    shf_wire_check(m, mlen, n_nodes, idst, &in) != 0 ||
+		    /* a hop carries another pair's message, never its own */
+		    (in.src_node == h.src_node && in.dst_node == h.dst_node)) {
+			r = -EBADMSG;
+			break;
+		}
+		h.u.fwd.inner_src = in.src_node;
+		h.u.fwd.inner_dst = in.dst_node;
+		h.u.fwd.inner_kind = in.kind;
+		h.u.fwd.len = (uint32_t)mlen;
+		h.u.fwd.msg = m;
+		break;
+	}
+	case SHF_WIRE_FWD_LOST:
+		h.u.fwd_lost = G32(b, fwd_lost, lost);
+		if (h.u.fwd_lost >= n_nodes || h.u.fwd_lost == h.src_node ||
+		    h.u.fwd_lost == h.dst_node || G32(b, fwd_lost, reserved) != 0)
+			r = -EBADMSG;
 		break;
 	default:
 		r = -EBADMSG;
@@ -674,4 +712,31 @@ long shf_wire_enc_fan_ans(void *buf, size_t cap, uint32_t src_node, uint32_t dst
 	if (shf_wire_check(b, (size_t)n, n_nodes, dst_node, &h) != 0)
 		return -EINVAL;
 	return (long)n;
+}
+
+long shf_wire_enc_fwd_hdr(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node)
+{
+	if (cap < SHF_WIRE_FWD_HDR)
+		return -ENOBUFS;
+	if (src_node == dst_node)
+		return -EINVAL;
+	put_hdr(buf, SHF_WIRE_FWD, src_node, dst_node);
+	return SHF_WIRE_FWD_HDR;
+}
+
+long shf_wire_enc_fwd_lost(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+			   uint32_t lost)
+{
+	uint8_t *b = buf;
+	if (cap < SHF_WIRE_FWD_LOST_BYTES)
+		return -ENOBUFS;
+	put_hdr(b, SHF_WIRE_FWD_LOST, src_node, dst_node);
+	P32(b, fwd_lost, lost, lost);
+	P32(b, fwd_lost, reserved, 0);
+	uint32_t max = src_node > dst_node ? src_node : dst_node;
+	max = max > lost ? max : lost;
+	struct shf_wire_hdr h;
+	if (max == UINT32_MAX || shf_wire_check(b, SHF_WIRE_FWD_LOST_BYTES, max + 1, dst_node, &h))
+		return -EINVAL;
+	return SHF_WIRE_FWD_LOST_BYTES;
 }

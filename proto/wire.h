@@ -78,6 +78,8 @@
 #define SHF_WIRE_FAN_K_MAX 64u
 #define SHF_WIRE_FAN_BUDGET_MAX 600000u /* ms a receiver may take to answer */
 #define SHF_WIRE_FAN_ANS_MAX (16u << 20) /* bytes of one subtree's answer */
+#define SHF_WIRE_FWD_HDR 32u        /* FWD: the hop's common header before the message */
+#define SHF_WIRE_FWD_LOST_BYTES 40u
 
 enum shf_wire_kind {
 	SHF_WIRE_BATCH = 1,     /* records of one job, src node -> dst node */
@@ -92,6 +94,10 @@ enum shf_wire_kind {
 	 * numbered apart (0x40-0x4f) */
 	SHF_WIRE_FAN_REQ = 0x40, /* a request for the receiver and its subtree */
 	SHF_WIRE_FAN_ANS = 0x41, /* one fragment of a subtree's combined answer */
+	/* 2-D routing (daemon/route.c; docs/protocol-wire.md, "Forwarding"),
+	 * numbered apart (0x70-0x7f) */
+	SHF_WIRE_FWD = 0x70,      /* one whole message of another pair, one hop on */
+	SHF_WIRE_FWD_LOST = 0x71, /* the sender lost its link to a node it forwards for */
 };
 
 /* Heartbeat flags (docs/protocol-wire.md, "Authentication"). */
@@ -99,7 +105,9 @@ enum shf_wire_hb_flag {
 	SHF_WIRE_HB_MAC = 1u,  /* the sender has a cluster key: mac is set */
 	SHF_WIRE_HB_ECHO = 2u, /* the MAC covers the receiver's nonce as the sender last
 				  saw it (else 32 zero bytes in its place); only with MAC */
-	SHF_WIRE_HB_FLAGS = 3u /* every defined flag */
+	SHF_WIRE_HB_2D = 4u,   /* the sender routes in 2-D (routing=2d): a receiver with
+				  another routing refuses it */
+	SHF_WIRE_HB_FLAGS = 7u /* every defined flag */
 };
 
 /* Epoch phases carried by SHF_WIRE_EPOCH (see docs/protocol-wire.md). */
@@ -230,7 +238,24 @@ struct shf_wire_raw_fan_ans {
 	/* len bytes of the answer (JSON text) */
 };
 
+/* FWD: the common header of one hop (src_node -> dst_node, that pair's
+ * session tags), then one whole wire message of another pair (its own
+ * header and tags), of any kind but FWD and FWD_LOST. */
+struct shf_wire_raw_fwd_lost {
+	struct shf_wire_raw_hdr h;
+	uint32_t lost;     /* the node src_node lost its link to, < n_nodes */
+	uint32_t reserved; /* zero */
+};
+
 /* ---- decoded (host-order) views ---------------------------------------- */
+
+struct shf_wire_fwd {
+	uint32_t inner_src;  /* the message's own src_node (the origin) */
+	uint32_t inner_dst;  /* its own dst_node (the destination) */
+	uint16_t inner_kind; /* its kind */
+	uint32_t len;        /* its length: the FWD's length - SHF_WIRE_FWD_HDR */
+	const uint8_t *msg;  /* decoder: into the checked buffer */
+};
 
 struct shf_wire_fan_req {
 	uint64_t req_id;
@@ -332,6 +357,8 @@ struct shf_wire_hdr {
 		struct shf_wire_drop drop;
 		struct shf_wire_fan_req fan_req;
 		struct shf_wire_fan_ans fan_ans;
+		struct shf_wire_fwd fwd;
+		uint32_t fwd_lost; /* FWD_LOST: the node lost */
 	} u;
 };
 
@@ -533,6 +560,14 @@ long shf_wire_enc_fan_req(void *buf, size_t cap, uint32_t src_node, uint32_t dst
 /* One fragment: a->data holds a->len bytes. */
 long shf_wire_enc_fan_ans(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
 			  uint32_t n_nodes, const struct shf_wire_fan_ans *a);
+
+/* The FWD header of one hop (32 bytes at buf); the carried message follows
+ * it (the caller puts it there).  The tags are stamped like any message's.
+ * Returns SHF_WIRE_FWD_HDR, -ENOBUFS, -EINVAL (src == dst). */
+long shf_wire_enc_fwd_hdr(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node);
+/* FWD_LOST: src_node lost its link to `lost` (not src, not dst). */
+long shf_wire_enc_fwd_lost(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+			   uint32_t lost);
 
 /* Name of a kind for logs ("batch", ...; "?" when unknown).  Internal:
  * tests and the fuzzer. */

@@ -585,8 +585,71 @@ static void test_fan(void)
 	CHECK(!strcmp(shf_wire_kind_name(SHF_WIRE_FAN_REQ), "fan-req"), "kind name");
 }
 
+/* routing=2d: FWD carries one whole message of another pair one hop on;
+ * FWD_LOST names the node an intermediate lost.  Hop SRC -> DST here;
+ * the carried message is 0 -> DST (at the destination) or SRC -> 3 (at
+ * the intermediate). */
+static void test_fwd(void)
+{
+	uint8_t b[512], in[256];
+	struct shf_wire_hdr h;
+	struct shf_wire_heartbeat hb = {.time_ns = 1, .incarnation = 7, .flags = SHF_WIRE_HB_2D};
+	long m = shf_wire_enc_heartbeat(in, sizeof(in), 0, DST, &hb);
+	CHECK(m == SHF_WIRE_HEARTBEAT_BYTES, "inner heartbeat with flag 2D");
+	CHECK(shf_wire_enc_fwd_hdr(b, sizeof(b), SRC, DST) == SHF_WIRE_FWD_HDR, "fwd header");
+	memcpy(b + SHF_WIRE_FWD_HDR, in, (size_t)m);
+	size_t n = SHF_WIRE_FWD_HDR + (size_t)m;
+	CHECK(chk(b, n, &h) == 0 && h.kind == SHF_WIRE_FWD && h.src_node == SRC &&
+		      h.u.fwd.inner_src == 0 && h.u.fwd.inner_dst == DST &&
+		      h.u.fwd.inner_kind == SHF_WIRE_HEARTBEAT && h.u.fwd.len == (uint32_t)m &&
+		      h.u.fwd.msg == b + SHF_WIRE_FWD_HDR,
+	      "fwd to the destination");
+	/* at the intermediate: a message of SRC for node 3 */
+	m = shf_wire_enc_heartbeat(in, sizeof(in), SRC, 3, &hb);
+	memcpy(b + SHF_WIRE_FWD_HDR, in, (size_t)m);
+	CHECK(chk(b, n, &h) == 0 && h.u.fwd.inner_src == SRC && h.u.fwd.inner_dst == 3,
+	      "fwd to an intermediate");
+	CHECK(chk(b, n - 1, NULL) == -EBADMSG, "fwd: carried message cut short");
+	CHECK(chk(b, SHF_WIRE_FWD_HDR + 16, NULL) == -EBADMSG, "fwd: no whole header carried");
+	CHECK(chk_patched32(b, n, SHF_WIRE_FWD_HDR + 12, 9) == -EBADMSG,
+	      "fwd: carried dst out of range");
+	CHECK(chk_patched8(b, n, SHF_WIRE_FWD_HDR + 52, 1) == -EBADMSG,
+	      "fwd: carried message invalid (reserved byte)");
+	/* the hop's own pair is not another pair's message */
+	m = shf_wire_enc_heartbeat(in, sizeof(in), SRC, DST, &hb);
+	memcpy(b + SHF_WIRE_FWD_HDR, in, (size_t)m);
+	CHECK(chk(b, n, NULL) == -EBADMSG, "fwd of the hop's own pair");
+	/* no nesting, no FWD_LOST carried */
+	uint8_t b2[600];
+	CHECK(shf_wire_enc_fwd_hdr(b2, sizeof(b2), SRC, DST) == SHF_WIRE_FWD_HDR, "outer");
+	CHECK(shf_wire_enc_fwd_hdr(b2 + 32, sizeof(b2) - 32, 0, DST) == SHF_WIRE_FWD_HDR, "inner");
+	m = shf_wire_enc_heartbeat(b2 + 64, sizeof(b2) - 64, 3, DST, &hb);
+	CHECK(chk(b2, 64 + (size_t)m, NULL) == -EBADMSG, "fwd inside a fwd");
+	long l = shf_wire_enc_fwd_lost(in, sizeof(in), 0, DST, 3);
+	memcpy(b + SHF_WIRE_FWD_HDR, in, (size_t)l);
+	CHECK(chk(b, SHF_WIRE_FWD_HDR + (size_t)l, NULL) == -EBADMSG, "fwd_lost carried");
+	CHECK(shf_wire_enc_fwd_hdr(b, sizeof(b), SRC, SRC) == -EINVAL, "fwd to myself");
+	CHECK(shf_wire_enc_fwd_hdr(b, 31, SRC, DST) == -ENOBUFS, "fwd cap");
+
+	/* FWD_LOST */
+	l = shf_wire_enc_fwd_lost(b, sizeof(b), SRC, DST, 3);
+	CHECK(l == SHF_WIRE_FWD_LOST_BYTES && chk(b, (size_t)l, &h) == 0 &&
+		      h.kind == SHF_WIRE_FWD_LOST && h.u.fwd_lost == 3,
+	      "fwd_lost round trip");
+	CHECK(chk_patched32(b, (size_t)l, 32, SRC) == -EBADMSG, "fwd_lost of the sender");
+	CHECK(chk_patched32(b, (size_t)l, 32, DST) == -EBADMSG, "fwd_lost of the receiver");
+	CHECK(chk_patched32(b, (size_t)l, 32, NODES) == -EBADMSG, "fwd_lost out of range");
+	CHECK(chk_patched32(b, (size_t)l, 36, 1) == -EBADMSG, "fwd_lost reserved");
+	CHECK(chk(b, (size_t)l + 8, NULL) == -EBADMSG, "fwd_lost length");
+	CHECK(shf_wire_enc_fwd_lost(b, sizeof(b), SRC, DST, DST) == -EINVAL, "enc fwd_lost of dst");
+	/* heartbeat flag bits beyond 2D stay invalid */
+	hb.flags = 8;
+	CHECK(shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb) == -EINVAL, "heartbeat flag 8");
+}
+
 int main(void)
 {
+	test_fwd();
 	test_le_and_hash();
 	test_golden_ack();
 	test_batch();

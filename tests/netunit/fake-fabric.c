@@ -393,7 +393,7 @@ static int do_send(struct shd_fabric *f, enum fake_which which, uint32_t node, c
 		F.n_unreachable++;
 		return -EHOSTUNREACH;
 	}
-	if (len > f->buf_bytes || (which == FAKE_SMALL && len > SHD_FABRIC_SMALL))
+	if (len > f->buf_bytes || (which == FAKE_SMALL && len > SHD_FABRIC_SMALL + SHD_FABRIC_HOP_ROOM))
 		return -EMSGSIZE;
 	CHECKF(len >= SHF_WIRE_HDR, "a %zu-byte wire message", len);
 	if (F.n_sends == F.cap_sends) {
