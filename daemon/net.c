@@ -332,6 +332,7 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 	case SHF_WIRE_JOB_JOIN: n->ev->joined(d, p->node, &h.u.join); break;
 	case SHF_WIRE_JOB_LEAVE: n->ev->left(d, p->node, h.u.leave.job_hash, h.u.leave.rank); break;
 	case SHF_WIRE_EPOCH:
+		d->st.epoch_msgs_in++;
 		n->ev->epoch(d, p->node, h.u.epoch.job_hash, h.u.epoch.phase,
 			     (int32_t)h.u.epoch.count);
 		break;

@@ -658,6 +658,7 @@ void shd_net_epoch(struct shd_daemon *d, struct shd_job *j, uint32_t phase, int3
 		uint8_t buf[SHF_WIRE_EPOCH_BYTES];
 		struct shf_wire_epoch ep = {j->hash, j->epoch_seq + 1, phase, (uint32_t)count};
 		shd_net_ctl_send(p, buf, shf_wire_enc_epoch(buf, sizeof(buf), d->node_id, i, &ep));
+		d->st.epoch_msgs_out++;
 	}
 }
 
