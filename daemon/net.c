@@ -331,9 +331,11 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 		break;
 	case SHF_WIRE_JOB_JOIN: n->ev->joined(d, p->node, &h.u.join); break;
 	case SHF_WIRE_JOB_LEAVE: n->ev->left(d, p->node, h.u.leave.job_hash, h.u.leave.rank); break;
-	case SHF_WIRE_EPOCH:
+	case SHF_WIRE_EPOCH_UP:
+	case SHF_WIRE_EPOCH_DOWN:
+	case SHF_WIRE_EPOCH_ABORT:
 		d->st.epoch_msgs_in++;
-		n->ev->epoch(d, p->node, h.u.epoch.job_hash, h.u.epoch.phase,
+		n->ev->epoch(d, p->node, h.kind, h.u.epoch.job_hash, h.u.epoch.phase,
 			     (int32_t)h.u.epoch.count);
 		break;
 	case SHF_WIRE_DROP:

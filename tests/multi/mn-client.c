@@ -35,6 +35,12 @@
  *              both call shf_epoch(); rank 1 closes as soon as its epoch
  *              returns; rank 0 posts "epoch.0", waits for "close.0" (from
  *              wire-inject) and expects `expect` (default ok).
+ *   epochtime  (scripts/scale) times shf_open(), then `count` + 1 epochs
+ *              with nothing sent (the first absorbs the ranks' start skew
+ *              and is not counted) and prints "rank R: open_ms X epochs N
+ *              median_us Y min_us Z max_us W"; then the load: m messages
+ *              to every other rank, a REMOTE flush, an epoch, exact counts;
+ *              posts "held.R" and waits for "release" before closing.
  *   latency    world 2: rank 0 sends `count` messages of `size` bytes to
  *              rank 1, one every gap_ms, each stamped with CLOCK_MONOTONIC;
  *              rank 1 prints one-way latency statistics (same host, same
@@ -737,6 +743,56 @@ static int mode_leavefree(void)
 	return 0;
 }
 
+/* ------------------------------------------------------------ epochtime */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int mode_epochtime(void)
+{
+	uint64_t t0 = now_ns();
+	struct shf_ctx *c = open_ctx(true, 0);
+	double open_ms = (double)(now_ns() - t0) / 1e6;
+	int r;
+	uint64_t *ns = calloc((size_t)cfg.count, sizeof(*ns));
+	if (!ns)
+		FAIL("out of memory");
+	for (long i = 0; i <= cfg.count; i++) {
+		uint64_t a = now_ns();
+		if ((r = shf_epoch(c, cfg.timeout)) != 0)
+			FAIL("epoch %ld: %s (%s)", i, shf_strerror(r), shf_error_detail());
+		if (i > 0)
+			ns[i - 1] = now_ns() - a;
+	}
+	qsort(ns, (size_t)cfg.count, sizeof(*ns), cmp_u64);
+	printf("rank %d: open_ms %.1f epochs %ld median_us %.1f min_us %.1f max_us %.1f\n", g_rank,
+	       open_ms, cfg.count, (double)ns[cfg.count / 2] / 1e3, (double)ns[0] / 1e3,
+	       (double)ns[cfg.count - 1] / 1e3);
+	free(ns);
+	for (long i = 0; i < cfg.m; i++)
+		for (int k = 1; k < g_world; k++) {
+			int dst = (g_rank + k) % g_world;
+			if ((r = send_msg(c, false, 0, dst, sizeof(struct mmsg) + (uint32_t)(i % 200),
+					  0)) != 0)
+				FAIL("load: send to %d: %s", dst, shf_strerror(r));
+		}
+	if ((r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout)) != 0)
+		FAIL("load: flush(REMOTE): %s (%s)", shf_strerror(r), shf_error_detail());
+	if ((r = shf_epoch(c, cfg.timeout)) != 0)
+		FAIL("load: epoch: %s (%s)", shf_strerror(r), shf_error_detail());
+	wait_counts(c, false, 0, (uint64_t)cfg.m, skip_none);
+	if (rx_errors())
+		FAIL("%" PRIu64 " delivery errors", rx_errors());
+	sync_post("held.%d", g_rank);
+	sync_wait("release");
+	if ((r = shf_close(c)) != 0)
+		FAIL("shf_close: %s", shf_strerror(r));
+	return 0;
+}
+
 /* ------------------------------------------------------------ latency */
 
 static int cmp_u64(const void *a, const void *b)
@@ -854,6 +910,8 @@ int main(int argc, char **argv)
 		return mode_epochleave();
 	if (!strcmp(cfg.mode, "latency"))
 		return mode_latency();
+	if (!strcmp(cfg.mode, "epochtime"))
+		return mode_epochtime();
 	if (!strcmp(cfg.mode, "parkdrop"))
 		return mode_parkdrop();
 	if (!strcmp(cfg.mode, "appenddown"))

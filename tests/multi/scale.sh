@@ -60,7 +60,7 @@ t_note "job wide: $W ranks on $N nodes, exact counts, 2 epochs; at most $max_out
 export SHF_JOB=loss SHF_WORLD=$W
 for r in $(seq 0 $((W - 1))); do
   SHF_RANK=$r nodes_client $((r / K + 1)) "rank$r" "$MNCLIENT" peerloss per_node="$K" \
-    victim=$((V - 1)) m=20 c=20 vring=65536 burst=131072 timeout=40000 \
+    victim=$((V - 1)) m=20 c=20 vring=131072 burst=262144 timeout=40000 \
     inflight_epoch="${MULTI_EPOCH_EXPECT:-any}" post_epoch="${MULTI_EPOCH_EXPECT:-any}"
 done
 blocked=(s-flushing)

@@ -489,11 +489,11 @@ static void test_stamp(void)
 			       offsetof(struct shf_wire_raw_hdr, dst_session) == 24 &&
 			       sizeof(struct shf_wire_raw_hdr) == 32 && SHF_WIRE_HDR == 32,
 		       "v2 common header");
-	_Static_assert(SHF_WIRE_VERSION == 4 && SHF_WIRE_BATCH_HDR == 56 &&
+	_Static_assert(SHF_WIRE_VERSION == 5 && SHF_WIRE_BATCH_HDR == 56 &&
 			       SHF_WIRE_ACK_BYTES == 48 && SHF_WIRE_HEARTBEAT_BYTES == 120 &&
 			       SHF_WIRE_JOIN_FIXED == 120 && SHF_WIRE_LEAVE_BYTES == 48 &&
 			       SHF_WIRE_EPOCH_BYTES == 56 && SHF_WIRE_DROP_BYTES == 64,
-		       "v3/v4 sizes");
+		       "v3-v5 sizes");
 	uint8_t b[512];
 	struct shf_wire_batch_enc e;
 	CHECK(shf_wire_batch_begin(&e, b, sizeof(b), SRC, DST, 5) == 0 &&
