@@ -745,11 +745,7 @@ static int mode_leavefree(void)
 
 /* ------------------------------------------------------------ epochtime */
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
+static int cmp_u64(const void *a, const void *b);
 
 static int mode_epochtime(void)
 {
