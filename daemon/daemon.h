@@ -189,6 +189,7 @@ struct shd_job {
 	bool p1_sent, p2_sent;          /* our subtree's count went up (root: down) */
 	bool p2_open;                   /* phase 1 complete here, phase 2 pending */
 	int epoch_abort;                /* 0, or the error an abort brought: sticky */
+	uint64_t abort_epoch;           /* ... for epochs from this number on */
 	bool tree_known;
 	uint8_t tree_nchild;
 	uint32_t tree_parent;           /* SHD_NODE_NONE at the root */

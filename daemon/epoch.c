@@ -61,6 +61,12 @@ const char *shd_epoch_state_name(enum shd_epoch_state s)
 #define DOWN SHF_WIRE_EPOCH_DOWN
 #define ABORT SHF_WIRE_EPOCH_ABORT
 
+/* An abort fails the epoch pending here (or a later one, once it begins). */
+static bool aborted(const struct shd_job *j)
+{
+	return j->epoch_abort && j->epoch_seq + 1 >= j->abort_epoch;
+}
+
 int shd_epoch_gone_err(const struct shd_job *j)
 {
 	if (j->deny)
@@ -197,10 +203,10 @@ static void abort_flood(struct shd_daemon *d, struct shd_job *j, int err, uint32
 	if (!d->net || !epoch_tree(d, j))
 		return;
 	if (j->tree_parent != SHD_NODE_NONE && j->tree_parent != from)
-		shd_net_epoch(d, j->tree_parent, ABORT, j, PLACED, -err);
+		shd_net_epoch(d, j->tree_parent, ABORT, j, j->abort_epoch, PLACED, -err);
 	for (unsigned i = 0; i < j->tree_nchild; i++)
 		if (j->tree_child[i] != from)
-			shd_net_epoch(d, j->tree_child[i], ABORT, j, PLACED, -err);
+			shd_net_epoch(d, j->tree_child[i], ABORT, j, j->abort_epoch, PLACED, -err);
 }
 
 void shd_epoch_left_here(struct shd_daemon *d, struct shd_job *j, enum shd_epoch_state was)
@@ -211,6 +217,7 @@ void shd_epoch_left_here(struct shd_daemon *d, struct shd_job *j, enum shd_epoch
 		return;
 	/* the other nodes cannot complete it without this rank: tell them */
 	j->epoch_abort = -ESRCH;
+	j->abort_epoch = j->epoch_seq + 1;
 	abort_flood(d, j, -ESRCH, SHD_NODE_NONE);
 }
 
@@ -233,7 +240,7 @@ static void epoch_complete(struct shd_daemon *d, struct shd_job *j, uint32_t pha
 	}
 	if (d->net)
 		for (unsigned i = 0; i < j->tree_nchild; i++)
-			shd_net_epoch(d, j->tree_child[i], DOWN, j, phase, j->world);
+			shd_net_epoch(d, j->tree_child[i], DOWN, j, j->epoch_seq + 1, phase, j->world);
 	if (phase == PLACED) {
 		j->p1_local = 0;
 		j->p1_sent = false;
@@ -245,11 +252,11 @@ static void epoch_complete(struct shd_daemon *d, struct shd_job *j, uint32_t pha
 	j->p2_sent = false;
 	j->n_up[1] = 0;
 	j->p2_open = false;
+	j->epoch_seq++;
+	d->st.epochs++;
 	if (j->epoch_start_ns) {
 		uint64_t ns = shd_now_ns() - j->epoch_start_ns;
 		j->epoch_start_ns = 0;
-		j->epoch_seq++;
-		d->st.epochs++;
 		d->st.epoch_ns_total += ns;
 		if (ns > d->st.epoch_ns_max)
 			d->st.epoch_ns_max = ns;
@@ -289,7 +296,7 @@ static void epoch_check(struct shd_daemon *d, struct shd_job *j, uint32_t phase)
 	int32_t total = shd_epoch_subtree_count(j, phase);
 	if (j->tree_parent != SHD_NODE_NONE) {
 		if (d->net)
-			shd_net_epoch(d, j->tree_parent, UP, j, phase, total);
+			shd_net_epoch(d, j->tree_parent, UP, j, j->epoch_seq + 1, phase, total);
 		*sent = true;
 		return;
 	}
@@ -303,7 +310,7 @@ void shd_epoch_mark(struct shd_client *c)
 	struct shd_job *j = c->job;
 	if (!j || c->state != SHD_SESS_ACTIVE)
 		return;
-	if (j->gone || j->deny || j->epoch_abort) {
+	if (j->gone || j->deny || aborted(j)) {
 		reply_p1(c, shd_epoch_gone_err(j));
 		return;
 	}
@@ -319,7 +326,7 @@ void shd_epoch_phase2(struct shd_client *c, uint32_t ipc_id, uint64_t id)
 	struct shd_job *j = c->job;
 	c->epoch_ipc_id = ipc_id;
 	c->epoch_id = id;
-	if (j->gone || j->deny || j->epoch_abort) {
+	if (j->gone || j->deny || aborted(j)) {
 		c->epoch = SHD_EPOCH_NONE;
 		reply_p2(c, shd_epoch_gone_err(j));
 		return;
@@ -330,7 +337,7 @@ void shd_epoch_phase2(struct shd_client *c, uint32_t ipc_id, uint64_t id)
 }
 
 void shd_epoch_remote(struct shd_daemon *d, struct shd_job *j, uint32_t node, unsigned kind,
-		      uint32_t phase, int32_t count)
+		      uint64_t epoch, uint32_t phase, int32_t count)
 {
 	if (phase != PLACED && phase != DRAINED)
 		return;
@@ -374,10 +381,15 @@ void shd_epoch_remote(struct shd_daemon *d, struct shd_job *j, uint32_t node, un
 			return; /* seen (the flood reaches a node once per edge) */
 		if (count != ESRCH && count != EHOSTDOWN)
 			count = ESRCH;
-		shd_debug("job %s: epoch aborted by node %u (%s)", j->name, node,
-			  count == ESRCH ? "ESRCH" : "EHOSTDOWN");
+		shd_debug("job %s: epoch %llu aborted by node %u (%s)", j->name,
+			  (unsigned long long)epoch, node, count == ESRCH ? "ESRCH" : "EHOSTDOWN");
 		j->epoch_abort = -count;
-		shd_epoch_fail_all(j, shd_epoch_gone_err(j));
+		j->abort_epoch = epoch;
+		/* an abort of a later epoch than the one pending here (the
+		 * sender completed ours and failed its next): ours completes, the
+		 * next fails at entry */
+		if (aborted(j))
+			shd_epoch_fail_all(j, shd_epoch_gone_err(j));
 		abort_flood(d, j, -count, node);
 		return;
 	default: return;

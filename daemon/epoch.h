@@ -17,7 +17,7 @@ void shd_epoch_mark(struct shd_client *c);
 void shd_epoch_phase2(struct shd_client *c, uint32_t ipc_id, uint64_t id);
 /* An epoch step of j from node (kind SHF_WIRE_EPOCH_UP/_DOWN/_ABORT). */
 void shd_epoch_remote(struct shd_daemon *d, struct shd_job *j, uint32_t node, unsigned kind,
-		      uint32_t phase, int32_t count);
+		      uint64_t epoch, uint32_t phase, int32_t count);
 /* A local rank of the ready job j left, in epoch state `was`: every local
  * epoch fails; if one was pending here, the other nodes are told (abort). */
 void shd_epoch_left_here(struct shd_daemon *d, struct shd_job *j, enum shd_epoch_state was);

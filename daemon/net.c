@@ -335,8 +335,8 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 	case SHF_WIRE_EPOCH_DOWN:
 	case SHF_WIRE_EPOCH_ABORT:
 		d->st.epoch_msgs_in++;
-		n->ev->epoch(d, p->node, h.kind, h.u.epoch.job_hash, h.u.epoch.phase,
-			     (int32_t)h.u.epoch.count);
+		n->ev->epoch(d, p->node, h.kind, h.u.epoch.job_hash, h.u.epoch.epoch,
+			     h.u.epoch.phase, (int32_t)h.u.epoch.count);
 		break;
 	case SHF_WIRE_DROP:
 		n->ev->drops(d, h.u.drop.job_hash, h.u.drop.src_rank, h.u.drop.count, -ESRCH);

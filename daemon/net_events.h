@@ -31,7 +31,7 @@ struct shd_net_events {
 	 * subtree counted `count` ranks in `phase`), _DOWN (the phase is
 	 * complete) or _ABORT (the pending epoch fails, count: a positive errno). */
 	void (*epoch)(struct shd_daemon *d, uint32_t node, unsigned kind, uint64_t job_hash,
-		      uint32_t phase, int32_t count);
+		      uint64_t epoch, uint32_t phase, int32_t count);
 	/* count records sent by local rank src of job_hash were dropped: why
 	 * -ESRCH (destination rank gone) or -EHOSTDOWN (destination node down). */
 	void (*drops)(struct shd_daemon *d, uint64_t job_hash, int32_t src, uint32_t count,

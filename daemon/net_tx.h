@@ -40,9 +40,10 @@ int shd_net_send_msg(struct shd_daemon *d, uint32_t node, const void *msg, size_
 /* The largest message shd_net_send_msg() takes (and a peer receives). */
 uint32_t shd_net_msg_max(const struct shd_daemon *d);
 
-/* An epoch step of j (kind SHF_WIRE_EPOCH_UP/_DOWN/_ABORT) to node, if it
- * is up (a peer that is not is lost, and its loss fails the epoch). */
+/* An epoch step of j's epoch number `epoch` (kind SHF_WIRE_EPOCH_UP/_DOWN/
+ * _ABORT) to node, if it is up (a peer that is not is lost, and its loss
+ * fails the epoch). */
 void shd_net_epoch(struct shd_daemon *d, uint32_t node, unsigned kind, struct shd_job *j,
-		   uint32_t phase, int32_t count);
+		   uint64_t epoch, uint32_t phase, int32_t count);
 
 #endif
