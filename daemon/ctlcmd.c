@@ -136,8 +136,8 @@ static json_t *jobs_json(struct shd_daemon *d, const struct view *v)
 		json_object_set_new(o, "lost", json_integer(j->lost));
 		json_object_set_new(o, "ready", json_boolean(j->ready));
 		json_object_set_new(o, "epochs", u64(j->epoch_seq));
-		json_object_set_new(o, "epoch_phase1", json_integer(j->p1_total));
-		json_object_set_new(o, "epoch_phase2", json_integer(j->p2_total));
+		json_object_set_new(o, "epoch_phase1", json_integer(shd_epoch_subtree_count(j, 1)));
+		json_object_set_new(o, "epoch_phase2", json_integer(shd_epoch_subtree_count(j, 2)));
 		shd_jobtab_missing(j, missing, sizeof(missing));
 		json_object_set_new(o, "missing", json_string(missing));
 		if (j->drained) /* shufflectl drain (control.c) */

@@ -182,13 +182,22 @@ struct shd_job {
 	struct shd_list end_link;       /* in d->ended: may be freed at the next reap */
 	uint64_t created_ns;
 
-	/* epochs (epoch.c): counts of ranks in each phase, summed over nodes */
+	/* epochs (epoch.c): a binary tree over the job's nodes (ascending
+	 * node ids, the lowest the root), worked out when first needed */
 	uint64_t epoch_seq;             /* epochs completed */
 	int32_t p1_local, p2_local;     /* local ranks that entered */
-	int32_t p1_total, p2_total;     /* all nodes (local + what peers reported) */
-	bool p1_sent, p2_sent;          /* our count for the phase went to the peers */
-	uint64_t *reported[2];          /* [phase-1]: bitmap of nodes whose count came */
-	size_t reported_words;          /* words in each bitmap */
+	bool p1_sent, p2_sent;          /* our subtree's count went up (root: down) */
+	bool p2_open;                   /* phase 1 complete here, phase 2 pending */
+	int epoch_abort;                /* 0, or the error an abort brought: sticky */
+	uint64_t abort_epoch;           /* ... for epochs from this number on */
+	bool tree_known;
+	uint8_t tree_nchild;
+	uint32_t tree_parent;           /* SHD_NODE_NONE at the root */
+	uint32_t tree_child[2];
+	/* [phase-1]: the subtree counts that came up (children, at most 2;
+	 * checked against the tree when it is known) */
+	struct { uint32_t node; int32_t count; } up[2][2];
+	uint8_t n_up[2];
 	uint64_t epoch_start_ns;
 	struct shf_client_stats st;     /* sum of departed clients' counters */
 };

@@ -10,16 +10,31 @@
  *      drains its own delivery ring;
  *   3. it sends EPOCH phase 2 (SHF_WIRE_EPOCH_DRAINED); when all ranks did,
  *      EPOCH_DONE.
- * Counts are summed per node and exchanged between daemons once per phase,
- * so the cost grows with nodes, not ranks.
+ * Counts go over a binary tree of the job's nodes (the nodes that host
+ * ranks of it, in ascending node id; the lowest is the root, node at index
+ * i has children 2i+1 and 2i+2): a node sends its subtree's count up
+ * (SHF_WIRE_EPOCH_UP) once all its ranks and both children are in; the
+ * root, once its count is the world, completes the phase and sends
+ * SHF_WIRE_EPOCH_DOWN to its children, each of which completes it and
+ * passes it on.  A phase costs each daemon at most 3 messages (1 up, 2
+ * down) and its critical path is 2 x floor(log2 M) messages on M nodes
+ * (docs/scale.md).  The tree is worked out once per job (epoch_tree()),
+ * when the job is ready: from then on its ranks' nodes are fixed.
  *
  * Ranks that leave: a rank lost with its node fails the pending epoch with
- * -EHOSTDOWN.  A rank that closes after its node counted it in the phase in
- * progress does not fail it (shd_epoch_leave_is_benign); any other leave
- * fails it with -ESRCH.  Once a job has lost ranks, every later epoch fails
- * at entry with shd_epoch_gone_err().  Never a hang.
+ * -EHOSTDOWN on every node (each learns the loss from membership itself, so
+ * a lost interior node never hangs its subtree).  A rank that closes after
+ * its node completed the epoch does not fail it elsewhere: a node still
+ * waiting in phase 2 takes another node's leave as benign
+ * (shd_epoch_leave_is_benign), because the leaving rank's own node knows
+ * better: if that rank left with an epoch pending on its node, the node
+ * fails it there and floods SHF_WIRE_EPOCH_ABORT over the tree's edges
+ * (shd_epoch_left_here), which fails it everywhere (-ESRCH).  A leave seen
+ * in phase 1 fails the epoch at once.  Once a job has lost ranks, every
+ * later epoch fails at entry with shd_epoch_gone_err().  Never a hang.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "daemon/jobtab.h"
@@ -42,38 +57,113 @@ const char *shd_epoch_state_name(enum shd_epoch_state s)
 	return (unsigned)s < SHD_EPOCH_MAX ? epoch_names[s] : "?";
 }
 
-static bool bit_get(const uint64_t *b, uint32_t i)
+#define UP SHF_WIRE_EPOCH_UP
+#define DOWN SHF_WIRE_EPOCH_DOWN
+#define ABORT SHF_WIRE_EPOCH_ABORT
+
+/* An abort fails the epoch pending here (or a later one, once it begins). */
+static bool aborted(const struct shd_job *j)
 {
-	return b[i / 64] >> (i % 64) & 1;
+	return j->epoch_abort && j->epoch_seq + 1 >= j->abort_epoch;
 }
 
 int shd_epoch_gone_err(const struct shd_job *j)
 {
 	if (j->deny)
 		return j->deny; /* an owner conflict (events.c) */
-	return j->lost ? -EHOSTDOWN : -ESRCH;
+	if (j->lost)
+		return -EHOSTDOWN;
+	return j->epoch_abort ? j->epoch_abort : -ESRCH;
 }
 
 /*
- * The epoch pending here can still finish if the departed rank's node
- * already counted it in the phase in progress: the rank went through the
- * epoch on its node and merely closed first.  With nothing pending the
- * next epoch fails at entry instead.
+ * The job's tree: the nodes hosting its ranks, ascending; this node's
+ * parent and children.  Needs the job ready (every rank's node known);
+ * false until then, or when this node hosts none of its ranks.
  */
-bool shd_epoch_leave_is_benign(const struct shd_job *j, uint32_t node)
+static bool epoch_tree(struct shd_daemon *d, struct shd_job *j)
 {
-	if (j->p2_total > 0)
-		return bit_get(j->reported[DRAINED - 1], node);
-	if (j->p1_total > 0)
+	if (j->tree_known)
+		return true;
+	if (!j->ready)
 		return false;
-	for (int32_t r = shd_jobtab_next(j, 0); r < j->world; r = shd_jobtab_next(j, r + 1)) {
-		const struct shd_client *c = shd_jobtab_client(j, r);
-		if (c && c->epoch != SHD_EPOCH_NONE)
-			return false;
+	uint32_t nn = d->n_nodes ? d->n_nodes : 1;
+	uint64_t *has = calloc((nn + 63) / 64, sizeof(uint64_t));
+	if (!has) {
+		shd_err("job %s: out of memory for its epoch tree", j->name);
+		return false;
 	}
+	has[d->node_id / 64] |= UINT64_C(1) << (d->node_id % 64);
+	for (int32_t r = 0; r < j->world; r++) {
+		uint32_t node = shd_jobtab_node(j, r);
+		if (node < nn)
+			has[node / 64] |= UINT64_C(1) << (node % 64);
+	}
+	/* index of each node in the ascending list; the parent's and the
+	 * children's indexes give their node ids on a second walk */
+	uint32_t me = 0, m = 0;
+	for (uint32_t x = 0; x < nn; x++)
+		if (has[x / 64] >> (x % 64) & 1) {
+			if (x == d->node_id)
+				me = m;
+			m++;
+		}
+	uint32_t want_parent = me ? (me - 1) / 2 : UINT32_MAX;
+	uint32_t idx = 0;
+	j->tree_parent = SHD_NODE_NONE;
+	j->tree_nchild = 0;
+	for (uint32_t x = 0; x < nn; x++) {
+		if (!(has[x / 64] >> (x % 64) & 1))
+			continue;
+		if (idx == want_parent)
+			j->tree_parent = x;
+		if (idx == 2 * me + 1 || idx == 2 * me + 2)
+			j->tree_child[j->tree_nchild++] = x;
+		idx++;
+	}
+	free(has);
+	j->tree_known = true;
+	shd_debug("job %s: epoch tree of %u nodes, index %u, parent %d, %u children", j->name, m,
+		  me, j->tree_parent == SHD_NODE_NONE ? -1 : (int)j->tree_parent,
+		  j->tree_nchild);
 	return true;
 }
 
+/* Ranks of phase `phase` counted in this node's subtree so far. */
+int32_t shd_epoch_subtree_count(const struct shd_job *j, uint32_t phase)
+{
+	int32_t n = phase == PLACED ? j->p1_local : j->p2_local;
+	for (unsigned i = 0; i < j->n_up[phase - 1]; i++)
+		n += j->up[phase - 1][i].count;
+	return n;
+}
+
+static bool epoch_pending(const struct shd_job *j)
+{
+	if (j->p1_local || j->p2_local || j->n_up[0] || j->n_up[1] || j->p2_open ||
+	    j->p1_sent || j->p2_sent)
+		return true;
+	for (int32_t r = shd_jobtab_next(j, 0); r < j->world; r = shd_jobtab_next(j, r + 1)) {
+		const struct shd_client *c = shd_jobtab_client(j, r);
+		if (c && c->epoch != SHD_EPOCH_NONE)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Another node's rank left the complete job j.  In phase 2 here, the
+ * epoch can still end: the rank went through it and merely closed first,
+ * or its node fails it and sends EPOCH_ABORT.  In phase 1 it cannot.
+ * With nothing pending the next epoch fails at entry instead.
+ */
+bool shd_epoch_leave_is_benign(const struct shd_job *j, uint32_t node)
+{
+	(void)node;
+	if (j->p2_open)
+		return true;
+	return !epoch_pending(j);
+}
 static void reply_p1(struct shd_client *c, int status)
 {
 	struct shf_ipc_flush_done m = {c->mark_id, c->report_dead, c->report_down, status, 0};
@@ -101,25 +191,39 @@ void shd_epoch_fail_all(struct shd_job *j, int err)
 		if (c->epoch != SHD_EPOCH_DELIVER)
 			c->epoch = SHD_EPOCH_NONE;
 	}
-	j->p1_local = j->p2_local = j->p1_total = j->p2_total = 0;
-	j->p1_sent = j->p2_sent = false;
+	j->p1_local = j->p2_local = 0;
+	j->p1_sent = j->p2_sent = j->p2_open = false;
+	j->n_up[0] = j->n_up[1] = 0;
 	j->epoch_start_ns = 0;
-	memset(j->reported[0], 0, j->reported_words * sizeof(uint64_t));
-	memset(j->reported[1], 0, j->reported_words * sizeof(uint64_t));
 }
 
-static void epoch_check(struct shd_daemon *d, struct shd_job *j, uint32_t phase)
+/* An abort to every tree neighbour of j but `from`. */
+static void abort_flood(struct shd_daemon *d, struct shd_job *j, int err, uint32_t from)
 {
-	int32_t *local = phase == PLACED ? &j->p1_local : &j->p2_local;
-	int32_t *total = phase == PLACED ? &j->p1_total : &j->p2_total;
-	bool *sent = phase == PLACED ? &j->p1_sent : &j->p2_sent;
-	/* tell the other nodes once, when all our ranks are in */
-	if (d->net && !*sent && *local == j->local && *local > 0) {
-		shd_net_epoch(d, j, phase, *local);
-		*sent = true;
-	}
-	if (*total < j->world)
+	if (!d->net || !epoch_tree(d, j))
 		return;
+	if (j->tree_parent != SHD_NODE_NONE && j->tree_parent != from)
+		shd_net_epoch(d, j->tree_parent, ABORT, j, j->abort_epoch, PLACED, -err);
+	for (unsigned i = 0; i < j->tree_nchild; i++)
+		if (j->tree_child[i] != from)
+			shd_net_epoch(d, j->tree_child[i], ABORT, j, j->abort_epoch, PLACED, -err);
+}
+
+void shd_epoch_left_here(struct shd_daemon *d, struct shd_job *j, enum shd_epoch_state was)
+{
+	bool pending = was != SHD_EPOCH_NONE || epoch_pending(j);
+	shd_epoch_fail_all(j, shd_epoch_gone_err(j));
+	if (!pending || j->epoch_abort)
+		return;
+	/* the other nodes cannot complete it without this rank: tell them */
+	j->epoch_abort = -ESRCH;
+	j->abort_epoch = j->epoch_seq + 1;
+	abort_flood(d, j, -ESRCH, SHD_NODE_NONE);
+}
+
+/* The phase is complete: answer the local ranks, pass it down the tree. */
+static void epoch_complete(struct shd_daemon *d, struct shd_job *j, uint32_t phase)
+{
 	for (int32_t r = shd_jobtab_next(j, 0); r < j->world; r = shd_jobtab_next(j, r + 1)) {
 		struct shd_client *c = shd_jobtab_client(j, r);
 		if (!c)
@@ -134,14 +238,25 @@ static void epoch_check(struct shd_daemon *d, struct shd_job *j, uint32_t phase)
 			reply_p2(c, 0);
 		}
 	}
-	*local = *total = 0;
-	*sent = false;
-	memset(j->reported[phase - 1], 0, j->reported_words * sizeof(uint64_t));
-	if (phase == DRAINED && j->epoch_start_ns) {
+	if (d->net)
+		for (unsigned i = 0; i < j->tree_nchild; i++)
+			shd_net_epoch(d, j->tree_child[i], DOWN, j, j->epoch_seq + 1, phase, j->world);
+	if (phase == PLACED) {
+		j->p1_local = 0;
+		j->p1_sent = false;
+		j->n_up[0] = 0;
+		j->p2_open = true;
+		return;
+	}
+	j->p2_local = 0;
+	j->p2_sent = false;
+	j->n_up[1] = 0;
+	j->p2_open = false;
+	j->epoch_seq++;
+	d->st.epochs++;
+	if (j->epoch_start_ns) {
 		uint64_t ns = shd_now_ns() - j->epoch_start_ns;
 		j->epoch_start_ns = 0;
-		j->epoch_seq++;
-		d->st.epochs++;
 		d->st.epoch_ns_total += ns;
 		if (ns > d->st.epoch_ns_max)
 			d->st.epoch_ns_max = ns;
@@ -150,20 +265,59 @@ static void epoch_check(struct shd_daemon *d, struct shd_job *j, uint32_t phase)
 	}
 }
 
+/*
+ * Once all local ranks and every child's subtree are in: a count up to the
+ * parent, or at the root (when it is the world) the phase's completion.
+ */
+static void epoch_check(struct shd_daemon *d, struct shd_job *j, uint32_t phase)
+{
+	int32_t local = phase == PLACED ? j->p1_local : j->p2_local;
+	bool *sent = phase == PLACED ? &j->p1_sent : &j->p2_sent;
+	if (*sent || local != j->local || local <= 0 || !epoch_tree(d, j))
+		return;
+	unsigned k = phase - 1, got = 0;
+	for (unsigned i = 0; i < j->n_up[k]; i++) {
+		unsigned c;
+		for (c = 0; c < j->tree_nchild; c++)
+			if (j->up[k][i].node == j->tree_child[c])
+				break;
+		if (c == j->tree_nchild) {
+			/* came before the tree was known, from a node that is no
+			 * child here: its count does not belong */
+			shd_warn("job %s: epoch count from node %u, not a child of this node: ignored",
+				 j->name, j->up[k][i].node);
+			j->up[k][i--] = j->up[k][--j->n_up[k]];
+			continue;
+		}
+		got |= 1u << c;
+	}
+	if (got != (1u << j->tree_nchild) - 1)
+		return;
+	int32_t total = shd_epoch_subtree_count(j, phase);
+	if (j->tree_parent != SHD_NODE_NONE) {
+		if (d->net)
+			shd_net_epoch(d, j->tree_parent, UP, j, j->epoch_seq + 1, phase, total);
+		*sent = true;
+		return;
+	}
+	if (total == j->world)
+		epoch_complete(d, j, phase);
+	/* else ranks left: their leave fails the epoch (job.c) */
+}
+
 void shd_epoch_mark(struct shd_client *c)
 {
 	struct shd_job *j = c->job;
 	if (!j || c->state != SHD_SESS_ACTIVE)
 		return;
-	if (j->gone || j->deny) {
+	if (j->gone || j->deny || aborted(j)) {
 		reply_p1(c, shd_epoch_gone_err(j));
 		return;
 	}
-	if (j->p1_total == 0 && j->p2_total == 0)
+	if (!j->epoch_start_ns)
 		j->epoch_start_ns = shd_now_ns();
 	c->epoch = SHD_EPOCH_P1;
 	j->p1_local++;
-	j->p1_total++;
 	epoch_check(c->d, j, PLACED);
 }
 
@@ -172,33 +326,72 @@ void shd_epoch_phase2(struct shd_client *c, uint32_t ipc_id, uint64_t id)
 	struct shd_job *j = c->job;
 	c->epoch_ipc_id = ipc_id;
 	c->epoch_id = id;
-	if (j->gone || j->deny) {
+	if (j->gone || j->deny || aborted(j)) {
 		c->epoch = SHD_EPOCH_NONE;
 		reply_p2(c, shd_epoch_gone_err(j));
 		return;
 	}
 	c->epoch = SHD_EPOCH_P2;
 	j->p2_local++;
-	j->p2_total++;
 	epoch_check(c->d, j, DRAINED);
 }
 
-void shd_epoch_remote(struct shd_daemon *d, struct shd_job *j, uint32_t node, uint32_t phase,
-		      int32_t count)
+void shd_epoch_remote(struct shd_daemon *d, struct shd_job *j, uint32_t node, unsigned kind,
+		      uint64_t epoch, uint32_t phase, int32_t count)
 {
 	if (phase != PLACED && phase != DRAINED)
 		return;
-	if (count < 0 || count > j->world || node >= d->n_nodes) {
-		shd_warn("job %s: epoch phase %u count %d from node %u out of range", j->name,
-			 phase, count, node);
+	if (node >= d->n_nodes || count < 0 || count > j->world) {
+		shd_warn("job %s: epoch %s phase %u count %d from node %u out of range", j->name,
+			 shf_wire_kind_name(kind), phase, count, node);
 		return;
 	}
-	if (phase == PLACED && j->p1_total == 0 && j->p2_total == 0)
-		j->epoch_start_ns = shd_now_ns();
-	j->reported[phase - 1][node / 64] |= UINT64_C(1) << (node % 64);
-	if (phase == PLACED)
-		j->p1_total += count;
-	else
-		j->p2_total += count;
-	epoch_check(d, j, phase);
+	unsigned k = phase - 1;
+	switch (kind) {
+	case UP:
+		for (unsigned i = 0; i < j->n_up[k]; i++)
+			if (j->up[k][i].node == node) {
+				shd_warn("job %s: a second epoch count for phase %u from node %u: ignored",
+					 j->name, phase, node);
+				return;
+			}
+		if (j->n_up[k] == 2) {
+			shd_warn("job %s: epoch count from node %u: two children already counted: ignored",
+				 j->name, node);
+			return;
+		}
+		if (!j->epoch_start_ns)
+			j->epoch_start_ns = shd_now_ns();
+		j->up[k][j->n_up[k]].node = node;
+		j->up[k][j->n_up[k]++].count = count;
+		epoch_check(d, j, phase);
+		return;
+	case DOWN: {
+		bool *sent = phase == PLACED ? &j->p1_sent : &j->p2_sent;
+		if (!epoch_tree(d, j) || node != j->tree_parent || !*sent || count != j->world) {
+			shd_warn("job %s: epoch completion of phase %u from node %u, which is not "
+				 "expected here: ignored", j->name, phase, node);
+			return;
+		}
+		epoch_complete(d, j, phase);
+		return;
+	}
+	case ABORT:
+		if (j->epoch_abort)
+			return; /* seen (the flood reaches a node once per edge) */
+		if (count != ESRCH && count != EHOSTDOWN)
+			count = ESRCH;
+		shd_debug("job %s: epoch %llu aborted by node %u (%s)", j->name,
+			  (unsigned long long)epoch, node, count == ESRCH ? "ESRCH" : "EHOSTDOWN");
+		j->epoch_abort = -count;
+		j->abort_epoch = epoch;
+		/* an abort of a later epoch than the one pending here (the
+		 * sender completed ours and failed its next): ours completes, the
+		 * next fails at entry */
+		if (aborted(j))
+			shd_epoch_fail_all(j, shd_epoch_gone_err(j));
+		abort_flood(d, j, -count, node);
+		return;
+	default: return;
+	}
 }

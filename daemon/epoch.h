@@ -15,12 +15,18 @@
 void shd_epoch_mark(struct shd_client *c);
 /* c asked for phase 2 (request id ipc_id, its epoch id). */
 void shd_epoch_phase2(struct shd_client *c, uint32_t ipc_id, uint64_t id);
-/* node counted `count` ranks of j in `phase`. */
-void shd_epoch_remote(struct shd_daemon *d, struct shd_job *j, uint32_t node, uint32_t phase,
-		      int32_t count);
+/* An epoch step of j from node (kind SHF_WIRE_EPOCH_UP/_DOWN/_ABORT). */
+void shd_epoch_remote(struct shd_daemon *d, struct shd_job *j, uint32_t node, unsigned kind,
+		      uint64_t epoch, uint32_t phase, int32_t count);
+/* A local rank of the ready job j left, in epoch state `was`: every local
+ * epoch fails; if one was pending here, the other nodes are told (abort). */
+void shd_epoch_left_here(struct shd_daemon *d, struct shd_job *j, enum shd_epoch_state was);
+/* Ranks counted in phase `phase` in this node's subtree of the job's tree. */
+int32_t shd_epoch_subtree_count(const struct shd_job *j, uint32_t phase);
 /* Every local client of j in an epoch gets err now; the counts restart. */
 void shd_epoch_fail_all(struct shd_job *j, int err);
-/* A rank of node left the complete job j: can the pending epoch still end? */
+/* A rank of another node left the complete job j: can the pending epoch
+ * still end here? */
 bool shd_epoch_leave_is_benign(const struct shd_job *j, uint32_t node);
 /* What an epoch answers once ranks are gone: -EHOSTDOWN if any was lost
  * with its node, else -ESRCH. */

@@ -110,12 +110,12 @@ static void on_left(struct shd_daemon *d, uint32_t node, uint64_t job_hash, int3
 			shd_job_remote_rank(d, j, r, node, false, -ESRCH);
 }
 
-static void on_epoch(struct shd_daemon *d, uint32_t node, uint64_t job_hash, uint32_t phase,
-		     int32_t count)
+static void on_epoch(struct shd_daemon *d, uint32_t node, unsigned kind, uint64_t job_hash,
+		     uint64_t epoch, uint32_t phase, int32_t count)
 {
 	struct shd_job *j = shd_jobtab_find_hash(d, job_hash);
 	if (j)
-		shd_epoch_remote(d, j, node, phase, count);
+		shd_epoch_remote(d, j, node, kind, epoch, phase, count);
 }
 
 /* Records of local rank src were dropped: its next flush reports them. */

@@ -126,11 +126,12 @@ void shd_job_leave(struct shd_client *c, bool gone, bool keep_route)
 		 * room in it (c itself included, when it sent to itself) retries,
 		 * and their records to this rank now drop, counted on the sender */
 		shd_deliver_wake(c);
+		enum shd_epoch_state was = c->epoch;
 		c->epoch = SHD_EPOCH_NONE;
 		if (d->net)
 			shd_net_announce(d, j, rank, false);
 		if (j->ready && j->gone)
-			shd_epoch_fail_all(j, shd_epoch_gone_err(j));
+			shd_epoch_left_here(d, j, was);
 	}
 	if (keep_route) {
 		if (!c->drain_ref)

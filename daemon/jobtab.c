@@ -126,18 +126,11 @@ struct shd_job *shd_jobtab_new(struct shd_daemon *d, const char *name, int32_t w
 	if (*err_p)
 		return NULL;
 	struct shd_job *j = calloc(1, sizeof(*j));
-	size_t words = (d->n_nodes + 63) / 64;
-	if (j) {
+	if (j)
 		j->dir = malloc(chunks * sizeof(*j->dir));
-		j->reported[0] = calloc(words, sizeof(uint64_t));
-		j->reported[1] = calloc(words, sizeof(uint64_t));
-	}
-	if (!j || !j->dir || !j->reported[0] || !j->reported[1]) {
-		if (j) {
+	if (!j || !j->dir) {
+		if (j)
 			free(j->dir);
-			free(j->reported[0]);
-			free(j->reported[1]);
-		}
 		free(j);
 		shd_budget_release(d, uid, index);
 		snprintf(why, whylen, "out of memory for job %s (world %d)", name, world);
@@ -151,7 +144,6 @@ struct shd_job *shd_jobtab_new(struct shd_daemon *d, const char *name, int32_t w
 		j->dir[k] = &shd_dir_empty;
 	j->dir_chunks = chunks;
 	j->dir_bytes = index;
-	j->reported_words = words;
 	snprintf(j->name, sizeof(j->name), "%s", name);
 	j->hash = shf_wire_job_hash(name);
 	j->world = world;
@@ -174,8 +166,6 @@ void shd_jobtab_free(struct shd_daemon *d, struct shd_job *j)
 			free(j->dir[k]);
 	free(j->dir);
 	shd_budget_release(d, j->uid, j->dir_bytes);
-	free(j->reported[0]);
-	free(j->reported[1]);
 	free(j);
 }
 

@@ -448,9 +448,12 @@ static int take(struct shd_net *n, struct shd_peer *p, void *buf, struct shf_wir
 		break;
 	case SHF_WIRE_JOB_JOIN: n->ev->joined(d, p->node, &h.u.join); break;
 	case SHF_WIRE_JOB_LEAVE: n->ev->left(d, p->node, h.u.leave.job_hash, h.u.leave.rank); break;
-	case SHF_WIRE_EPOCH:
-		n->ev->epoch(d, p->node, h.u.epoch.job_hash, h.u.epoch.phase,
-			     (int32_t)h.u.epoch.count);
+	case SHF_WIRE_EPOCH_UP:
+	case SHF_WIRE_EPOCH_DOWN:
+	case SHF_WIRE_EPOCH_ABORT:
+		d->st.epoch_msgs_in++;
+		n->ev->epoch(d, p->node, h.kind, h.u.epoch.job_hash, h.u.epoch.epoch,
+			     h.u.epoch.phase, (int32_t)h.u.epoch.count);
 		break;
 	case SHF_WIRE_DROP:
 		n->ev->drops(d, h.u.drop.job_hash, h.u.drop.src_rank, h.u.drop.count, -ESRCH);

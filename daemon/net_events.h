@@ -27,9 +27,11 @@ struct shd_net_events {
 	void (*joined)(struct shd_daemon *d, uint32_t node, const struct shf_wire_join *jn);
 	/* A rank of job_hash left node (rank -1: all of node's ranks). */
 	void (*left)(struct shd_daemon *d, uint32_t node, uint64_t job_hash, int32_t rank);
-	/* node counted `count` ranks of job_hash in epoch phase `phase`. */
-	void (*epoch)(struct shd_daemon *d, uint32_t node, uint64_t job_hash, uint32_t phase,
-		      int32_t count);
+	/* An epoch step of job_hash from node: kind SHF_WIRE_EPOCH_UP (its
+	 * subtree counted `count` ranks in `phase`), _DOWN (the phase is
+	 * complete) or _ABORT (the pending epoch fails, count: a positive errno). */
+	void (*epoch)(struct shd_daemon *d, uint32_t node, unsigned kind, uint64_t job_hash,
+		      uint64_t epoch, uint32_t phase, int32_t count);
 	/* count records sent by local rank src of job_hash were dropped: why
 	 * -ESRCH (destination rank gone) or -EHOSTDOWN (destination node down). */
 	void (*drops)(struct shd_daemon *d, uint64_t job_hash, int32_t src, uint32_t count,

@@ -769,17 +769,17 @@ void shd_net_announce_peer(struct shd_peer *p)
 	}
 }
 
-void shd_net_epoch(struct shd_daemon *d, struct shd_job *j, uint32_t phase, int32_t count)
+void shd_net_epoch(struct shd_daemon *d, uint32_t node, unsigned kind, struct shd_job *j,
+		   uint64_t epoch, uint32_t phase, int32_t count)
 {
 	struct shd_net *n = d->net;
-	for (uint32_t i = 0; i < n->n_nodes; i++) {
-		struct shd_peer *p = &n->peers[i];
-		if (i == d->node_id || p->state != PEER_UP)
-			continue;
-		uint8_t buf[SHF_WIRE_EPOCH_BYTES];
-		struct shf_wire_epoch ep = {j->hash, j->epoch_seq + 1, phase, (uint32_t)count};
-		shd_net_ctl_send(p, buf, shf_wire_enc_epoch(buf, sizeof(buf), d->node_id, i, &ep));
-	}
+	if (node >= n->n_nodes || node == d->node_id || n->peers[node].state != PEER_UP)
+		return;
+	uint8_t buf[SHF_WIRE_EPOCH_BYTES];
+	struct shf_wire_epoch ep = {j->hash, epoch, phase, (uint32_t)count};
+	shd_net_ctl_send(&n->peers[node], buf,
+			 shf_wire_enc_epoch_kind(buf, sizeof(buf), kind, d->node_id, node, &ep));
+	d->st.epoch_msgs_out++;
 }
 
 /* ------------------------------------------------------------- sessions */

@@ -40,7 +40,10 @@ int shd_net_send_msg(struct shd_daemon *d, uint32_t node, const void *msg, size_
 /* The largest message shd_net_send_msg() takes (and a peer receives). */
 uint32_t shd_net_msg_max(const struct shd_daemon *d);
 
-/* Our count of j's ranks in epoch phase `phase` to every peer that is up. */
-void shd_net_epoch(struct shd_daemon *d, struct shd_job *j, uint32_t phase, int32_t count);
+/* An epoch step of j's epoch number `epoch` (kind SHF_WIRE_EPOCH_UP/_DOWN/
+ * _ABORT) to node, if it is up (a peer that is not is lost, and its loss
+ * fails the epoch). */
+void shd_net_epoch(struct shd_daemon *d, uint32_t node, unsigned kind, struct shd_job *j,
+		   uint64_t epoch, uint32_t phase, int32_t count);
 
 #endif

@@ -84,7 +84,9 @@
 	X(bcast_deliveries, COUNTER, "broadcast messages placed in local delivery rings (local and received)") \
 	X(epochs, COUNTER, "job epochs completed on this node")                               \
 	X(epoch_ns_total, COUNTER, "total time of completed epochs (ns)")                     \
-	X(epoch_ns_max, GAUGE, "longest epoch (ns)")
+	X(epoch_ns_max, GAUGE, "longest epoch (ns)")                                          \
+	X(epoch_msgs_out, COUNTER, "epoch messages sent to other nodes (per phase: one up the job's tree, one to each child down it; aborts)") \
+	X(epoch_msgs_in, COUNTER, "epoch messages received from other nodes")
 
 /* Per peer node (shufflectl peers): kept by the daemon's net module. */
 #define SHF_PEER_STATS(X)                                                                    \

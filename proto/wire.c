@@ -100,6 +100,9 @@ const char *shf_wire_kind_name(unsigned kind)
 	case SHF_WIRE_DROP: return "drop";
 	case SHF_WIRE_FAN_REQ: return "fan-req";
 	case SHF_WIRE_FAN_ANS: return "fan-ans";
+	case SHF_WIRE_EPOCH_UP: return "epoch-up";
+	case SHF_WIRE_EPOCH_DOWN: return "epoch-down";
+	case SHF_WIRE_EPOCH_ABORT: return "epoch-abort";
 	case SHF_WIRE_FWD: return "fwd";
 	case SHF_WIRE_FWD_LOST: return "fwd-lost";
 	default: return "?";
@@ -137,7 +140,10 @@ static size_t fixed_len(unsigned kind)
 	case SHF_WIRE_ACK: return SHF_WIRE_ACK_BYTES;
 	case SHF_WIRE_HEARTBEAT: return SHF_WIRE_HEARTBEAT_BYTES;
 	case SHF_WIRE_JOB_LEAVE: return SHF_WIRE_LEAVE_BYTES;
-	case SHF_WIRE_EPOCH: return SHF_WIRE_EPOCH_BYTES;
+	case SHF_WIRE_EPOCH:
+	case SHF_WIRE_EPOCH_UP:
+	case SHF_WIRE_EPOCH_DOWN:
+	case SHF_WIRE_EPOCH_ABORT: return SHF_WIRE_EPOCH_BYTES;
 	case SHF_WIRE_DROP: return SHF_WIRE_DROP_BYTES;
 	case SHF_WIRE_FWD_LOST: return SHF_WIRE_FWD_LOST_BYTES;
 	default: return 0;
@@ -340,12 +346,18 @@ int shf_wire_check(const void *buf, size_t n, uint32_t n_nodes, uint32_t my_node
 			r = -EBADMSG;
 		break;
 	case SHF_WIRE_EPOCH:
+	case SHF_WIRE_EPOCH_UP:
+	case SHF_WIRE_EPOCH_DOWN:
+	case SHF_WIRE_EPOCH_ABORT:
 		h.u.epoch.job_hash = G64(b, epoch, job_hash);
 		h.u.epoch.epoch = G64(b, epoch, epoch);
 		h.u.epoch.phase = G32(b, epoch, phase);
 		h.u.epoch.count = G32(b, epoch, count);
 		if (h.u.epoch.epoch == 0 || h.u.epoch.phase == 0 ||
 		    h.u.epoch.phase >= SHF_WIRE_EPOCH_PHASE_MAX || h.u.epoch.count > SHF_WORLD_MAX)
+			r = -EBADMSG;
+		if (h.kind == SHF_WIRE_EPOCH_ABORT && h.u.epoch.count != ESRCH &&
+		    h.u.epoch.count != EHOSTDOWN)
 			r = -EBADMSG;
 		break;
 	case SHF_WIRE_DROP:
@@ -633,10 +645,19 @@ long shf_wire_enc_leave(void *buf, size_t cap, uint32_t src_node, uint32_t dst_n
 long shf_wire_enc_epoch(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
 			const struct shf_wire_epoch *ep)
 {
+	return shf_wire_enc_epoch_kind(buf, cap, SHF_WIRE_EPOCH, src_node, dst_node, ep);
+}
+
+long shf_wire_enc_epoch_kind(void *buf, size_t cap, unsigned kind, uint32_t src_node,
+			     uint32_t dst_node, const struct shf_wire_epoch *ep)
+{
 	uint8_t *b = buf;
 	if (cap < SHF_WIRE_EPOCH_BYTES)
 		return -ENOBUFS;
-	put_hdr(b, SHF_WIRE_EPOCH, src_node, dst_node);
+	if (kind != SHF_WIRE_EPOCH && kind != SHF_WIRE_EPOCH_UP && kind != SHF_WIRE_EPOCH_DOWN &&
+	    kind != SHF_WIRE_EPOCH_ABORT)
+		return -EINVAL;
+	put_hdr(b, (uint16_t)kind, src_node, dst_node);
 	P64(b, epoch, job_hash, ep->job_hash);
 	P64(b, epoch, epoch, ep->epoch);
 	P32(b, epoch, phase, ep->phase);

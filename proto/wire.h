@@ -52,9 +52,10 @@
 #include "proto/ipc.h" /* SHF_JOB_MAX, SHF_WORLD_MAX, shf_ipc_job_check() */
 
 #define SHF_WIRE_MAGIC 0x57464853u /* "SHFW" as little-endian bytes */
-#define SHF_WIRE_VERSION 4u /* 2: session tags in the common header; 3: the
+#define SHF_WIRE_VERSION 5u /* 2: session tags in the common header; 3: the
                                * heartbeat carries the handshake's nonce and MAC;
-                               * 4: broadcast records (SHF_WIRE_DST_BCAST) */
+                               * 4: broadcast records (SHF_WIRE_DST_BCAST);
+                               * 5: epochs over a tree (EPOCH_UP/_DOWN/_ABORT) */
 
 #define SHF_WIRE_HDR 32u        /* common header */
 #define SHF_WIRE_BATCH_HDR 56u  /* common header + batch body; records start here */
@@ -94,6 +95,12 @@ enum shf_wire_kind {
 	 * numbered apart (0x40-0x4f) */
 	SHF_WIRE_FAN_REQ = 0x40, /* a request for the receiver and its subtree */
 	SHF_WIRE_FAN_ANS = 0x41, /* one fragment of a subtree's combined answer */
+	/* epochs over a binary tree of the job's nodes (daemon/epoch.c;
+	 * docs/protocol-wire.md, "Epochs"), numbered apart (0x60-0x6f); the
+	 * body is EPOCH's.  SHF_WIRE_EPOCH (6) is no longer sent. */
+	SHF_WIRE_EPOCH_UP = 0x60,    /* count: ranks of the sender's subtree in phase */
+	SHF_WIRE_EPOCH_DOWN = 0x61,  /* the phase is complete (count: the world) */
+	SHF_WIRE_EPOCH_ABORT = 0x62, /* the pending epoch fails (count: ESRCH or EHOSTDOWN) */
 	/* 2-D routing (daemon/route.c; docs/protocol-wire.md, "Forwarding"),
 	 * numbered apart (0x70-0x7f) */
 	SHF_WIRE_FWD = 0x70,      /* one whole message of another pair, one hop on */
@@ -541,6 +548,9 @@ long shf_wire_enc_leave(void *buf, size_t cap, uint32_t src_node, uint32_t dst_n
 			const struct shf_wire_leave *l);
 long shf_wire_enc_epoch(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
 			const struct shf_wire_epoch *ep);
+/* The same body as one of the tree's kinds (SHF_WIRE_EPOCH_UP/_DOWN/_ABORT). */
+long shf_wire_enc_epoch_kind(void *buf, size_t cap, unsigned kind, uint32_t src_node,
+			     uint32_t dst_node, const struct shf_wire_epoch *ep);
 long shf_wire_enc_drop(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
 		       const struct shf_wire_drop *d);
 

@@ -35,6 +35,18 @@
  *              both call shf_epoch(); rank 1 closes as soon as its epoch
  *              returns; rank 0 posts "epoch.0", waits for "close.0" (from
  *              wire-inject) and expects `expect` (default ok).
+ *   epochtime  (scripts/scale) times shf_open(), then `count` + 1 epochs
+ *              with nothing sent (the first absorbs the ranks' start skew
+ *              and is not counted) and prints "rank R: open_ms X epochs N
+ *              median_us Y min_us Z max_us W"; then the load: m messages
+ *              to every other rank, a REMOTE flush, an epoch, exact counts;
+ *              posts "held.R" and waits for "release" before closing.
+ *   epochabort victim=R (a rank): rank R's delivery callback blocks for
+ *              good on the one message rank 0 sends it (posting
+ *              "stuck.R"), so R stays inside its epoch's drain; every
+ *              other rank posts "in-epoch.r" and enters the epoch, which
+ *              must return `expect` (ESRCH, say) once the driver kills
+ *              R, within `timeout`; prints how long it waited.
  *   latency    world 2: rank 0 sends `count` messages of `size` bytes to
  *              rank 1, one every gap_ms, each stamped with CLOCK_MONOTONIC;
  *              rank 1 prints one-way latency statistics (same host, same
@@ -206,10 +218,19 @@ static struct {
 
 static uint64_t sent_seq[NPHASE][MAX_WORLD];
 
+static void sync_post(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sleep_ms(long ms);
+static int g_stick_type = -1; /* epochabort: the victim's callback blocks on this type */
+
 static void on_deliver(void *arg, int src, int dst, uint32_t type, const void *data,
 		       uint32_t len)
 {
 	(void)arg;
+	if (g_stick_type >= 0 && type == (uint32_t)g_stick_type) {
+		sync_post("stuck.%d", g_rank);
+		for (;;)
+			sleep_ms(1000); /* until the driver kills us */
+	}
 	uint64_t t = now_ns();
 	struct mmsg h;
 	pthread_mutex_lock(&rx.mu);
@@ -737,6 +758,79 @@ static int mode_leavefree(void)
 	return 0;
 }
 
+/* ------------------------------------------------------------ epochtime */
+
+static int mode_epochabort(void)
+{
+	const char *rs = getenv("SHF_RANK");
+	int my = rs ? atoi(rs) : -1;
+	if (cfg.victim < 1)
+		usage("epochabort needs victim=R >= 1 (rank 0 sends to it)");
+	if (my == cfg.victim)
+		g_stick_type = 2;
+	struct shf_ctx *c = open_ctx(true, 0);
+	int r;
+	if (g_rank == 0 && (r = send_msg(c, false, 2, cfg.victim, sizeof(struct mmsg), 0)) != 0)
+		FAIL("send to the victim: %s", shf_strerror(r));
+	if (g_rank != cfg.victim)
+		sync_post("in-epoch.%d", g_rank);
+	int64_t t0 = now_ms();
+	r = shf_epoch(c, cfg.timeout);
+	long dt = (long)(now_ms() - t0);
+	/* the victim never gets here: its delivery thread is stuck */
+	const char *want = cfg.expect;
+	printf("rank %d: epoch with rank %d gone inside it: %s after %ld ms (%s)\n", g_rank,
+	       cfg.victim, err_name(r), dt, shf_error_detail());
+	if (r != err_code(want))
+		FAIL("epoch: %s, expected %s", err_name(r), want);
+	shf_close(c);
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b);
+
+static int mode_epochtime(void)
+{
+	uint64_t t0 = now_ns();
+	struct shf_ctx *c = open_ctx(true, 0);
+	double open_ms = (double)(now_ns() - t0) / 1e6;
+	int r;
+	uint64_t *ns = calloc((size_t)cfg.count, sizeof(*ns));
+	if (!ns)
+		FAIL("out of memory");
+	for (long i = 0; i <= cfg.count; i++) {
+		uint64_t a = now_ns();
+		if ((r = shf_epoch(c, cfg.timeout)) != 0)
+			FAIL("epoch %ld: %s (%s)", i, shf_strerror(r), shf_error_detail());
+		if (i > 0)
+			ns[i - 1] = now_ns() - a;
+	}
+	qsort(ns, (size_t)cfg.count, sizeof(*ns), cmp_u64);
+	printf("rank %d: open_ms %.1f epochs %ld median_us %.1f min_us %.1f max_us %.1f\n", g_rank,
+	       open_ms, cfg.count, (double)ns[cfg.count / 2] / 1e3, (double)ns[0] / 1e3,
+	       (double)ns[cfg.count - 1] / 1e3);
+	free(ns);
+	for (long i = 0; i < cfg.m; i++)
+		for (int k = 1; k < g_world; k++) {
+			int dst = (g_rank + k) % g_world;
+			if ((r = send_msg(c, false, 0, dst, sizeof(struct mmsg) + (uint32_t)(i % 200),
+					  0)) != 0)
+				FAIL("load: send to %d: %s", dst, shf_strerror(r));
+		}
+	if ((r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout)) != 0)
+		FAIL("load: flush(REMOTE): %s (%s)", shf_strerror(r), shf_error_detail());
+	if ((r = shf_epoch(c, cfg.timeout)) != 0)
+		FAIL("load: epoch: %s (%s)", shf_strerror(r), shf_error_detail());
+	wait_counts(c, false, 0, (uint64_t)cfg.m, skip_none);
+	if (rx_errors())
+		FAIL("%" PRIu64 " delivery errors", rx_errors());
+	sync_post("held.%d", g_rank);
+	sync_wait("release");
+	if ((r = shf_close(c)) != 0)
+		FAIL("shf_close: %s", shf_strerror(r));
+	return 0;
+}
+
 /* ------------------------------------------------------------ latency */
 
 static int cmp_u64(const void *a, const void *b)
@@ -854,6 +948,10 @@ int main(int argc, char **argv)
 		return mode_epochleave();
 	if (!strcmp(cfg.mode, "latency"))
 		return mode_latency();
+	if (!strcmp(cfg.mode, "epochtime"))
+		return mode_epochtime();
+	if (!strcmp(cfg.mode, "epochabort"))
+		return mode_epochabort();
 	if (!strcmp(cfg.mode, "parkdrop"))
 		return mode_parkdrop();
 	if (!strcmp(cfg.mode, "appenddown"))

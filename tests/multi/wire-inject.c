@@ -35,14 +35,18 @@
  *                 keep heartbeating until "inject-exit" appears.
  *   epochleave JOB A B
  *                 play rank 2 of JOB (world 3; ranks 0 and 1 live on
- *                 daemons A and B): announce it, answer the epoch's PLACED
- *                 step to both, then the DRAINED step to B only; wait until
- *                 B reports that rank 1 left (B finished the epoch and its
- *                 rank closed), wait `--gap-ms`, then send DRAINED to A.
- *                 Every node's contribution to the epoch was made before
- *                 rank 1 left, so rank 0's epoch on A must succeed.
- *                 --order benign: DRAINED to A first, to B gap-ms later
- *                 (the control case).
+ *                 daemons A and B) on the lowest node id, the root of the
+ *                 job's epoch tree (daemon/epoch.c; A and B are its
+ *                 children): announce it; when both sent their PLACED
+ *                 count up (EPOCH_UP), send the phase's completion
+ *                 (EPOCH_DOWN) to both; when both sent DRAINED up, send
+ *                 its completion to B only; wait until B reports that rank
+ *                 1 left (B finished the epoch and its rank closed), wait
+ *                 `--gap-ms`, then send it to A.  Every node's
+ *                 contribution to the epoch was made before rank 1 left,
+ *                 so rank 0's epoch on A must succeed.
+ *                 --order benign: the completion to A first, to B gap-ms
+ *                 later (the control case).
  *
  *   forge T CLAIM JOB RANK (CLAIM: a node id below 2^20, or FIRST-LAST)
  *                 a non-member (bound to any address the rendezvous did not
@@ -216,7 +220,7 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 	if (!session_take(s, &h))
 		return 0;
 	switch (h.kind) {
-	case SHF_WIRE_EPOCH:
+	case SHF_WIRE_EPOCH_UP:
 		if (h.u.epoch.job_hash != g.job_hash)
 			break;
 		g.epoch_no = h.u.epoch.epoch;
@@ -632,8 +636,8 @@ static bool rank0_done(void) { return sync_exists("epoch.0"); }
 static void send_epoch(uint32_t to, uint32_t phase)
 {
 	uint8_t b[SHF_WIRE_EPOCH_BYTES];
-	struct shf_wire_epoch ep = {g.job_hash, g.epoch_no, phase, 1};
-	long l = shf_wire_enc_epoch(b, sizeof(b), g.me, to, &ep);
+	struct shf_wire_epoch ep = {g.job_hash, g.epoch_no, phase, 3};
+	long l = shf_wire_enc_epoch_kind(b, sizeof(b), SHF_WIRE_EPOCH_DOWN, g.me, to, &ep);
 	if (l != SHF_WIRE_EPOCH_BYTES)
 		FAIL("encode epoch: %ld", l);
 	send_msg(to, b, (size_t)l);
@@ -643,8 +647,8 @@ static int mode_epochleave(const char *job, uint32_t a, uint32_t bn)
 {
 	g_a = a;
 	g_b = bn;
-	if (a >= g.n || bn >= g.n || a == g.me || bn == g.me || a == bn)
-		usage("epochleave: bad A/B");
+	if (a >= g.n || bn >= g.n || a == g.me || bn == g.me || a == bn || g.me > a || g.me > bn)
+		usage("epochleave: bad A/B (and --me must be the lowest node id: the tree's root)");
 	g.job_hash = shf_wire_job_hash(job);
 	/* a session with every daemon first: a JOIN or an EPOCH is taken only
 	 * from an UP peer, in its current session */

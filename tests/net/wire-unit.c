@@ -104,7 +104,7 @@ static void test_golden_ack(void)
 	memset(b, 0xee, sizeof(b)); /* the encoder must write every byte */
 	long n = shf_wire_enc_ack(b, sizeof(b), SRC, DST, &a);
 	static const uint8_t want[48] = {
-		'S',  'H',  'F',  'W',  4,    0,    2,    0,    /* magic, version 4, kind */
+		'S',  'H',  'F',  'W',  5,    0,    2,    0,    /* magic, version 5, kind */
 		2,    0,    0,    0,    1,    0,    0,    0,    /* src 2, dst 1 */
 		0,    0,    0,    0,    0,    0,    0,    0,    /* src_session: encoders 0 */
 		0,    0,    0,    0,    0,    0,    0,    0,    /* dst_session: encoders 0 */
@@ -207,8 +207,9 @@ static void test_batch(void)
 	/* header field corruption */
 	CHECK(chk_patched32(buf, n, 0, 0x12345678) == -EPROTO, "magic");
 	CHECK(chk_patched8(buf, n, 4, 1) == -EPROTO, "version 1 (16-byte header)");
-	CHECK(chk_patched8(buf, n, 4, SHF_WIRE_VERSION + 1) == -EPROTO, "version 5");
+	CHECK(chk_patched8(buf, n, 4, SHF_WIRE_VERSION + 1) == -EPROTO, "version + 1");
 	CHECK(chk_patched8(buf, n, 4, 3) == -EPROTO, "version 3 (no broadcast records)");
+	CHECK(chk_patched8(buf, n, 4, 4) == -EPROTO, "version 4 (no epoch tree)");
 	CHECK(chk_patched8(buf, n, 6, 0) == -EBADMSG, "kind 0");
 	CHECK(chk_patched8(buf, n, 6, SHF_WIRE_KIND_MAX) == -EBADMSG, "kind max");
 	CHECK(chk_patched32(buf, n, 8, NODES) == -EBADMSG, "src out of range");
@@ -483,17 +484,50 @@ static void stamp_round_trip(uint8_t *b, long n, unsigned kind, const char *what
 	      "%s: cut in the tags", what);
 }
 
+/* The epoch tree's kinds (0x60-0x62): EPOCH's body and rules; an abort
+ * carries ESRCH or EHOSTDOWN only. */
+static void test_epoch_tree(void)
+{
+	uint8_t b[SHF_WIRE_EPOCH_BYTES + 8];
+	struct shf_wire_hdr h;
+	const unsigned kinds[] = {SHF_WIRE_EPOCH_UP, SHF_WIRE_EPOCH_DOWN, SHF_WIRE_EPOCH_ABORT};
+	for (unsigned k = 0; k < 3; k++) {
+		struct shf_wire_epoch ep = {77, 3, SHF_WIRE_EPOCH_DRAINED,
+					    kinds[k] == SHF_WIRE_EPOCH_ABORT ? ESRCH : 5};
+		long n = shf_wire_enc_epoch_kind(b, sizeof(b), kinds[k], SRC, DST, &ep);
+		CHECK(n == SHF_WIRE_EPOCH_BYTES && chk(b, (size_t)n, &h) == 0 && h.kind == kinds[k] &&
+			      h.u.epoch.job_hash == 77 && h.u.epoch.epoch == 3 &&
+			      h.u.epoch.phase == SHF_WIRE_EPOCH_DRAINED && h.u.epoch.count == ep.count,
+		      "epoch kind %#x round trip", kinds[k]);
+		CHECK(chk(b, (size_t)n - 1, NULL) == -EBADMSG, "epoch kind %#x cut short", kinds[k]);
+		ep.phase = 3;
+		n = shf_wire_enc_epoch_kind(b, sizeof(b), kinds[k], SRC, DST, &ep);
+		CHECK(chk(b, (size_t)n, NULL) == -EBADMSG, "epoch kind %#x phase 3", kinds[k]);
+	}
+	struct shf_wire_epoch ab = {77, 1, SHF_WIRE_EPOCH_PLACED, 5};
+	long n = shf_wire_enc_epoch_kind(b, sizeof(b), SHF_WIRE_EPOCH_ABORT, SRC, DST, &ab);
+	CHECK(chk(b, (size_t)n, NULL) == -EBADMSG, "an abort with errno 5");
+	ab.count = EHOSTDOWN;
+	n = shf_wire_enc_epoch_kind(b, sizeof(b), SHF_WIRE_EPOCH_ABORT, SRC, DST, &ab);
+	CHECK(chk(b, (size_t)n, NULL) == 0, "an abort with EHOSTDOWN");
+	CHECK(shf_wire_enc_epoch_kind(b, sizeof(b), SHF_WIRE_ACK, SRC, DST, &ab) == -EINVAL,
+	      "enc_epoch_kind refuses another kind");
+	CHECK(!strcmp(shf_wire_kind_name(SHF_WIRE_EPOCH_UP), "epoch-up") &&
+		      !strcmp(shf_wire_kind_name(SHF_WIRE_EPOCH_ABORT), "epoch-abort"),
+	      "epoch tree kind names");
+}
+
 static void test_stamp(void)
 {
 	_Static_assert(offsetof(struct shf_wire_raw_hdr, src_session) == 16 &&
 			       offsetof(struct shf_wire_raw_hdr, dst_session) == 24 &&
 			       sizeof(struct shf_wire_raw_hdr) == 32 && SHF_WIRE_HDR == 32,
 		       "v2 common header");
-	_Static_assert(SHF_WIRE_VERSION == 4 && SHF_WIRE_BATCH_HDR == 56 &&
+	_Static_assert(SHF_WIRE_VERSION == 5 && SHF_WIRE_BATCH_HDR == 56 &&
 			       SHF_WIRE_ACK_BYTES == 48 && SHF_WIRE_HEARTBEAT_BYTES == 120 &&
 			       SHF_WIRE_JOIN_FIXED == 120 && SHF_WIRE_LEAVE_BYTES == 48 &&
 			       SHF_WIRE_EPOCH_BYTES == 56 && SHF_WIRE_DROP_BYTES == 64,
-		       "v3/v4 sizes");
+		       "v3-v5 sizes");
 	uint8_t b[512];
 	struct shf_wire_batch_enc e;
 	CHECK(shf_wire_batch_begin(&e, b, sizeof(b), SRC, DST, 5) == 0 &&
@@ -656,6 +690,7 @@ int main(void)
 	test_small_kinds();
 	test_join();
 	test_stamp();
+	test_epoch_tree();
 	test_fan();
 	if (failures) {
 		fprintf(stderr, "wire-unit: %d failures\n", failures);

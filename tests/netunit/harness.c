@@ -244,8 +244,8 @@ static void ev_left(struct shd_daemon *d, uint32_t node, uint64_t job_hash, int3
 	H.left++;
 }
 
-static void ev_epoch(struct shd_daemon *d, uint32_t node, uint64_t job_hash, uint32_t phase,
-		     int32_t count)
+static void ev_epoch(struct shd_daemon *d, uint32_t node, unsigned kind, uint64_t job_hash,
+		     uint64_t epoch, uint32_t phase, int32_t count)
 {
 	H.seq++;
 	H.epoch++;

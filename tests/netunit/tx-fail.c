@@ -175,7 +175,8 @@ int main(void)
 	CHECK(H.peer_lost[3] == 1 && p3->state == PEER_DOWN);
 	size_t sends = fake_n_sends();
 	shd_net_announce(D, ja, 0, false);
-	shd_net_epoch(D, ja, SHF_WIRE_EPOCH_PLACED, 3);
+	for (uint32_t k = 1; k < 4; k++)
+		shd_net_epoch(D, k, SHF_WIRE_EPOCH_UP, ja, 1, SHF_WIRE_EPOCH_PLACED, 3);
 	shd_net_after_publish(D);
 	h_run();
 	CHECK(fake_n_sends() == sends && fake_n_unreachable() == 0);
