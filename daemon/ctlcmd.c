@@ -435,19 +435,30 @@ static int reply(struct shd_client *c, uint32_t id, json_t *o)
 	return r;
 }
 
+/* A CTL's arguments, when it has any: a JSON object (*req, NULL without
+ * arguments), else the asker gets ERROR(-EINVAL) and false. */
+static bool parse_args(struct shd_client *c, uint32_t id, const char *cmd, const char *args,
+		       json_t **req)
+{
+	*req = NULL;
+	if (!args)
+		return true;
+	json_error_t je;
+	*req = json_loads(args, 0, &je);
+	if (json_is_object(*req))
+		return true;
+	json_decref(*req);
+	*req = NULL;
+	shd_client_error(c, id, -EINVAL, "'%s': arguments are not a JSON object", cmd);
+	return false;
+}
+
 int shd_ctlcmd(struct shd_daemon *d, struct shd_client *c, uint32_t id, const char *cmd,
 	       const char *args)
 {
 	json_t *req = NULL;
-	if (args) {
-		json_error_t je;
-		req = json_loads(args, 0, &je);
-		if (!json_is_object(req)) {
-			json_decref(req);
-			shd_client_error(c, id, -EINVAL, "'%s': arguments are not a JSON object", cmd);
-			return 0;
-		}
-	}
+	if (!parse_args(c, id, cmd, args, &req))
+		return 0;
 	if (!shd_ctlcmd_find(cmd) && !build_known(cmd)) {
 		json_decref(req);
 		shd_client_error(c, id, -EINVAL, "unknown command '%s'", cmd);
@@ -559,15 +570,8 @@ int shd_ctlcmd_all(struct shd_daemon *d, struct shd_client *c, uint32_t id, cons
 		return 0;
 	}
 	json_t *req = NULL;
-	if (args) {
-		json_error_t je;
-		req = json_loads(args, 0, &je);
-		if (!json_is_object(req)) {
-			json_decref(req);
-			shd_client_error(c, id, -EINVAL, "'%s': arguments are not a JSON object", cmd);
-			return 0;
-		}
-	}
+	if (!parse_args(c, id, cmd, args, &req))
+		return 0;
 	if (shd_ctlcmd_find(cmd)) {
 		/* refused here, before any node acts (counted and logged here) */
 		json_t *no = shd_control_relay_check(d, cmd, c->uid);

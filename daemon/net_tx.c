@@ -271,6 +271,23 @@ void shd_net_retry_posts(struct shd_net *n)
 	}
 }
 
+/* What an inline send to p did (r from shd_fabric_send_small): true when
+ * it is over (sent, or p failed with the reason); false on -EAGAIN, when
+ * the caller queues a copy instead. */
+static bool small_sent(struct shd_peer *p, int r)
+{
+	if (r == 0 || r == 1) {
+		shd_net_kick(p->net);
+		return true;
+	}
+	if (r == -EAGAIN)
+		return false;
+	char why[96];
+	snprintf(why, sizeof(why), "send failed: %s", strerror(-r));
+	shd_net_peer_fail(p, why);
+	return true;
+}
+
 /* A small control message to p, stamped with the current session. */
 static void small_send(struct shd_peer *p, const void *msg, long len)
 {
@@ -303,17 +320,9 @@ static void small_send(struct shd_peer *p, const void *msg, long len)
 		} else {
 			p->linked = true;
 		}
-		int r = shd_fabric_send_small(n->fab, hop, b, blen, &p->inline_ctx[p->gen & 1]);
-		if (r == 0 || r == 1) {
-			shd_net_kick(n);
+		if (small_sent(p, shd_fabric_send_small(n->fab, hop, b, blen,
+							&p->inline_ctx[p->gen & 1])))
 			return;
-		}
-		if (r != -EAGAIN) {
-			char why[96];
-			snprintf(why, sizeof(why), "send failed: %s", strerror(-r));
-			shd_net_peer_fail(p, why);
-			return;
-		}
 	}
 	/* every send slot is busy (or others wait): a copy waits its turn */
 	struct net_msg *m = malloc(sizeof(*m) + SHD_FABRIC_HOP_ROOM + (size_t)len);
@@ -911,17 +920,9 @@ void shd_net_forward(struct shd_net *n, struct shd_peer *q, const void *buf, uin
 		shf_wire_enc_fwd_hdr(b, SHF_WIRE_FWD_HDR, n->d->node_id, q->node);
 		shf_wire_stamp(b, q->my_session, q->peer_session);
 		q->linked = true;
-		int r = shd_fabric_send_small(n->fab, q->node, b, len, &q->inline_ctx[q->gen & 1]);
-		if (r == 0 || r == 1) {
-			shd_net_kick(n);
+		if (small_sent(q, shd_fabric_send_small(n->fab, q->node, b, len,
+							&q->inline_ctx[q->gen & 1])))
 			return;
-		}
-		if (r != -EAGAIN) {
-			char why[96];
-			snprintf(why, sizeof(why), "send failed: %s", strerror(-r));
-			shd_net_peer_fail(q, why);
-			return;
-		}
 	}
 	struct net_msg *m = shd_net_pool_get(n);
 	if (m) {
