@@ -340,6 +340,8 @@ void shd_relay_run(struct shd_daemon *d)
 			/* sleep on the bell: arm, then re-check (no lost wake-up) */
 			if (!shf_ring_cons_arm(&s->send))
 				shd_list_add_tail(&d->runq, &s->run_link);
+			else
+				s->st.send_sleeps++;
 			break;
 		case RELAY_BLOCKED:
 			break;
