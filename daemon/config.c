@@ -123,7 +123,7 @@ static const struct opt opts[SHD_OPT_MAX] = {
 		"linger_us", "SHF_LINGER_US", T_UINT, 0, FIELD(linger_us), 0, 1000000, "100", "USEC",
 		"... or when its oldest record has waited this long (microseconds).", NULL },
 	[SHD_OPT_POLL_US] = {
-		"poll_us", "SHF_POLL_US", T_UINT, 0, FIELD(poll_us), 0, 1000000, "50", "USEC",
+		"poll_us", "SHF_POLL_US", T_UINT, 0, FIELD(poll_us), 0, 1000000, "0", "USEC",
 		"After a client's send ring gave records, poll it again for this long "
 		"(microseconds) before sleeping on its doorbell; 0: sleep at once.", NULL },
 	[SHD_OPT_PEER_CREDITS] = {

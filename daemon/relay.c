@@ -31,7 +31,8 @@
  * round without sleeping), before its bell is armed and the daemon sleeps
  * on it: while records keep coming, the client skips the bell's eventfd
  * write and the daemon its wake-up; once they stop, it sleeps within
- * poll_us.  send_polls / send_sleeps count the two ways.
+ * poll_us (default 0: at once).  send_polls / send_sleeps count the two
+ * ways.
  */
 #include <errno.h>
 #include <stdarg.h>
