@@ -123,6 +123,10 @@ static const struct opt opts[SHD_OPT_MAX] = {
 	[SHD_OPT_LINGER_US] = {
 		"linger_us", "SHF_LINGER_US", T_UINT, 0, FIELD(linger_us), 0, 1000000, "100", "USEC",
 		"... or when its oldest record has waited this long (microseconds).", NULL },
+	[SHD_OPT_POLL_US] = {
+		"poll_us", "SHF_POLL_US", T_UINT, 0, FIELD(poll_us), 0, 1000000, "0", "USEC",
+		"After a client's send ring gave records, poll it again for this long "
+		"(microseconds) before sleeping on its doorbell; 0: sleep at once.", NULL },
 	[SHD_OPT_PEER_CREDITS] = {
 		"peer_credits", "SHF_PEER_CREDITS", T_UINT, 0, FIELD(peer_credits), 1, 1024, "8", "N",
 		"Batches in flight to one peer before waiting for credit.", NULL },

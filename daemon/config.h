@@ -39,6 +39,7 @@ enum shd_config_opt {
 	SHD_OPT_MAX_MSG,
 	SHD_OPT_BATCH_BYTES,
 	SHD_OPT_LINGER_US,
+	SHD_OPT_POLL_US,
 	SHD_OPT_PEER_CREDITS,
 	SHD_OPT_MAX_INFLIGHT,
 	SHD_OPT_FANOUT,
@@ -120,6 +121,7 @@ struct shd_config {
 			        * (a default max_msg shrinks to fit, source computed) */
 	uint32_t batch_bytes;  /* a batch is sent when it reaches this size */
 	uint32_t linger_us;    /* ... or when its oldest record is this old */
+	uint32_t poll_us;      /* poll a send ring this long after its last record */
 	uint32_t peer_credits; /* batches in flight to one peer */
 	uint32_t max_inflight; /* batches in flight to all peers */
 	uint32_t fanout;       /* children per node of the fan-out tree (fanout.c) */

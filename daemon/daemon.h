@@ -93,6 +93,7 @@ struct shd_client {
 	struct shd_list dirty_link; /* in d->dirty while deliver has unpublished records */
 	struct shd_waiter wait;     /* linked while its next record waits for room */
 	bool blocked;               /* head-of-line: waiting for a delivery ring or credit */
+	uint64_t polled_ns;         /* relay.c: when its send ring last gave a record (poll_us) */
 	struct shd_list waiters;    /* shd_waiters for room in my delivery ring */
 
 	/* teardown (client.c queues, session.c frees at the pass's reap step) */

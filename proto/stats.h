@@ -25,6 +25,8 @@
 	X(msgs_remote, COUNTER, "messages from this client sent towards another node")       \
 	X(ring_full_stalls, COUNTER, "times this client's next record waited for a full delivery ring") \
 	X(credit_stalls, COUNTER, "times this client's next record waited for network credit") \
+	X(send_sleeps, COUNTER, "times the daemon found the send ring empty and slept on its bell") \
+	X(send_polls, COUNTER, "times the daemon found the send ring empty and polled it again (poll_us)") \
 	X(drops_dead, COUNTER, "messages from this client dropped: destination rank gone")    \
 	X(drops_down, COUNTER, "messages from this client dropped: destination node down")    \
 	X(flushes, COUNTER, "remote flushes completed")                                       \
