@@ -26,7 +26,6 @@
  * shf_stats' sent_msgs must equal the number of sends that returned 0.
  */
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -36,82 +35,12 @@
 
 #include "shuffle.h"
 #include "tests/lib/daemon.h"
+#include "tests/node/seq-consumer.h"
 
 #define LEN 8192
 #define MAXT 8
 
 static struct td_env *e;
-
-/* ---------------------------------------------------------------- rank 1 */
-
-static uint64_t next_seq[MAXT + 1];
-static uint64_t got, bad;
-
-static void on_msg(void *arg, int src, int dst, uint32_t type, const void *data, uint32_t len)
-{
-	(void)arg;
-	(void)dst;
-	uint64_t seq;
-	if (src != 0 || type > MAXT || len != LEN) {
-		bad++;
-		return;
-	}
-	memcpy(&seq, data, sizeof(seq));
-	if (seq != next_seq[type]) {
-		if (bad < 10)
-			fprintf(stderr, "consumer: thread %u: seq %llu, expected %llu\n", type,
-				(unsigned long long)seq, (unsigned long long)next_seq[type]);
-		bad++;
-	}
-	next_seq[type] = seq + 1;
-	got++;
-}
-
-static int consumer(int rfd)
-{
-	struct shf_opts o;
-	shf_opts_init(&o);
-	o.rank = 1;
-	o.world = 2;
-	o.delivery_thread = 0;
-	struct shf_ctx *c;
-	int r = shf_open(&o, on_msg, NULL, &c);
-	if (r) {
-		fprintf(stderr, "consumer: shf_open: %s\n", shf_strerror(r));
-		return 1;
-	}
-	unsigned long long total = 0;
-	bool have_total = false;
-	char line[64];
-	size_t used = 0;
-	int64_t end = td_now_ms() + 60000;
-	while ((!have_total || got < total) && td_now_ms() < end) {
-		r = shf_poll(c, 50);
-		if (r < 0) {
-			fprintf(stderr, "consumer: shf_poll: %s\n", shf_strerror(r));
-			return 1;
-		}
-		struct pollfd pf = {rfd, POLLIN, 0};
-		if (!have_total && poll(&pf, 1, 0) == 1) {
-			ssize_t n = read(rfd, line + used, sizeof(line) - 1 - used);
-			if (n <= 0) {
-				fprintf(stderr, "consumer: no total from rank 0\n");
-				return 1;
-			}
-			used += (size_t)n;
-			line[used] = '\0';
-			if (strchr(line, '\n')) {
-				total = strtoull(line, NULL, 10);
-				have_total = true;
-			}
-		}
-	}
-	shf_poll(c, 200); /* anything beyond the total */
-	fprintf(stderr, "consumer: %llu delivered, %llu expected, %llu bad\n",
-		(unsigned long long)got, total, (unsigned long long)bad);
-	shf_close(c);
-	return have_total && got == total && bad == 0 ? 0 : 1;
-}
 
 /* ---------------------------------------------------------------- rank 0 */
 
@@ -165,7 +94,10 @@ int main(int argc, char **argv)
 	CHECK(child >= 0);
 	if (child == 0) {
 		close(pfd[1]);
-		_exit(consumer(pfd[0]));
+		_exit(seq_consume(&(struct seq_consumer){.types = MAXT + 1, .len = LEN,
+							   .timeout_ms = 60000, .max_reports = 10,
+							   .wait_sync = NULL, .env = e},
+				   pfd[0]));
 	}
 	close(pfd[0]);
 
@@ -175,7 +107,7 @@ int main(int argc, char **argv)
 	o.world = 2;
 	o.timeout_ms = 60000;
 	struct shf_ctx *c;
-	int r = shf_open(&o, on_msg, NULL, &c);
+	int r = shf_open(&o, seq_none, NULL, &c);
 	CHECKF(r == 0, "shf_open: %s (%s)", shf_strerror(r), shf_error_detail());
 
 	/* 1. the owner alone */

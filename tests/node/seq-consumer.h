@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/node/seq-consumer.h - rank 1 of the send tests (send-timeout,
+ * send-bias): it opens rank 1 of a 2-rank job in poll mode and takes
+ * rank 0's messages, each `len` bytes starting with a u64 sequence number,
+ * the message type naming the sending thread (0 .. types-1).  Per thread
+ * the numbers must come exactly once and in order.  It consumes until
+ * rank 0 has written its total (a decimal line) into rfd and that many
+ * have come, or timeout_ms passed.
+ */
+#ifndef SHF_TESTS_NODE_SEQ_CONSUMER_H
+#define SHF_TESTS_NODE_SEQ_CONSUMER_H
+
+#include <stdint.h>
+
+#include "tests/lib/daemon.h"
+
+struct seq_consumer {
+	unsigned types;        /* sending threads: message types 0 .. types-1 */
+	uint32_t len;          /* every message's length */
+	int timeout_ms;        /* for the whole consumption */
+	unsigned max_reports;  /* sequence errors printed (0: all) */
+	const char *wait_sync; /* NULL, or a sync point of env to wait for first */
+	struct td_env *env;
+};
+
+/* 0 when rank 0's total came, exactly that many messages arrived and
+ * none was bad; 1 otherwise (the reason on stderr). */
+int seq_consume(const struct seq_consumer *sc, int rfd);
+
+/* Rank 0's delivery callback: it is sent nothing and checks nothing. */
+void seq_none(void *arg, int src, int dst, uint32_t type, const void *data, uint32_t len);
+
+#endif
