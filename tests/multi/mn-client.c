@@ -91,6 +91,7 @@
 #include <unistd.h>
 
 #include "shuffle.h"
+#include "tests/lib/tclient.h"
 
 #define MAX_WORLD 256
 #define MSG_MAGIC 0x4e4d4d4du /* "MMMN" */
@@ -116,16 +117,9 @@ static struct {
 	.expect = "ok", .gap_ms = 10, .size = 64,
 };
 
-static const char *g_sync = ".";
 static int g_rank = -1, g_world;
 
-#define FAIL(...)                                                                      \
-	do {                                                                           \
-		fprintf(stderr, "mn-client rank %d: FAIL: ", g_rank);                  \
-		fprintf(stderr, __VA_ARGS__);                                          \
-		fputc('\n', stderr);                                                   \
-		exit(1);                                                               \
-	} while (0)
+#define FAIL(...) tc_fail(__VA_ARGS__)
 
 static void usage(const char *why) __attribute__((noreturn));
 static void usage(const char *why)
@@ -133,66 +127,6 @@ static void usage(const char *why)
 	fprintf(stderr, "mn-client: %s\nusage: mn-client MODE [key=value ...] (see the source)\n",
 		why);
 	exit(2);
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
-}
-
-/* ------------------------------------------------------------ sync points */
-
-static void sync_post(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sync_post(const char *fmt, ...)
-{
-	char name[128], path[4096], tmp[4200];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(name, sizeof(name), fmt, ap);
-	va_end(ap);
-	snprintf(path, sizeof(path), "%s/%s", g_sync, name);
-	snprintf(tmp, sizeof(tmp), "%s/.%s.%d", g_sync, name, (int)getpid());
-	FILE *f = fopen(tmp, "w");
-	if (!f || fclose(f) != 0 || rename(tmp, path) != 0)
-		FAIL("cannot post sync point %s: %s", path, strerror(errno));
-}
-
-static bool sync_exists(const char *name)
-{
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/%s", g_sync, name);
-	return access(path, F_OK) == 0;
-}
-
-static void sync_wait(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sync_wait(const char *fmt, ...)
-{
-	char name[128];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(name, sizeof(name), fmt, ap);
-	va_end(ap);
-	int64_t end = now_ms() + cfg.timeout;
-	while (!sync_exists(name)) {
-		if (now_ms() > end)
-			FAIL("sync point %s never came (%d ms)", name, cfg.timeout);
-		sleep_ms(5);
-	}
 }
 
 /* ------------------------------------------------------------ messages */
@@ -218,8 +152,6 @@ static struct {
 
 static uint64_t sent_seq[NPHASE][MAX_WORLD];
 
-static void sync_post(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sleep_ms(long ms);
 static int g_stick_type = -1; /* epochabort: the victim's callback blocks on this type */
 
 static void on_deliver(void *arg, int src, int dst, uint32_t type, const void *data,
@@ -227,11 +159,11 @@ static void on_deliver(void *arg, int src, int dst, uint32_t type, const void *d
 {
 	(void)arg;
 	if (g_stick_type >= 0 && type == (uint32_t)g_stick_type) {
-		sync_post("stuck.%d", g_rank);
+		tc_sync_post("stuck.%d", g_rank);
 		for (;;)
-			sleep_ms(1000); /* until the driver kills us */
+			tc_sleep_ms(1000); /* until the driver kills us */
 	}
-	uint64_t t = now_ns();
+	uint64_t t = tc_now_ns();
 	struct mmsg h;
 	pthread_mutex_lock(&rx.mu);
 	if (len < sizeof(h)) {
@@ -298,7 +230,7 @@ static void build(unsigned phase, int dst, uint32_t len)
 	struct mmsg h = {MSG_MAGIC, phase, g_rank, dst, sent_seq[phase][dst], 0};
 	for (uint32_t i = 0; i < len - sizeof(h); i++)
 		g_buf[sizeof(h) + i] = (uint8_t)(h.seq + i);
-	h.sent_ns = now_ns();
+	h.sent_ns = tc_now_ns();
 	memcpy(g_buf, &h, sizeof(h));
 }
 
@@ -362,29 +294,7 @@ static struct shf_ctx *open_ctx(bool thread, uint32_t ring)
 	o.delivery_thread = thread;
 	o.ring_bytes = ring;
 	o.timeout_ms = cfg.timeout;
-	struct shf_ctx *c = NULL;
-	/* on_deliver reads g_rank and g_world from the delivery thread, which
-	 * runs as soon as shf_open() starts it: set them before (the tests
-	 * export SHF_RANK and SHF_WORLD), and write them after only if the
-	 * library says otherwise (then a delivery could race: fail instead) */
-	const char *er = getenv("SHF_RANK"), *ew = getenv("SHF_WORLD");
-	if (er && ew) {
-		g_rank = atoi(er);
-		g_world = atoi(ew);
-	}
-	int r = shf_open(&o, on_deliver, NULL, &c);
-	if (r != 0 || !c)
-		FAIL("shf_open: %s (%s)", shf_strerror(r), shf_error_detail());
-	if (g_rank != shf_rank(c) || g_world != shf_world(c)) {
-		if (thread && er && ew)
-			FAIL("SHF_RANK/SHF_WORLD %s/%s, but the library says rank %d of %d", er, ew,
-			     shf_rank(c), shf_world(c));
-		g_rank = shf_rank(c);
-		g_world = shf_world(c);
-	}
-	if (g_world < 1 || g_world > MAX_WORLD)
-		FAIL("world %d outside the test's range", g_world);
-	return c;
+	return tc_open(&o, on_deliver, NULL, &g_rank, &g_world, MAX_WORLD);
 }
 
 /* Wait until I hold `want` messages of `phase` from every src in [lo, hi)
@@ -392,7 +302,7 @@ static struct shf_ctx *open_ctx(bool thread, uint32_t ring)
 static void wait_counts(struct shf_ctx *c, bool poll, unsigned phase, uint64_t want,
 			bool (*skip)(int))
 {
-	int64_t end = now_ms() + cfg.timeout;
+	int64_t end = tc_now_ms() + cfg.timeout;
 	for (;;) {
 		bool done = true;
 		for (int s = 0; s < g_world && done; s++)
@@ -400,7 +310,7 @@ static void wait_counts(struct shf_ctx *c, bool poll, unsigned phase, uint64_t w
 				done = false;
 		if (done)
 			break;
-		if (now_ms() > end) {
+		if (tc_now_ms() > end) {
 			for (int s = 0; s < g_world; s++)
 				if (s != g_rank && !skip(s) && rx_count(phase, s) != want)
 					fprintf(stderr, "mn-client rank %d: phase %u: %" PRIu64
@@ -413,7 +323,7 @@ static void wait_counts(struct shf_ctx *c, bool poll, unsigned phase, uint64_t w
 			if (r < 0)
 				FAIL("shf_poll: %s", shf_strerror(r));
 		} else {
-			sleep_ms(1);
+			tc_sleep_ms(1);
 		}
 	}
 	for (int s = 0; s < g_world; s++)
@@ -467,25 +377,25 @@ static int mode_peerloss(void)
 	wait_counts(c, victim, 0, (uint64_t)cfg.m, skip_none);
 	printf("rank %d: phase A ok (%ld messages to each of %d ranks)\n", g_rank, cfg.m,
 	       g_world - 1);
-	sync_post("A.%d", g_rank);
+	tc_sync_post("A.%d", g_rank);
 
 	if (victim) {
 		/* consume nothing from now on; leave when the daemon is gone or
 		 * the driver says so */
-		sync_post("victim.%d", g_rank);
-		int64_t end = now_ms() + 4 * (int64_t)cfg.timeout;
+		tc_sync_post("victim.%d", g_rank);
+		int64_t end = tc_now_ms() + 4 * (int64_t)cfg.timeout;
 		for (;;) {
 			struct shf_stats st;
-			if (sync_exists("v-exit"))
+			if (tc_sync_exists("v-exit"))
 				break;
 			r = shf_stats_get(c, &st);
 			if (r == -ENOTCONN)
 				break;
 			if (r != 0)
 				FAIL("victim: shf_stats_get: %s", shf_strerror(r));
-			if (now_ms() > end)
+			if (tc_now_ms() > end)
 				FAIL("victim: never released");
-			sleep_ms(20);
+			tc_sleep_ms(20);
 		}
 		printf("rank %d: victim done (%s)\n", g_rank,
 		       r == -ENOTCONN ? "daemon gone" : "released");
@@ -496,7 +406,7 @@ static int mode_peerloss(void)
 	/* B: block on the victim, then see the loss */
 	for (int v = 0; v < g_world; v++)
 		if (is_victim(v))
-			sync_wait("victim.%d", v);
+			tc_sync_wait(cfg.timeout, "victim.%d", v);
 	int64_t t0;
 	if (g_rank == 0) {
 		int v0 = cfg.victim * cfg.per_node;
@@ -505,10 +415,10 @@ static int mode_peerloss(void)
 			if ((r = send_msg(c, false, 1, v0, 1024, SHF_NONBLOCK)) != 0)
 				FAIL("burst to rank %d: message %ld of %ld: %s (the burst must fit "
 				     "my send ring)", v0, i, n, shf_strerror(r));
-		sync_post("s-flushing");
-		t0 = now_ms();
+		tc_sync_post("s-flushing");
+		t0 = tc_now_ms();
 		r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout);
-		long dt = (long)(now_ms() - t0);
+		long dt = (long)(tc_now_ms() - t0);
 		printf("rank 0: flush(REMOTE) with %ld messages to lost rank %d: %s after %ld ms "
 		       "(%s)\n", n, v0, err_name(r), dt, shf_error_detail());
 		if (r != -EHOSTDOWN)
@@ -525,10 +435,10 @@ static int mode_peerloss(void)
 		if (st.dropped_down == 0)
 			FAIL("stats.dropped_down is 0 after a flush returned EHOSTDOWN");
 	} else {
-		sync_post("in-epoch.%d", g_rank);
-		t0 = now_ms();
+		tc_sync_post("in-epoch.%d", g_rank);
+		t0 = tc_now_ms();
 		r = shf_epoch(c, cfg.timeout);
-		long dt = (long)(now_ms() - t0);
+		long dt = (long)(tc_now_ms() - t0);
 		printf("rank %d: epoch in flight when the node was lost: %s after %ld ms (%s)\n",
 		       g_rank, err_name(r), dt, shf_error_detail());
 		if (!err_ok(r, cfg.inflight_epoch))
@@ -543,10 +453,10 @@ static int mode_peerloss(void)
 	       shf_error_detail());
 	if (!err_ok(r, cfg.post_epoch))
 		FAIL("epoch after the loss: %s, expected %s", err_name(r), cfg.post_epoch);
-	sync_post("B.%d", g_rank);
+	tc_sync_post("B.%d", g_rank);
 	for (int s = 0; s < g_world; s++)
 		if (!is_victim(s))
-			sync_wait("B.%d", s);
+			tc_sync_wait(cfg.timeout, "B.%d", s);
 
 	/* C: the survivors carry on */
 	for (long i = 0; i < cfg.c; i++)
@@ -565,10 +475,10 @@ static int mode_peerloss(void)
 	if (rx_errors())
 		FAIL("%" PRIu64 " delivery errors", rx_errors());
 	printf("rank %d: phase C ok (%ld messages to each survivor)\n", g_rank, cfg.c);
-	sync_post("C.%d", g_rank);
+	tc_sync_post("C.%d", g_rank);
 	for (int s = 0; s < g_world; s++)
 		if (!is_victim(s))
-			sync_wait("C.%d", s);
+			tc_sync_wait(cfg.timeout, "C.%d", s);
 	r = shf_close(c);
 	if (r != 0)
 		FAIL("shf_close: %s", shf_strerror(r));
@@ -582,11 +492,11 @@ static int mode_epochleave(void)
 	struct shf_ctx *c = open_ctx(true, 0);
 	if (g_world != 3 || g_rank > 1)
 		FAIL("epochleave is for ranks 0 and 1 of world 3");
-	sync_post("open.%d", g_rank);
-	int64_t t0 = now_ms();
+	tc_sync_post("open.%d", g_rank);
+	int64_t t0 = tc_now_ms();
 	int r = shf_epoch(c, cfg.timeout);
 	printf("rank %d: epoch: %s after %ld ms (%s)\n", g_rank, err_name(r),
-	       (long)(now_ms() - t0), shf_error_detail());
+	       (long)(tc_now_ms() - t0), shf_error_detail());
 	int want = err_code(cfg.expect);
 	if (g_rank == 1) {
 		/* leave at once, as a job's last epoch followed by exit does */
@@ -597,8 +507,8 @@ static int mode_epochleave(void)
 			FAIL("shf_close: %s", shf_strerror(rc));
 		return 0;
 	}
-	sync_post("epoch.0");
-	sync_wait("close.0"); /* leave only when the fake node says so */
+	tc_sync_post("epoch.0");
+	tc_sync_wait(cfg.timeout, "close.0"); /* leave only when the fake node says so */
 	if (r != want)
 		FAIL("epoch completed everywhere else before rank 1 left, yet here: %s, expected %s",
 		     err_name(r), cfg.expect);
@@ -626,7 +536,7 @@ static void fault_phase_a(struct shf_ctx *c, bool poll, bool send, bool recv)
 	if (recv)
 		wait_counts(c, poll, 0, (uint64_t)cfg.m, skip_self);
 	printf("rank %d: phase A ok\n", g_rank);
-	sync_post("A.%d", g_rank);
+	tc_sync_post("A.%d", g_rank);
 }
 
 static void get_stats(struct shf_ctx *c, struct shf_stats *st)
@@ -649,38 +559,38 @@ static int mode_parkdrop(void)
 	int r;
 	if (receiver) {
 		/* from here on nothing here reads: the daemon parks node 0's batches */
-		sync_post("stopped.1");
-		sync_wait("armed");
+		tc_sync_post("stopped.1");
+		tc_sync_wait(cfg.timeout, "armed");
 		if ((r = send_msg(c, false, 2, 0, sizeof(struct mmsg), SHF_NONBLOCK)) != 0)
 			FAIL("send to rank 0 once armed: %s", shf_strerror(r));
-		sync_post("sent.1");
-		sync_wait("exit.1");
+		tc_sync_post("sent.1");
+		tc_sync_wait(cfg.timeout, "exit.1");
 		printf("rank 1: leaving without reading or closing (%" PRIu64 " phase-1 messages "
 		       "delivered)\n", rx_count(1, 0));
 		fflush(NULL);
 		_exit(0);
 	}
-	sync_wait("stopped.1");
+	tc_sync_wait(cfg.timeout, "stopped.1");
 	struct shf_stats st0, st1;
 	get_stats(c, &st0);
 	for (long i = 0; i < cfg.count; i++)
 		if ((r = send_msg(c, false, 1, 1, cfg.size, 0)) != 0)
 			FAIL("send %ld of %ld to rank 1: %s", i, cfg.count, shf_strerror(r));
-	sync_post("sent.0");
-	int64_t t0 = now_ms();
+	tc_sync_post("sent.0");
+	int64_t t0 = tc_now_ms();
 	r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout);
 	get_stats(c, &st1);
 	uint64_t down = st1.dropped_down - st0.dropped_down, dead = st1.dropped_dead - st0.dropped_dead;
 	printf("rank 0: flush(REMOTE) of %ld messages parked at node 1: %s after %ld ms (%s); "
 	       "dropped_down %" PRIu64 ", dropped_dead %" PRIu64 "\n", cfg.count, err_name(r),
-	       (long)(now_ms() - t0), shf_error_detail(), down, dead);
+	       (long)(tc_now_ms() - t0), shf_error_detail(), down, dead);
 	if (r != -EHOSTDOWN)
 		FAIL("flush once node 1 was lost: %s, expected EHOSTDOWN", err_name(r));
 	if (down < 1 || down > (uint64_t)cfg.count || dead)
 		FAIL("dropped_down %" PRIu64 " (expected 1..%ld: possible loss of the records in "
 		     "flight), dropped_dead %" PRIu64 " (expected 0)", down, cfg.count, dead);
-	sync_post("flushed.0");
-	sync_wait("end");
+	tc_sync_post("flushed.0");
+	tc_sync_wait(cfg.timeout, "end");
 	shf_close(c);
 	return 0;
 }
@@ -695,7 +605,7 @@ static int mode_appenddown(void)
 	int r;
 	fault_phase_a(c, false, g_rank == 0, g_rank == 1);
 	if (g_rank == 1) {
-		sync_wait("B.0");
+		tc_sync_wait(cfg.timeout, "B.0");
 		uint64_t a = rx_count(0, 0), b = rx_count(1, 0);
 		printf("rank 1: got %" PRIu64 " phase-A and %" PRIu64 " phase-B messages\n", a, b);
 		if (a != (uint64_t)cfg.m || b != 0 || rx_errors())
@@ -705,7 +615,7 @@ static int mode_appenddown(void)
 			FAIL("shf_close: %s", shf_strerror(r));
 		return 0;
 	}
-	sync_wait("armed");
+	tc_sync_wait(cfg.timeout, "armed");
 	struct shf_stats st0, st1;
 	get_stats(c, &st0);
 	for (long i = 0; i < cfg.count; i++)
@@ -717,7 +627,7 @@ static int mode_appenddown(void)
 	printf("rank 0: sent %ld messages after the fault was armed; flush(REMOTE): %s (%s); "
 	       "dropped_down %" PRIu64 ", dropped_dead %" PRIu64 "\n", cfg.count, err_name(r),
 	       shf_error_detail(), down, dead);
-	sync_post("B.0");
+	tc_sync_post("B.0");
 	if (r != -EHOSTDOWN)
 		FAIL("flush after node 1 went down: %s, expected EHOSTDOWN", err_name(r));
 	if (down != (uint64_t)cfg.count || dead)
@@ -740,17 +650,17 @@ static int mode_leavefree(void)
 		FAIL("phase A: epoch: %s (%s)", err_name(r), shf_error_detail());
 	if (rx_errors())
 		FAIL("%" PRIu64 " delivery errors", rx_errors());
-	sync_post("E.%d", g_rank);
+	tc_sync_post("E.%d", g_rank);
 	if (g_rank == 0) {
-		sync_wait("armed");
+		tc_sync_wait(cfg.timeout, "armed");
 		r = shf_close(c);
 		printf("rank 0: closed (its JOB_LEAVE to node 1 fails): %s\n", err_name(r));
-		sync_post("closed.0");
+		tc_sync_post("closed.0");
 		if (r != 0)
 			FAIL("shf_close: %s", err_name(r));
 		return 0;
 	}
-	sync_wait("exit.1");
+	tc_sync_wait(cfg.timeout, "exit.1");
 	r = shf_close(c);
 	printf("rank 1: closed: %s\n", err_name(r));
 	if (r != 0)
@@ -773,10 +683,10 @@ static int mode_epochabort(void)
 	if (g_rank == 0 && (r = send_msg(c, false, 2, cfg.victim, sizeof(struct mmsg), 0)) != 0)
 		FAIL("send to the victim: %s", shf_strerror(r));
 	if (g_rank != cfg.victim)
-		sync_post("in-epoch.%d", g_rank);
-	int64_t t0 = now_ms();
+		tc_sync_post("in-epoch.%d", g_rank);
+	int64_t t0 = tc_now_ms();
 	r = shf_epoch(c, cfg.timeout);
-	long dt = (long)(now_ms() - t0);
+	long dt = (long)(tc_now_ms() - t0);
 	/* the victim never gets here: its delivery thread is stuck */
 	const char *want = cfg.expect;
 	printf("rank %d: epoch with rank %d gone inside it: %s after %ld ms (%s)\n", g_rank,
@@ -791,19 +701,19 @@ static int cmp_u64(const void *a, const void *b);
 
 static int mode_epochtime(void)
 {
-	uint64_t t0 = now_ns();
+	uint64_t t0 = tc_now_ns();
 	struct shf_ctx *c = open_ctx(true, 0);
-	double open_ms = (double)(now_ns() - t0) / 1e6;
+	double open_ms = (double)(tc_now_ns() - t0) / 1e6;
 	int r;
 	uint64_t *ns = calloc((size_t)cfg.count, sizeof(*ns));
 	if (!ns)
 		FAIL("out of memory");
 	for (long i = 0; i <= cfg.count; i++) {
-		uint64_t a = now_ns();
+		uint64_t a = tc_now_ns();
 		if ((r = shf_epoch(c, cfg.timeout)) != 0)
 			FAIL("epoch %ld: %s (%s)", i, shf_strerror(r), shf_error_detail());
 		if (i > 0)
-			ns[i - 1] = now_ns() - a;
+			ns[i - 1] = tc_now_ns() - a;
 	}
 	qsort(ns, (size_t)cfg.count, sizeof(*ns), cmp_u64);
 	printf("rank %d: open_ms %.1f epochs %ld median_us %.1f min_us %.1f max_us %.1f\n", g_rank,
@@ -824,8 +734,8 @@ static int mode_epochtime(void)
 	wait_counts(c, false, 0, (uint64_t)cfg.m, skip_none);
 	if (rx_errors())
 		FAIL("%" PRIu64 " delivery errors", rx_errors());
-	sync_post("held.%d", g_rank);
-	sync_wait("release");
+	tc_sync_post("held.%d", g_rank);
+	tc_sync_wait(cfg.timeout, "release");
 	if ((r = shf_close(c)) != 0)
 		FAIL("shf_close: %s", shf_strerror(r));
 	return 0;
@@ -854,26 +764,26 @@ static int mode_latency(void)
 		for (long i = 0; i < cfg.count; i++) {
 			if ((r = send_msg(c, false, 0, 1, cfg.size, 0)) != 0)
 				FAIL("send #%ld: %s", i, shf_strerror(r));
-			sleep_ms(cfg.gap_ms);
+			tc_sleep_ms(cfg.gap_ms);
 		}
 		if ((r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout)) != 0)
 			FAIL("flush: %s", shf_strerror(r));
-		sync_wait("lat-done");
+		tc_sync_wait(cfg.timeout, "lat-done");
 		shf_close(c);
 		return 0;
 	}
-	int64_t end = now_ms() + cfg.timeout + cfg.count * (cfg.gap_ms + 5);
+	int64_t end = tc_now_ms() + cfg.timeout + cfg.count * (cfg.gap_ms + 5);
 	for (;;) {
 		pthread_mutex_lock(&rx.mu);
 		long n = rx.nlat;
 		pthread_mutex_unlock(&rx.mu);
 		if (n >= cfg.count)
 			break;
-		if (now_ms() > end)
+		if (tc_now_ms() > end)
 			FAIL("received %ld of %ld messages", n, cfg.count);
-		sleep_ms(5);
+		tc_sleep_ms(5);
 	}
-	sync_post("lat-done");
+	tc_sync_post("lat-done");
 	if (rx_errors())
 		FAIL("%" PRIu64 " delivery errors", rx_errors());
 	uint64_t *l = rx.lat_ns;
@@ -939,9 +849,7 @@ int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	parse_args(argc, argv);
-	const char *s = getenv("SHF_TEST_SYNC");
-	if (s && *s)
-		g_sync = s;
+	tc_setup("mn-client", &g_rank);
 	if (!strcmp(cfg.mode, "peerloss"))
 		return mode_peerloss();
 	if (!strcmp(cfg.mode, "epochleave"))

@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #include "shuffle.h"
+#include "tests/lib/tclient.h"
 
 #define MAX_WORLD 64
 #define BC_MAGIC 0x54534342u /* "BCST" */
@@ -68,56 +69,9 @@ static struct {
 	int info; /* exact: check shf_node_info() first */
 } cfg = {.info = 1, .per_node = 1, .ops = 300, .count = 2000, .size = 64, .timeout = 60000};
 
-static const char *g_sync = ".";
 static int g_rank = -1, g_world;
 
-#define FAIL(...)                                                                      \
-	do {                                                                           \
-		fprintf(stderr, "bc-client rank %d: FAIL: ", g_rank);                  \
-		fprintf(stderr, __VA_ARGS__);                                          \
-		fputc('\n', stderr);                                                   \
-		exit(1);                                                               \
-	} while (0)
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-	nanosleep(&ts, NULL);
-}
-
-static void sync_post(const char *name)
-{
-	char path[4096], tmp[4200];
-	snprintf(path, sizeof(path), "%s/%s", g_sync, name);
-	snprintf(tmp, sizeof(tmp), "%s/.%s.%d", g_sync, name, (int)getpid());
-	FILE *f = fopen(tmp, "w");
-	if (!f || fclose(f) != 0 || rename(tmp, path) != 0)
-		FAIL("cannot post sync point %s: %s", path, strerror(errno));
-}
-
-static bool sync_exists(const char *name)
-{
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/%s", g_sync, name);
-	return access(path, F_OK) == 0;
-}
-
-static void sync_wait(const char *name)
-{
-	int64_t end = now_ms() + cfg.timeout;
-	while (!sync_exists(name)) {
-		if (now_ms() > end)
-			FAIL("sync point %s never came (%d ms)", name, cfg.timeout);
-		sleep_ms(5);
-	}
-}
+#define FAIL(...) tc_fail(__VA_ARGS__)
 
 struct bmsg {
 	uint32_t magic;
@@ -176,15 +130,7 @@ static struct shf_ctx *open_ctx(int delivery_thread, uint32_t ring)
 	o.delivery_thread = delivery_thread;
 	o.ring_bytes = ring;
 	o.timeout_ms = cfg.timeout;
-	struct shf_ctx *c;
-	int r = shf_open(&o, on_msg, NULL, &c);
-	if (r < 0)
-		FAIL("shf_open: %s (%s)", shf_strerror(r), shf_error_detail());
-	g_rank = shf_rank(c);
-	g_world = shf_world(c);
-	if (g_world > MAX_WORLD)
-		FAIL("world %d > %d", g_world, MAX_WORLD);
-	return c;
+	return tc_open(&o, on_msg, NULL, &g_rank, &g_world, MAX_WORLD);
 }
 
 static void fill(uint8_t *buf, int64_t k)
@@ -303,10 +249,8 @@ static int mode_exact(void)
 		     st.dropped_down);
 	printf("rank %d: bcast exact: ok (%ld messages)\n", g_rank, total);
 	fflush(stdout);
-	char name[64];
-	snprintf(name, sizeof(name), "held.%d", g_rank);
-	sync_post(name);
-	sync_wait("release");
+	tc_sync_post("held.%d", g_rank);
+	tc_sync_wait(cfg.timeout, "release");
 	r = shf_close(c);
 	if (r)
 		FAIL("shf_close: %s", shf_strerror(r));
@@ -328,24 +272,24 @@ static int mode_lost(void)
 	if (g_world != 3)
 		FAIL("mode lost needs world 3");
 	if (victim) {
-		sync_post("ready.2");
+		tc_sync_post("ready.2");
 		/* no library call at all: in poll mode every wait would deliver */
-		int64_t end = now_ms() + cfg.timeout;
-		while (!sync_exists("v-exit") && now_ms() < end)
-			sleep_ms(20);
+		int64_t end = tc_now_ms() + cfg.timeout;
+		while (!tc_sync_exists("v-exit") && tc_now_ms() < end)
+			tc_sleep_ms(20);
 		_exit(0); /* its daemon is gone: nothing to close */
 	}
 	if (g_rank == 1) {
-		sync_wait("sent.0");
+		tc_sync_wait(cfg.timeout, "sent.0");
 		/* everything rank 0 sent reached node 2: wait for the last one */
-		int64_t end = now_ms() + cfg.timeout;
+		int64_t end = tc_now_ms() + cfg.timeout;
 		for (;;) {
 			pthread_mutex_lock(&rx.mu);
 			long n = rx.n[0];
 			pthread_mutex_unlock(&rx.mu);
-			if (n >= cfg.count || now_ms() > end)
+			if (n >= cfg.count || tc_now_ms() > end)
 				break;
-			sleep_ms(5);
+			tc_sleep_ms(5);
 		}
 		pthread_mutex_lock(&rx.mu);
 		if (rx.bad)
@@ -358,13 +302,13 @@ static int mode_lost(void)
 		pthread_mutex_unlock(&rx.mu);
 		printf("rank 1: got %ld\n", cfg.count);
 		fflush(stdout);
-		sync_post("done.1");
-		sync_wait("end");
+		tc_sync_post("done.1");
+		tc_sync_wait(cfg.timeout, "end");
 		shf_close(c);
 		return 0;
 	}
 	/* rank 0 */
-	sync_wait("ready.2");
+	tc_sync_wait(cfg.timeout, "ready.2");
 	uint8_t *buf = calloc(1, cfg.size);
 	if (!buf)
 		FAIL("out of memory");
@@ -374,21 +318,21 @@ static int mode_lost(void)
 		if (r)
 			FAIL("broadcast %ld: %s (%s)", k, shf_strerror(r), shf_error_detail());
 		if (k == 0)
-			sync_post("started.0");
+			tc_sync_post("started.0");
 	}
-	int64_t t0 = now_ms();
+	int64_t t0 = tc_now_ms();
 	int r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout);
 	struct shf_stats st;
 	shf_stats_get(c, &st);
 	printf("rank 0: flush %s after %" PRId64 " ms, dropped_down %" PRIu64 ", dead %" PRIu64
-	       "\n", r ? shf_strerror(r) : "ok", now_ms() - t0, st.dropped_down, st.dropped_dead);
+	       "\n", r ? shf_strerror(r) : "ok", tc_now_ms() - t0, st.dropped_down, st.dropped_dead);
 	fflush(stdout);
 	if (r != -EHOSTDOWN)
 		FAIL("flush returned %d (%s), expected -EHOSTDOWN", r, shf_strerror(r));
 	if (st.dropped_down < 1)
 		FAIL("no drop counted for the lost node");
-	sync_post("sent.0");
-	sync_wait("end");
+	tc_sync_post("sent.0");
+	tc_sync_wait(cfg.timeout, "end");
 	shf_close(c);
 	free(buf);
 	return 0;
@@ -428,9 +372,7 @@ int main(int argc, char **argv)
 	}
 	if (cfg.size < sizeof(struct bmsg) || cfg.per_node < 1)
 		return 2;
-	const char *s = getenv("SHF_TEST_SYNC");
-	if (s)
-		g_sync = s;
+	tc_setup("bc-client", &g_rank);
 	if (!strcmp(cfg.mode, "exact"))
 		return mode_exact();
 	if (!strcmp(cfg.mode, "lost"))
