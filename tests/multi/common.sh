@@ -147,6 +147,18 @@ t_until() {
   done
 }
 
+# t_all_up [MS]: wait (t_until, default 30 s) until every node's daemon sees
+# the other SHF_NODES_N - 1 up.
+t_nodes_see_all_up() {
+  local i want=$((SHF_NODES_N - 1))
+  for i in $(seq 1 "$SHF_NODES_N"); do
+    [ "$(nodes_json "$i" peers 2>/dev/null | jq '[.peers[] | select(.state == "up")] | length')" = "$want" ] || return 1
+  done
+}
+t_all_up() {
+  t_until "${1:-30000}" "every node to see the $((SHF_NODES_N - 1)) others up" t_nodes_see_all_up
+}
+
 # t_peer_is NODE PEER_ID STATE; t_peer_field NODE PEER_ID FIELD
 t_peer_is() { [ "$(nodes_peer_state "$1" "$2")" = "$3" ]; }
 t_peer_field() {

@@ -44,13 +44,7 @@ CTLAS() {
   else $(asuser "$u") "$SHF_NODES_SHUFFLECTL" -s "$(nodes_var SOCKET 1)" "$@"; fi
 }
 fail() { nodes_sync_post drain_go cut_go; t_fail "$@"; }
-deadline=$(($(nodes_now_ms) + 30000))
-for i in $(seq 1 $N); do
-  until [ "$(nodes_json "$i" peers 2>/dev/null | jq '[.peers[] | select(.state == "up")] | length')" = $((N - 1)) ]; do
-    [ "$(nodes_now_ms)" -gt "$deadline" ] && t_fail "node $i does not see all $((N - 1)) peers up"
-    sleep 0.05
-  done
-done
+t_all_up
 stat() { nodes_stat "$1" ".daemon.$2"; }
 loglevel() { nodes_json "$1" config | jq -r '.config.log_level.value + " " + .config.log_level.source'; }
 

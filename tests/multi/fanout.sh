@@ -36,13 +36,7 @@ t_up -n "$N" --daemon-args "--peer-timeout-ms $peer_timeout_ms --heartbeat-ms 20
 CTL() { "$SHF_NODES_SHUFFLECTL" -s "$(nodes_var SOCKET 1)" "$@"; }
 
 # every node sees every other up (so that the root's tree holds them all)
-deadline=$(($(nodes_now_ms) + 30000))
-for i in $(seq 1 "$N"); do
-  until [ "$(nodes_json "$i" peers 2>/dev/null | jq '[.peers[] | select(.state == "up")] | length')" = $((N - 1)) ]; do
-    [ "$(nodes_now_ms)" -gt "$deadline" ] && t_fail "node $i does not see all $((N - 1)) peers up"
-    sleep 0.05
-  done
-done
+t_all_up
 t_note "$N nodes up, each sees the others up"
 
 check_all() { # CMD: --all CMD --json lists every node, none missing

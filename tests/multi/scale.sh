@@ -28,13 +28,7 @@ W=$((N * K)) V=2      # V: the victim, harness numbering (daemon node id 1)
 timeout_ms=1500
 t_up -n "$N" --daemon-args "--peer-timeout-ms $timeout_ms --heartbeat-ms 250"
 
-all_up() {
-  local i
-  for i in $(seq 1 "$N"); do
-    [ "$(nodes_json "$i" peers 2>/dev/null | jq '[.peers[] | select(.state == "up")] | length')" = $((N - 1)) ] || return 1
-  done
-}
-t_until 60000 "every node to see the $((N - 1)) others up" all_up
+t_all_up 60000
 t_note "$N nodes up, each sees the others up"
 
 # ----------------------------------------------------------- 2. all nodes

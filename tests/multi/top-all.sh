@@ -23,13 +23,7 @@ N=4 K=2 W=8
 t_up -n $N --daemon-args "--peer-timeout-ms 3000 --heartbeat-ms 200"
 CTL() { "$SHF_NODES_SHUFFLECTL" -s "$(nodes_var SOCKET 1)" "$@"; }
 
-deadline=$(($(nodes_now_ms) + 30000))
-for i in $(seq 1 $N); do
-  until [ "$(nodes_json "$i" peers 2>/dev/null | jq '[.peers[] | select(.state == "up")] | length')" = $((N - 1)) ]; do
-    [ "$(nodes_now_ms)" -gt "$deadline" ] && t_fail "node $i does not see all $((N - 1)) peers up"
-    sleep 0.05
-  done
-done
+t_all_up
 
 export SHF_JOB=topall
 for r in $(seq 0 $((W - 1))); do
