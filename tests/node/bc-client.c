@@ -36,6 +36,14 @@
  *            timeout), its shf_flush(REMOTE) must return -EHOSTDOWN with
  *            dropped_down >= 1, it posts "sent.0"; rank 1 must have got
  *            all N, once each, in order ("rank 1: got N").
+ *   left     world 3: rank 0 on node 1, ranks 1 and 2 on node 2.  Rank 2
+ *            opens, posts "ready.2", closes on "leave" and posts
+ *            "closed.2".  Once the driver saw node 2's daemon detach it
+ *            and posted "go", rank 0 broadcasts count=N messages (each
+ *            with its number) and flushes (REMOTE): the flush must return
+ *            -ESRCH with dropped_dead exactly N (one copy per broadcast
+ *            had nobody to go to on node 2), and rank 1 must have got all
+ *            N, once each, in order ("rank 1: got N").
  *
  * Exit 0 when every check held, 1 otherwise (reasons on stderr), 2 for
  * usage errors.
@@ -260,6 +268,38 @@ static int mode_exact(void)
 
 /* ------------------------------------------------------------------- lost */
 
+/* Rank 1 of modes lost and left: after "sent.0", every one of rank 0's
+ * count broadcasts, once each, in order; "done.1", then close on "end". */
+static int rank1_count_all(struct shf_ctx *c)
+{
+	tc_sync_wait(cfg.timeout, "sent.0");
+	/* everything rank 0 sent reached rank 1's node: wait for the last one */
+	int64_t end = tc_now_ms() + cfg.timeout;
+	for (;;) {
+		pthread_mutex_lock(&rx.mu);
+		long n = rx.n[0];
+		pthread_mutex_unlock(&rx.mu);
+		if (n >= cfg.count || tc_now_ms() > end)
+			break;
+		tc_sleep_ms(5);
+	}
+	pthread_mutex_lock(&rx.mu);
+	if (rx.bad)
+		FAIL("%ld bad deliveries, first: %s", rx.bad, rx.why);
+	if (rx.n[0] != cfg.count)
+		FAIL("got %ld broadcasts from rank 0, expected %ld", rx.n[0], cfg.count);
+	for (long i = 0; i < cfg.count; i++)
+		if (rx.got[0][i] != i)
+			FAIL("broadcast %ld is number %" PRId64, i, rx.got[0][i]);
+	pthread_mutex_unlock(&rx.mu);
+	printf("rank 1: got %ld\n", cfg.count);
+	fflush(stdout);
+	tc_sync_post("done.1");
+	tc_sync_wait(cfg.timeout, "end");
+	shf_close(c);
+	return 0;
+}
+
 static int mode_lost(void)
 {
 	bool victim = false;
@@ -280,32 +320,7 @@ static int mode_lost(void)
 		_exit(0); /* its daemon is gone: nothing to close */
 	}
 	if (g_rank == 1) {
-		tc_sync_wait(cfg.timeout, "sent.0");
-		/* everything rank 0 sent reached node 2: wait for the last one */
-		int64_t end = tc_now_ms() + cfg.timeout;
-		for (;;) {
-			pthread_mutex_lock(&rx.mu);
-			long n = rx.n[0];
-			pthread_mutex_unlock(&rx.mu);
-			if (n >= cfg.count || tc_now_ms() > end)
-				break;
-			tc_sleep_ms(5);
-		}
-		pthread_mutex_lock(&rx.mu);
-		if (rx.bad)
-			FAIL("%ld bad deliveries, first: %s", rx.bad, rx.why);
-		if (rx.n[0] != cfg.count)
-			FAIL("got %ld broadcasts from rank 0, expected %ld", rx.n[0], cfg.count);
-		for (long i = 0; i < cfg.count; i++)
-			if (rx.got[0][i] != i)
-				FAIL("broadcast %ld is number %" PRId64, i, rx.got[0][i]);
-		pthread_mutex_unlock(&rx.mu);
-		printf("rank 1: got %ld\n", cfg.count);
-		fflush(stdout);
-		tc_sync_post("done.1");
-		tc_sync_wait(cfg.timeout, "end");
-		shf_close(c);
-		return 0;
+		return rank1_count_all(c);
 	}
 	/* rank 0 */
 	tc_sync_wait(cfg.timeout, "ready.2");
@@ -338,10 +353,59 @@ static int mode_lost(void)
 	return 0;
 }
 
+/* ------------------------------------------------------------------- left */
+
+static int mode_left(void)
+{
+	struct shf_ctx *c = open_ctx(1, 0);
+	if (g_world != 3)
+		FAIL("mode left needs world 3");
+	if (g_rank == 2) {
+		tc_sync_post("ready.2");
+		tc_sync_wait(cfg.timeout, "leave");
+		int r = shf_close(c);
+		if (r)
+			FAIL("shf_close: %s", shf_strerror(r));
+		tc_sync_post("closed.2");
+		return 0;
+	}
+	if (g_rank == 1)
+		return rank1_count_all(c);
+	/* rank 0 */
+	tc_sync_wait(cfg.timeout, "go");
+	uint8_t *buf = calloc(1, cfg.size);
+	if (!buf)
+		FAIL("out of memory");
+	for (long k = 0; k < cfg.count; k++) {
+		fill(buf, k);
+		int r = shf_bcast(c, T_BCAST, buf, cfg.size, 0);
+		if (r)
+			FAIL("broadcast %ld: %s (%s)", k, shf_strerror(r), shf_error_detail());
+	}
+	int r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout);
+	struct shf_stats st;
+	shf_stats_get(c, &st);
+	printf("rank 0: flush %s, dropped_down %" PRIu64 ", dead %" PRIu64 "\n",
+	       r ? shf_strerror(r) : "ok", st.dropped_down, st.dropped_dead);
+	fflush(stdout);
+	if (r != -ESRCH)
+		FAIL("flush returned %d (%s), expected -ESRCH: rank 2 left before the broadcasts", r,
+		     shf_strerror(r));
+	if (st.dropped_dead != (uint64_t)cfg.count || st.dropped_down != 0)
+		FAIL("dropped_dead %" PRIu64 ", dropped_down %" PRIu64 ": expected %ld and 0 (one "
+		     "copy per broadcast for the rank that left)", st.dropped_dead, st.dropped_down,
+		     cfg.count);
+	tc_sync_post("sent.0");
+	tc_sync_wait(cfg.timeout, "end");
+	shf_close(c);
+	free(buf);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: bc-client exact|lost [key=value ...]\n");
+		fprintf(stderr, "usage: bc-client exact|lost|left [key=value ...]\n");
 		return 2;
 	}
 	cfg.mode = argv[1];
@@ -377,6 +441,8 @@ int main(int argc, char **argv)
 		return mode_exact();
 	if (!strcmp(cfg.mode, "lost"))
 		return mode_lost();
+	if (!strcmp(cfg.mode, "left"))
+		return mode_left();
 	fprintf(stderr, "bc-client: unknown mode %s\n", cfg.mode);
 	return 2;
 }
