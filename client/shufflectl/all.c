@@ -3,9 +3,8 @@
  * client/shufflectl/all.c - shufflectl --all: the combined answer of every
  * node (docs/shufflectl.md, "--all") as one table, a row per node (those
  * without an answer marked with why) and a row of totals; for the control
- * commands, each node's outcome.
+ * commands, each node's outcome.  The tables are render.c's (libsmartcols).
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,59 +12,6 @@
 #include "client/shufflectl/shufflectl.h"
 
 #define ALL_COLS 10
-
-struct all_table {
-	unsigned ncols, nrows;
-	const char *head[ALL_COLS];
-	char **cell; /* nrows x ncols */
-};
-
-static void row_add(struct all_table *t)
-{
-	t->cell = xrealloc(t->cell, sizeof(*t->cell) * (t->nrows + 1) * t->ncols);
-	for (unsigned i = 0; i < t->ncols; i++)
-		t->cell[t->nrows * t->ncols + i] = NULL;
-	t->nrows++;
-}
-
-static void cell_set(struct all_table *t, unsigned col, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void cell_set(struct all_table *t, unsigned col, const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	char *s = xrealloc(NULL, strlen(buf) + 1);
-	strcpy(s, buf);
-	t->cell[(t->nrows - 1) * t->ncols + col] = s;
-}
-
-static void table_show(struct all_table *t, FILE *f)
-{
-	size_t w[ALL_COLS] = {0};
-	for (unsigned c = 0; c < t->ncols; c++) {
-		w[c] = strlen(t->head[c]);
-		for (unsigned r = 0; r < t->nrows; r++) {
-			const char *s = t->cell[r * t->ncols + c];
-			if (s && strlen(s) > w[c])
-				w[c] = strlen(s);
-		}
-	}
-	for (unsigned c = 0; c < t->ncols; c++)
-		fprintf(f, "%-*s%s", c + 1 < t->ncols ? (int)w[c] : 0, t->head[c],
-			c + 1 < t->ncols ? "  " : "\n");
-	for (unsigned r = 0; r < t->nrows; r++)
-		for (unsigned c = 0; c < t->ncols; c++) {
-			const char *s = t->cell[r * t->ncols + c];
-			fprintf(f, "%-*s%s", c + 1 < t->ncols ? (int)w[c] : 0, s ? s : "-",
-				c + 1 < t->ncols ? "  " : "\n");
-		}
-	for (unsigned i = 0; i < t->nrows * t->ncols; i++)
-		free(t->cell[i]);
-	free(t->cell);
-}
 
 /* The sum of member k of member scope (NULL: the answer itself) over nodes. */
 struct sums {
@@ -194,12 +140,13 @@ bool show_all(const json_t *doc, const char *cmd, FILE *f)
 	} else {
 		cols = NULL, nc = 0; /* ping: who answered */
 	}
-	struct all_table t = {.ncols = 3 + (unsigned)nc};
-	t.head[0] = "NODE";
-	t.head[1] = "NAME";
-	t.head[2] = "STATE";
+	struct table t;
+	table_init(&t);
+	table_col(&t, "NODE");
+	table_col(&t, "NAME");
+	table_col(&t, "STATE");
 	for (size_t c = 0; c < nc; c++)
-		t.head[3 + c] = cols[c].head;
+		table_col(&t, cols[c].head);
 	struct sums s = {{0}};
 	size_t n, answered = 0, missing = 0;
 	long long *ids = all_ids(doc, &n);
@@ -208,48 +155,48 @@ bool show_all(const json_t *doc, const char *cmd, FILE *f)
 		snprintf(k, sizeof(k), "%lld", ids[i]);
 		const json_t *a = jget(jget(doc, "nodes"), k);
 		const json_t *m = jget(jget(doc, "missing"), k);
-		row_add(&t);
-		cell_set(&t, 0, "%lld", ids[i]);
+		table_row(&t);
+		table_set(&t, 0, "%lld", ids[i]);
 		if (!a) {
 			missing++;
-			cell_set(&t, 2, "%s", jstr(m, "state", "?"));
+			table_set(&t, 2, "%s", jstr(m, "state", "?"));
 			if (jget(m, "via"))
-				cell_set(&t, 3, "via node %lld", jint(m, "via", -1));
+				table_set(&t, 3, "via node %lld", jint(m, "via", -1));
 			continue;
 		}
 		answered++;
-		cell_set(&t, 1, "%s", jstr(a, "node_name", "?"));
-		cell_set(&t, 2, "%s", jget(a, "error") ? jstr(a, "error", "") : "ok");
+		table_set(&t, 1, "%s", jstr(a, "node_name", "?"));
+		table_set(&t, 2, "%s", jget(a, "error") ? jstr(a, "error", "") : "ok");
 		for (size_t c = 0; c < nc; c++) {
 			long long v;
 			char text[256];
 			if (value(cmd, (unsigned)c, a, &v, text, sizeof(text))) {
 				s.v[c] += v;
-				cell_set(&t, 3 + (unsigned)c, "%s", text[0] ? text : "");
+				table_set(&t, 3 + (unsigned)c, "%s", text[0] ? text : "");
 				if (!text[0])
-					cell_set(&t, 3 + (unsigned)c, "%lld", v);
+					table_set(&t, 3 + (unsigned)c, "%lld", v);
 				continue;
 			}
 			const json_t *x = jget(cols[c].scope ? jget(a, cols[c].scope) : a, cols[c].k);
 			if (json_is_string(x)) {
-				cell_set(&t, 3 + (unsigned)c, "%s", json_string_value(x));
+				table_set(&t, 3 + (unsigned)c, "%s", json_string_value(x));
 			} else if (json_is_real(x)) {
-				cell_set(&t, 3 + (unsigned)c, "%.0f", json_real_value(x));
+				table_set(&t, 3 + (unsigned)c, "%.0f", json_real_value(x));
 			} else if (json_is_integer(x)) {
 				s.v[c] += json_integer_value(x);
-				cell_set(&t, 3 + (unsigned)c, "%lld", (long long)json_integer_value(x));
+				table_set(&t, 3 + (unsigned)c, "%lld", (long long)json_integer_value(x));
 			}
 		}
 	}
-	row_add(&t);
-	cell_set(&t, 0, "total");
-	cell_set(&t, 1, "%zu nodes", n);
-	cell_set(&t, 2, "%zu ok, %zu not", answered, missing);
+	table_row(&t);
+	table_set(&t, 0, "total");
+	table_set(&t, 1, "%zu nodes", n);
+	table_set(&t, 2, "%zu ok, %zu not", answered, missing);
 	for (size_t c = 0; c < nc; c++)
 		if (strcmp(cols[c].head, "VERSION") && strcmp(cols[c].head, "UPTIME_S") &&
 		    strcmp(cols[c].head, "NOT_UP"))
-			cell_set(&t, 3 + (unsigned)c, "%lld", s.v[c]);
-	table_show(&t, f);
+			table_set(&t, 3 + (unsigned)c, "%lld", s.v[c]);
+	table_print(&t, f, 0);
 	fprintf(f, "answered in %.0f ms (timeout %lld ms, fan-out %lld, from node %lld)\n",
 		jreal(doc, "elapsed_ms", 0), jint(doc, "timeout_ms", 0), jint(doc, "fanout", 0),
 		jint(doc, "root", -1));
@@ -283,55 +230,54 @@ static void acted(const json_t *a, const char *cmd, char *buf, size_t n)
 
 int show_control_all(const json_t *doc, const char *cmd, FILE *f)
 {
-	struct all_table t = {.ncols = 4};
-	t.head[0] = "NODE";
-	t.head[1] = "NAME";
-	t.head[2] = "OUTCOME";
-	t.head[3] = "DETAIL";
+	struct table t;
+	table_init(&t);
+	table_col(&t, "NODE");
+	table_col(&t, "NAME");
+	table_col(&t, "OUTCOME");
+	table_col(&t, "DETAIL");
 	size_t n, ok = 0, here_not = 0, bad = 0, missing = 0;
 	long long *ids = all_ids(doc, &n);
 	for (size_t i = 0; i < n; i++) {
 		char k[32], text[400];
 		snprintf(k, sizeof(k), "%lld", ids[i]);
 		const json_t *a = jget(jget(doc, "nodes"), k);
-		row_add(&t);
-		cell_set(&t, 0, "%lld", ids[i]);
+		table_row(&t);
+		table_set(&t, 0, "%lld", ids[i]);
 		if (!a) {
 			const json_t *m = jget(jget(doc, "missing"), k);
 			missing++;
-			cell_set(&t, 2, "%s", jstr(m, "state", "?"));
+			table_set(&t, 2, "%s", jstr(m, "state", "?"));
 			if (jget(m, "via"))
-				cell_set(&t, 3, "via node %lld", jint(m, "via", -1));
+				table_set(&t, 3, "via node %lld", jint(m, "via", -1));
 			continue;
 		}
 		const char *out = outcome(a);
-		cell_set(&t, 1, "%s", jstr(a, "node_name", "?"));
-		cell_set(&t, 2, "%s", out);
+		table_set(&t, 1, "%s", jstr(a, "node_name", "?"));
+		table_set(&t, 2, "%s", out);
 		if (!strcmp(out, "ok")) {
 			ok++;
 			acted(a, cmd, text, sizeof(text));
-			cell_set(&t, 3, "%s", text);
+			table_set(&t, 3, "%s", text);
 		} else {
 			here_not += !strcmp(out, "not here");
 			bad += strcmp(out, "not here") != 0;
-			cell_set(&t, 3, "%s", jstr(a, "message", "?"));
+			table_set(&t, 3, "%s", jstr(a, "message", "?"));
 		}
 	}
-	row_add(&t);
-	cell_set(&t, 0, "total");
-	cell_set(&t, 1, "%zu nodes", n);
-	cell_set(&t, 2, "%zu ok", ok);
-	cell_set(&t, 3, "%zu not here, %zu refused or failed, %zu without an answer", here_not, bad,
+	table_row(&t);
+	table_set(&t, 0, "total");
+	table_set(&t, 1, "%zu nodes", n);
+	table_set(&t, 2, "%zu ok", ok);
+	table_set(&t, 3, "%zu not here, %zu refused or failed, %zu without an answer", here_not, bad,
 		 missing);
 	if (f) {
-		table_show(&t, f);
+		table_print(&t, f, 0);
 		fprintf(f, "answered in %.0f ms (timeout %lld ms, fan-out %lld, from node %lld)\n",
 			jreal(doc, "elapsed_ms", 0), jint(doc, "timeout_ms", 0),
 			jint(doc, "fanout", 0), jint(doc, "root", -1));
 	} else {
-		for (unsigned i = 0; i < t.nrows * t.ncols; i++)
-			free(t.cell[i]);
-		free(t.cell);
+		table_discard(&t);
 	}
 	free(ids);
 	if (bad || !ok)

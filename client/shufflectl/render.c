@@ -151,14 +151,6 @@ static void oom(void)
 	exit(EXIT_FAIL);
 }
 
-/* An aligned text table: columns, then cells appended row by row. */
-struct table {
-	struct libscols_table *tb;
-	struct libscols_line *line; /* the row being filled */
-	unsigned ncols, col;        /* columns; next cell's column */
-	char head[32][64];          /* the headers, for a table without rows */
-};
-
 /* --width: 0 means the terminal's (libsmartcols: $COLUMNS, else the tty's;
  * none on a pipe); else tables fit this many columns, tty or not */
 static int table_width;
@@ -168,7 +160,7 @@ void render_width(int cols)
 	table_width = cols;
 }
 
-static void table_init(struct table *t)
+void table_init(struct table *t)
 {
 	memset(t, 0, sizeof(*t));
 	t->tb = scols_new_table();
@@ -183,9 +175,7 @@ static void table_init(struct table *t)
 	scols_table_set_column_separator(t->tb, "  ");
 }
 
-/* head: "NAME" or "COUNT>" - a trailing '>' right-aligns the column; a
- * trailing '~' lets it be truncated to fit the terminal (text). */
-static void table_col(struct table *t, const char *head)
+void table_col(struct table *t, const char *head)
 {
 	size_t l = strlen(head);
 	bool trunc = l > 0 && head[l - 1] == '~';
@@ -200,29 +190,60 @@ static void table_col(struct table *t, const char *head)
 		oom();
 }
 
-static void table_cell(struct table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void table_cell(struct table *t, const char *fmt, ...)
+/* Cell col of the current line: s (owned by the table from now on), with
+ * control characters blanked: one cell is one line, and a newline from a
+ * peer-supplied name would break the alignment. */
+static void cell_put(struct table *t, unsigned col, char *s)
 {
-	va_list ap;
-	char *s = NULL;
-	va_start(ap, fmt);
-	int n = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		oom();
-	if (t->col == 0 && !(t->line = scols_table_new_line(t->tb, NULL)))
-		oom();
-	/* one cell is one line: a newline from a peer-supplied name would
-	 * break the alignment */
 	for (char *p = s; *p; p++)
 		if ((unsigned char)*p < 0x20)
 			*p = ' ';
-	if (scols_line_refer_data(t->line, t->col, s) < 0) /* the line owns s */
+	if (scols_line_refer_data(t->line, col, s) < 0) /* the line owns s */
 		oom();
+}
+
+static char *vfmt(const char *fmt, va_list ap)
+{
+	char *s = NULL;
+	if (vasprintf(&s, fmt, ap) < 0)
+		oom();
+	return s;
+}
+
+void table_cell(struct table *t, const char *fmt, ...)
+{
+	va_list ap;
+	if (t->col == 0 && !(t->line = scols_table_new_line(t->tb, NULL)))
+		oom();
+	va_start(ap, fmt);
+	char *s = vfmt(fmt, ap);
+	va_end(ap);
+	cell_put(t, t->col, s);
 	t->col = (t->col + 1) % t->ncols;
 }
 
-static void table_print(struct table *t, FILE *f, int indent)
+void table_row(struct table *t)
+{
+	if (!(t->line = scols_table_new_line(t->tb, NULL)))
+		oom();
+	for (unsigned c = 0; c < t->ncols; c++)
+		if (scols_line_set_data(t->line, c, "-") < 0)
+			oom();
+	t->col = 0;
+}
+
+void table_set(struct table *t, unsigned col, const char *fmt, ...)
+{
+	va_list ap;
+	if (!t->line || col >= t->ncols)
+		abort(); /* a programming error: table_row() first, and a column it has */
+	va_start(ap, fmt);
+	char *s = vfmt(fmt, ap);
+	va_end(ap);
+	cell_put(t, col, s);
+}
+
+void table_print(struct table *t, FILE *f, int indent)
 {
 	if (scols_table_get_nlines(t->tb) == 0) {
 		/* libsmartcols prints nothing at all for no rows: the header */
@@ -241,6 +262,11 @@ static void table_print(struct table *t, FILE *f, int indent)
 		}
 		free(s);
 	}
+	table_discard(t);
+}
+
+void table_discard(struct table *t)
+{
 	scols_unref_table(t->tb);
 	memset(t, 0, sizeof(*t));
 }

@@ -21,6 +21,7 @@
 #define SHUFFLECTL_H
 
 #include <jansson.h>
+#include <libsmartcols.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -150,6 +151,27 @@ extern const size_t n_peer_gauges;
 const struct stat_desc *stat_find(const struct stat_desc *t, size_t n, const char *name);
 
 /* ------------------------------------------------ render.c (tables) */
+
+/* An aligned text table (libsmartcols): columns, then cells, either in
+ * order (table_cell: row after row) or by column (table_row, then
+ * table_set in any order; a cell never set shows "-").  table_print
+ * prints and frees it, table_discard only frees it. */
+struct table {
+	struct libscols_table *tb;
+	struct libscols_line *line; /* the row being filled */
+	unsigned ncols, col;        /* columns; next cell's column (table_cell) */
+	char head[32][64];          /* the headers, for a table without rows */
+};
+void table_init(struct table *t);
+/* head: "NAME" or "COUNT>" - a trailing '>' right-aligns the column; a
+ * trailing '~' lets it be truncated to fit the terminal (text). */
+void table_col(struct table *t, const char *head);
+void table_cell(struct table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void table_row(struct table *t);
+void table_set(struct table *t, unsigned col, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void table_print(struct table *t, FILE *f, int indent);
+void table_discard(struct table *t);
 
 /* The daemon's health from its "peers" and "jobs" arrays: false when a
  * peer is not up (unknown, joining, failing, down) or a job is failing (an
