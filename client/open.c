@@ -207,6 +207,12 @@ static int open_register(struct shf_ctx *c, uint32_t ring_bytes, int world_timeo
 	m.ring_bytes = ring_bytes;
 	/* 0 lets the daemon apply its own world_timeout_ms */
 	m.timeout_ms = world_timeout_ms;
+	/* SHF_SEND_FENCE=1 keeps the [D2] fence on every publish: the daemon
+	 * is not asked to pay (docs/api.md, "Environment") */
+	const char *fence = secure_getenv("SHF_SEND_FENCE");
+	bool keep_fence = fence && *fence && strcmp(fence, "0") != 0;
+	if (!keep_fence && shc_global_mb_ok())
+		m.flags |= SHF_REG_GLOBAL_MB;
 	int r = shf_ipc_send(c->sock, SHF_IPC_REGISTER, ID_REGISTER, &m, sizeof(m), NULL, 0);
 	if (r)
 		return shc_fail(r == -EPIPE || r == -ECONNRESET ? -ENOTCONN : r,
@@ -235,6 +241,11 @@ static int open_register(struct shf_ctx *c, uint32_t ring_bytes, int world_timeo
 
 	struct shf_ipc_register_ok ok;
 	memcpy(&ok, c->rx.buf + sizeof(h), sizeof(ok));
+	/* set before the send ring is bound, never changed after */
+	c->sleeper_pays = (m.flags & SHF_REG_GLOBAL_MB) && (ok.flags & SHF_REG_OK_SLEEPER_PAYS);
+	shc_debug("send ring of rank %d: %s", c->rank,
+		  c->sleeper_pays ? "published without the [D2] fence (the daemon pays)"
+				  : "published with the [D2] fence");
 	r = -EPROTO;
 	if (ok.rank != c->rank || ok.world != c->world) {
 		shc_fail(r, "REGISTER_OK for rank %d of %d, asked for %d of %d", ok.rank, ok.world,
