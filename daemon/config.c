@@ -128,11 +128,12 @@ static const struct opt opts[SHD_OPT_MAX] = {
 		"After a client's send ring gave records, poll it again for this long "
 		"(microseconds) before sleeping on its doorbell; 0: sleep at once.", NULL },
 	[SHD_OPT_SLEEPER_PAYS] = {
-		"sleeper_pays", "SHF_SLEEPER_PAYS", T_UINT, 0, FIELD(sleeper_pays), 0, 1, "1", "0|1",
+		"sleeper_pays", "SHF_SLEEPER_PAYS", T_UINT, 0, FIELD(sleeper_pays), 0, 1, "0", "0|1",
 		"1: clients that registered for membarrier(2) GLOBAL_EXPEDITED publish their send "
 		"ring without a fence, and the daemon runs that membarrier before it sleeps on "
 		"their rings for good (ignored where the kernel lacks it); 0: every client keeps "
-		"the fence.", NULL },
+		"the fence (the default: the A/B runs on the loaded 2-core VM did not show a gain, "
+		"docs/performance.md).", NULL },
 	[SHD_OPT_SLEEPER_WAIT_US] = {
 		"sleeper_wait_us", "SHF_SLEEPER_WAIT_US", T_UINT, 0, FIELD(sleeper_wait_us), 0,
 		1000000, "50", "USEC",

@@ -21,7 +21,9 @@
  * (b) The same with SHF_SEND_FENCE=1 in rank 0 (it does not ask): still
  *     exactly once, fence_free = 0.  A raw client with an older, 80-byte
  *     REGISTER is accepted and told nothing (flags 0); a REGISTER with an
- *     unknown flag is refused with -EINVAL.
+ *     unknown flag is refused with -EINVAL; a daemon with the default
+ *     sleeper_pays=0 answers a registered client with flags 0.
+ * The test's daemon runs with --sleeper-pays=1 (the default is 0).
  * (c) After the traffic the daemon stops barriering (sleep_barriers stays
  *     put, polled) and uses under 2 % of a core over 1 s, as node-poll.
  */
@@ -167,10 +169,10 @@ static long long run_job(const char *job, int nt, long bursts, unsigned seed)
 
 /* A raw REGISTER of blen bytes with flags: the reply's type; the
  * REGISTER_OK's flags to *flags_p, an ERROR's code to *err_p. */
-static int raw_register(const char *job, size_t blen, uint32_t flags, uint32_t *flags_p,
-			int *err_p)
+static int raw_register(const struct td_daemon *d, const char *job, size_t blen, uint32_t flags,
+			uint32_t *flags_p, int *err_p)
 {
-	int fd = rc_connect(e->d->sock);
+	int fd = rc_connect(d->sock);
 	CHECKF(fd >= 0, "connect: %s", strerror(-fd));
 	CHECK(rc_hello(fd, 5000, NULL) == SHF_IPC_HELLO_OK);
 	struct shf_ipc_register m;
@@ -214,7 +216,8 @@ int main(int argc, char **argv)
 	e = td_init("sleeper", 170, TD_SOCKET_ENV);
 	CHECK(nt >= 1 && nt <= MAXT && bursts > 0);
 	fprintf(stderr, "sleeper: seed %u\n", seed);
-	CHECK(td_start(e->d, NULL, NULL) == 0);
+	const char *pays[] = {"--sleeper-pays=1", NULL};
+	CHECK(td_start(e->d, pays, NULL) == 0);
 	setenv("SHF_SOCKET", e->d->sock, 1);
 
 	/* (a) fence-free */
@@ -233,16 +236,25 @@ int main(int argc, char **argv)
 	CHECKF(ff == 0, "SHF_SEND_FENCE=1 and still fence_free %lld", ff);
 	uint32_t fl = 99;
 	int err = 0;
-	int t = raw_register("sleeper-old", SHF_IPC_REGISTER_V0_BYTES, 0, &fl, &err);
+	int t = raw_register(e->d, "sleeper-old", SHF_IPC_REGISTER_V0_BYTES, 0, &fl, &err);
 	CHECKF(t == SHF_IPC_REGISTER_OK, "an 80-byte REGISTER got type %d (err %d)", t, err);
 	CHECKF(fl == 0, "an old client was offered flags %#x", fl);
-	t = raw_register("sleeper-new", sizeof(struct shf_ipc_register), SHF_REG_GLOBAL_MB, &fl,
+	t = raw_register(e->d, "sleeper-new", sizeof(struct shf_ipc_register), SHF_REG_GLOBAL_MB, &fl,
 			 &err);
 	CHECKF(t == SHF_IPC_REGISTER_OK && fl == SHF_REG_OK_SLEEPER_PAYS,
 	       "a registered client got type %d flags %#x", t, fl);
 	err = 0;
-	t = raw_register("sleeper-bad", sizeof(struct shf_ipc_register), 0x80, &fl, &err);
+	t = raw_register(e->d, "sleeper-bad", sizeof(struct shf_ipc_register), 0x80, &fl, &err);
 	CHECKF(t == SHF_IPC_ERROR && err == -EINVAL, "an unknown flag got type %d err %d", t, err);
+	/* a daemon with the default sleeper_pays=0 pays for nobody */
+	struct td_daemon *off = td_daemon("off");
+	CHECK(td_start(off, NULL, NULL) == 0);
+	fl = 99;
+	t = raw_register(off, "sleeper-off", sizeof(struct shf_ipc_register), SHF_REG_GLOBAL_MB,
+			 &fl, &err);
+	CHECKF(t == SHF_IPC_REGISTER_OK && fl == 0,
+	       "sleeper_pays=0 and a registered client got type %d flags %#x", t, fl);
+	td_stop(off);
 
 	/* (c) idle: the barriers stop (polled), then about 0 CPU */
 	long long p0 = daemon_stat("sleep_barriers"), p1 = -1;
