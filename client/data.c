@@ -96,12 +96,33 @@ static int lock_until(pthread_mutex_t *m, int64_t deadline)
  */
 static pthread_once_t membarrier_once = PTHREAD_ONCE_INIT;
 static bool membarrier_ok;
+static bool membarrier_global_ok;
 
+/* Also registers for the daemon's membarrier(GLOBAL_EXPEDITED): the
+ * sleeper-pays mode of the send ring (docs/ring.md [M1]/[M2]).  Both
+ * registrations are per process and for good; either may be refused
+ * (old kernel, seccomp) without affecting the other. */
 static void membarrier_register(void)
 {
 	long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
 	membarrier_ok = q > 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
 			syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+	membarrier_global_ok =
+		q > 0 && (q & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
+		syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+}
+
+bool shc_global_mb_ok(void)
+{
+	pthread_once(&membarrier_once, membarrier_register);
+	return membarrier_global_ok;
+}
+
+/* Publish the send ring's reservations: without the [D2] fence when the
+ * daemon pays for the wake-ups (c->sleeper_pays, fixed at registration). */
+static inline bool send_publish(struct shf_ctx *c)
+{
+	return c->sleeper_pays ? shf_ring_publish_light(&c->send) : shf_ring_publish(&c->send);
 }
 
 void shc_send_lock_init(struct shf_ctx *c)
@@ -455,7 +476,7 @@ static int send_record(struct shf_ctx *c, int32_t rank, uint32_t type, const voi
 	memcpy(p, &h, sizeof(h));
 	if (len)
 		memcpy((char *)p + SHF_MSG_HDR_BYTES, data, len);
-	bool bell = shf_ring_publish(&c->send);
+	bool bell = send_publish(c);
 	if (bell)
 		shf_bell_ring(c->daemon_bell);
 	/* An idle daemon (bell) or every 256th send: check for a hang-up at
@@ -568,7 +589,7 @@ static int mark_publish(struct shf_ctx *c, uint32_t what, struct shc_waiter *w,
 	}
 	struct shf_mark m = {id, what, 0};
 	memcpy(p, &m, sizeof(m));
-	if (shf_ring_publish(&c->send))
+	if (send_publish(c))
 		shf_bell_ring(c->daemon_bell);
 	send_leave(c, fast);
 	*id_p = id;

@@ -127,6 +127,19 @@ static const struct opt opts[SHD_OPT_MAX] = {
 		"poll_us", "SHF_POLL_US", T_UINT, 0, FIELD(poll_us), 0, 1000000, "0", "USEC",
 		"After a client's send ring gave records, poll it again for this long "
 		"(microseconds) before sleeping on its doorbell; 0: sleep at once.", NULL },
+	[SHD_OPT_SLEEPER_PAYS] = {
+		"sleeper_pays", "SHF_SLEEPER_PAYS", T_UINT, 0, FIELD(sleeper_pays), 0, 1, "0", "0|1",
+		"1: clients that registered for membarrier(2) GLOBAL_EXPEDITED publish their send "
+		"ring without a fence, and the daemon runs that membarrier before it sleeps on "
+		"their rings for good (ignored where the kernel lacks it); 0: every client keeps "
+		"the fence (the default: the A/B runs on the loaded 2-core VM did not show a gain, "
+		"docs/performance.md).", NULL },
+	[SHD_OPT_SLEEPER_WAIT_US] = {
+		"sleeper_wait_us", "SHF_SLEEPER_WAIT_US", T_UINT, 0, FIELD(sleeper_wait_us), 0,
+		1000000, "50", "USEC",
+		"sleeper_pays: after arming such a send ring, sleep at most this long "
+		"(microseconds, one-shot timer) before the membarrier and the last re-check; "
+		"0: at once.", NULL },
 	[SHD_OPT_PEER_CREDITS] = {
 		"peer_credits", "SHF_PEER_CREDITS", T_UINT, 0, FIELD(peer_credits), 1, 1024, "8", "N",
 		"Batches in flight to one peer before waiting for credit.", NULL },

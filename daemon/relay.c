@@ -33,6 +33,10 @@
  * write and the daemon its wake-up; once they stop, it sleeps within
  * poll_us (default 0: at once).  send_polls / send_sleeps count the two
  * ways.
+ *
+ * A fence-free client's ring (sleeper_pays) is handed to sleeper.c when
+ * it is armed: its [D1] re-check alone does not see every publish, the
+ * membarrier and re-check there do ([M1]/[M2], docs/ring.md).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -49,6 +53,7 @@
 #include "daemon/net_tx.h"
 #include "daemon/relay.h"
 #include "daemon/sched.h"
+#include "daemon/sleeper.h"
 #include "proto/shm.h"
 #include "proto/wire.h"
 
@@ -61,6 +66,7 @@ void shd_relay_detach(struct shd_client *c)
 	shd_list_del(&c->wait.link);
 	shd_list_del(&c->mark_link);
 	shd_list_del(&c->doom_link);
+	shd_sleeper_forget(c);
 	c->blocked = false;
 	/* whoever waited for my ring retries: their records to me now drop */
 	shd_deliver_wake(c);
@@ -360,11 +366,16 @@ void shd_relay_run(struct shd_daemon *d)
 					break;
 				}
 			}
-			/* sleep on the bell: arm, then re-check (no lost wake-up) */
-			if (!shf_ring_cons_arm(&s->send))
+			/* sleep on the bell: arm, then re-check (no lost wake-up);
+			 * a fence-free client's ring also waits for the
+			 * membarrier and a last re-check ([M2], sleeper.c) */
+			if (!shf_ring_cons_arm(&s->send)) {
 				shd_list_add_tail(&d->runq, &s->run_link);
-			else
+			} else {
 				s->st.send_sleeps++;
+				if (s->fence_free)
+					shd_sleeper_armed(s);
+			}
 			break;
 		case RELAY_BLOCKED:
 			break;

@@ -38,6 +38,7 @@
 #include "daemon/relay.h"
 #include "daemon/sched.h"
 #include "daemon/session.h"
+#include "daemon/sleeper.h"
 #include "daemon/stats.h"
 #include "proto/shm.h"
 
@@ -395,6 +396,10 @@ static void on_register(struct shd_client *c, uint32_t id, const struct shf_ipc_
 	} else if (m->timeout_ms < -1) {
 		r = -EINVAL;
 		snprintf(why, sizeof(why), "timeout_ms %d < -1", m->timeout_ms);
+	} else if ((m->flags & ~SHF_REG_FLAGS_KNOWN) || m->reserved) {
+		r = -EINVAL;
+		snprintf(why, sizeof(why), "unknown register flags %#x or reserved %#x",
+			 m->flags & ~SHF_REG_FLAGS_KNOWN, m->reserved);
 	} else {
 		r = ring_bytes_ok(d, rb, why, sizeof(why));
 	}
@@ -417,7 +422,12 @@ static void on_register(struct shd_client *c, uint32_t id, const struct shf_ipc_
 		shd_job_leave(c, false, false);
 		return;
 	}
-	struct shf_ipc_register_ok ok = {c->region_bytes, c->rank, c->job->world, d->cfg.max_msg, 0};
+	/* the sleeper pays for this ring only if the client registered for
+	 * the daemon's membarrier and the kernel here has it (sleeper.c) */
+	c->fence_free = (m->flags & SHF_REG_GLOBAL_MB) && shd_sleeper_can_pay(d);
+	c->st.fence_free = c->fence_free;
+	struct shf_ipc_register_ok ok = {c->region_bytes, c->rank, c->job->world, d->cfg.max_msg,
+					 c->fence_free ? SHF_REG_OK_SLEEPER_PAYS : 0};
 	int fds[SHF_IPC_REG_FDS] = {memfd, c->bell_daemon, c->bell_deliver, c->bell_space};
 	r = shf_ipc_send(c->sock, SHF_IPC_REGISTER_OK, id, &ok, sizeof(ok), fds, SHF_IPC_REG_FDS);
 	close(memfd);
@@ -500,8 +510,11 @@ static bool dispatch(struct shd_client *c, const void *buf, size_t n)
 		/* a request: the session is not idle */
 		shd_ev_arm(c->idle_timer, (uint64_t)c->d->cfg.idle_timeout_ms * 1000u);
 		if (h.type == SHF_IPC_REGISTER) {
+			/* an older client's body stops before flags: they
+			 * stay 0 (shf_ipc_check allowed only the two sizes) */
 			struct shf_ipc_register m;
-			memcpy(&m, body, sizeof(m));
+			memset(&m, 0, sizeof(m));
+			memcpy(&m, body, n - sizeof(h));
 			on_register(c, h.id, &m);
 			return true; /* a failed registration keeps the session open */
 		}

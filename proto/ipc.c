@@ -3,13 +3,16 @@
 #include "proto/ipc.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 _Static_assert(sizeof(struct shf_ipc_hdr) == 16, "ipc header is 16 bytes");
-_Static_assert(sizeof(struct shf_ipc_register) == 80, "register body");
+_Static_assert(sizeof(struct shf_ipc_register) == 88, "register body");
+_Static_assert(offsetof(struct shf_ipc_register, flags) == SHF_IPC_REGISTER_V0_BYTES,
+	       "an older client's register body is the prefix before flags");
 _Static_assert(sizeof(struct shf_ipc_flush_done) == 32, "flush_done body");
 _Static_assert(sizeof(struct shf_mark) == 16, "mark record");
 _Static_assert(sizeof(struct shf_ipc_node_info) == 16, "node_info body");
@@ -24,7 +27,7 @@ static long body_min(uint16_t type)
 	switch (type) {
 	case SHF_IPC_HELLO: return sizeof(struct shf_ipc_hello);
 	case SHF_IPC_HELLO_OK: return sizeof(struct shf_ipc_hello_ok);
-	case SHF_IPC_REGISTER: return sizeof(struct shf_ipc_register);
+	case SHF_IPC_REGISTER: return SHF_IPC_REGISTER_V0_BYTES; /* or exactly the struct */
 	case SHF_IPC_REGISTER_OK: return sizeof(struct shf_ipc_register_ok);
 	case SHF_IPC_READY: return sizeof(struct shf_ipc_ready);
 	case SHF_IPC_ERROR: return sizeof(struct shf_ipc_error) + 1;
@@ -43,7 +46,7 @@ static long body_min(uint16_t type)
 static int body_is_fixed(uint16_t type)
 {
 	return type != SHF_IPC_ERROR && type != SHF_IPC_CTL_REPLY && type != SHF_IPC_CTL &&
-	       type != SHF_IPC_NODE_INFO_OK;
+	       type != SHF_IPC_NODE_INFO_OK && type != SHF_IPC_REGISTER;
 }
 
 int shf_ipc_check(const void *msg, size_t n)
@@ -62,6 +65,9 @@ int shf_ipc_check(const void *msg, size_t n)
 	size_t body = n - sizeof(h);
 	if (body < (size_t)min || (body_is_fixed(h.type) && body != (size_t)min))
 		return -EBADMSG;
+	if (h.type == SHF_IPC_REGISTER && body != SHF_IPC_REGISTER_V0_BYTES &&
+	    body != sizeof(struct shf_ipc_register))
+		return -EBADMSG; /* an older client's body, or the whole struct */
 	if (h.type == SHF_IPC_ERROR && ((const char *)msg)[n - 1] != '\0')
 		return -EBADMSG; /* text must be terminated inside the datagram */
 	if (h.type == SHF_IPC_CTL && body > (size_t)min &&

@@ -77,8 +77,21 @@ struct shf_ipc_register {
 	int32_t world;         /* 1 <= world <= SHF_WORLD_MAX */
 	uint32_t ring_bytes;   /* 0: default; else power of two within limits */
 	int32_t timeout_ms;    /* wait for the world: -1 forever, else >= 0 */
+	/* Since the sleeper-pays step (issue 13): a body of exactly
+	 * SHF_IPC_REGISTER_V0_BYTES (the fields above) is an older client and
+	 * counts as flags = 0.  Unknown flag bits or reserved != 0: -EINVAL. */
+	uint32_t flags;        /* SHF_REG_* */
+	uint32_t reserved;     /* zero */
 };
 #define SHF_WORLD_MAX (1 << 24)
+#define SHF_IPC_REGISTER_V0_BYTES 80u /* a REGISTER body without flags */
+/* REGISTER flags: this process registered
+ * MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, so a daemon's
+ * membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) reaches every thread of it;
+ * it will publish its send ring without the [D2] fence if the daemon pays
+ * (REGISTER_OK flag SHF_REG_OK_SLEEPER_PAYS; docs/ring.md, [M1]/[M2]). */
+#define SHF_REG_GLOBAL_MB 1u
+#define SHF_REG_FLAGS_KNOWN SHF_REG_GLOBAL_MB
 
 /* fds that come with REGISTER_OK, in this order */
 enum shf_ipc_reg_fd {
@@ -94,8 +107,13 @@ struct shf_ipc_register_ok {
 	int32_t rank;
 	int32_t world;
 	uint32_t max_msg;
-	uint32_t reserved;
+	uint32_t flags; /* SHF_REG_OK_*; 0 from older daemons; unknown bits ignored */
 };
+/* REGISTER_OK flags: the daemon pays for this client's send ring (it
+ * asked with SHF_REG_GLOBAL_MB, and membarrier GLOBAL_EXPEDITED works
+ * here): before the daemon sleeps on the ring it runs that membarrier and
+ * re-checks it, so the client may publish without the [D2] fence. */
+#define SHF_REG_OK_SLEEPER_PAYS 1u
 
 struct shf_ipc_ready {
 	int32_t world;

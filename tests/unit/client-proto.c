@@ -10,7 +10,8 @@
  *     -EACCES), a world timeout with the missing ranks as detail, a daemon
  *     that hangs up, a daemon that never answers (client-side guard);
  *   - REGISTER_OK validation: wrong fd count, region size, rank; no fd
- *     leaks on any failure;
+ *     leaks on any failure; a daemon older than REGISTER's flags (it cuts
+ *     the 88-byte body off): the client registers again without them;
  *   - the data path, in thread and poll mode: exact send-ring records,
  *     callbacks with the right src/dst/type/data and order, FLUSH_DONE drop
  *     reports (-ESRCH, -EHOSTDOWN, counters), the epoch sequence, origin and
@@ -21,6 +22,7 @@
  * Every wait is bounded; the fakes run under alarm().
  */
 #include <dirent.h>
+#include <linux/membarrier.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -32,6 +34,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -416,6 +419,34 @@ static void fk_reg_rank(struct fake *f)
 	fk_register_req(f);
 	fk_register_ok(f, TW_RANK);
 	fk_expect_eof(f, false);
+}
+
+/* A daemon older than REGISTER's flags: it cuts off an 88-byte REGISTER
+ * as malformed; the client connects again and registers with the older
+ * 80-byte body (and keeps the fence: no flags). */
+static void fk_old_daemon(struct fake *f)
+{
+	fk_hello(f);
+	struct shf_ipc_hdr h;
+	if (fk_recv(f, &h) != SHF_IPC_REGISTER || h.len != sizeof(h) + sizeof(struct shf_ipc_register))
+		FAKE_FAIL("expected a REGISTER with flags first");
+	fk_error(f, 0, -EPROTO, "malformed control message: Bad message");
+	close(f->sock);
+	f->sock = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (f->sock < 0)
+		FAKE_FAIL("accept again: %s", strerror(errno));
+	fk_hello(f);
+	struct pollfd p = {f->sock, POLLIN, 0};
+	if (poll(&p, 1, 10000) != 1)
+		FAKE_FAIL("no second REGISTER");
+	_Alignas(8) unsigned char peek[SHF_IPC_MAX_MSG];
+	ssize_t n = recv(f->sock, peek, sizeof(peek), MSG_PEEK);
+	if (n != (ssize_t)(sizeof(h) + SHF_IPC_REGISTER_V0_BYTES))
+		FAKE_FAIL("second REGISTER of %zd bytes, want the 80-byte body", n);
+	fk_register_req(f);
+	fk_register_ok(f, TW_NONE);
+	fk_ready(f);
+	fk_expect_eof(f, true);
 }
 
 static void fk_world_timeout(struct fake *f)
@@ -824,6 +855,26 @@ int main(void)
 		return 1;
 	}
 
+	/* a daemon older than REGISTER's flags (only where the library sends
+	 * them: membarrier GLOBAL_EXPEDITED works here) */
+	long mbq = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+	if (mbq > 0 && (mbq & MEMBARRIER_CMD_GLOBAL_EXPEDITED)) {
+		scenario = "old-daemon";
+		struct shf_opts o;
+		opts(&o, 1);
+		int fds = count_fds();
+		pid_t p = fake_start(fk_old_daemon);
+		struct shf_ctx *c = NULL;
+		int r = shf_open(&o, on_msg, NULL, &c);
+		EXPECT(r == 0 && c != NULL);
+		if (c)
+			EXPECT(shf_close(c) == 0);
+		EXPECT(count_fds() == fds);
+		fake_end(p);
+	} else {
+		fprintf(stderr, "client-proto: no membarrier GLOBAL_EXPEDITED here: the library "
+			"sends no REGISTER flags, scenario old-daemon not run\n");
+	}
 	open_fails("bad-version", fk_bad_version, -EPROTO, "protocol", 3000);
 	open_fails("hello-refused", fk_hello_refused, -EPROTO, "version 1 not supported", 3000);
 	open_fails("busy", fk_busy, -EBUSY, "max_clients", 3000);
