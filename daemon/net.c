@@ -10,7 +10,8 @@
  * message is taken only with both current tags (session_admit()).  A peer
  * starts UNKNOWN and is probed; three heartbeats make it UP.  Every message
  * counts as a sign of life; a heartbeat goes to every peer each
- * heartbeat_ms.  A peer silent for peer_timeout_ms, whose send fails, or
+ * heartbeat_ms, but (peer_idle_ms) to an idle or quiet one: see lazy()
+ * and docs/protocol-wire.md, "Idle peers".  A peer silent for peer_timeout_ms, whose send fails, or
  * that starts a new session (it restarted, or declared us down) fails
  * (PEER_FAILED).  At the next peers step it is carried out: what was queued
  * for it is dropped and reported, parked batches from it are dropped and
@@ -643,7 +644,9 @@ static enum lazy_do lazy(struct shd_net *n, struct shd_peer *p, uint64_t now, ui
 			 const uint64_t *busy)
 {
 	struct shd_daemon *d = n->d;
-	bool needed = peer_needed(n, p, busy);
+	/* peer_idle_ms 0 here: never idle, and a quiet peer is woken (a
+	 * set should agree on peer_idle_ms; one that does not still works) */
+	bool needed = !idle_ns || peer_needed(n, p, busy);
 	if (needed && (p->idle || p->quiet)) {
 		shd_net_use(p); /* wakes it (a heartbeat now) */
 		return LAZY_TIMEOUT;
@@ -700,7 +703,7 @@ static void on_heartbeat(int fd, void *arg)
 		if (i == d->node_id)
 			continue;
 		enum lazy_do ld = LAZY_ACTIVE;
-		if (p->state == PEER_UP && idle_ns) {
+		if (p->state == PEER_UP && (idle_ns || p->quiet)) {
 			ld = lazy(n, p, now, idle_ns, busy);
 			n_idle += p->idle;
 			if (ld == LAZY_NONE || p->state != PEER_UP)
