@@ -66,6 +66,7 @@ snapshot() { # per live node: "hb_out recv_bytes"
 job() { # NAME NODES...: a tclient traffic job of K ranks on each node, exact
   local name=$1 r=0 i k
   shift
+  rm -f "$NODES_SYNC"/held.* "$NODES_SYNC"/release   # the previous job's sync points
   export SHF_JOB=$name SHF_WORLD=$(( $# * K ))
   for i in "$@"; do
     for k in $(seq 1 $K); do
@@ -82,7 +83,7 @@ job() { # NAME NODES...: a tclient traffic job of K ranks on each node, exact
   for i in "$@"; do
     x=$(conns_of "$(nodes_var PID "$i")")
     c+="$x "
-    [ "$x" = "$want" ] || { nodes_sync_post release; t_fail "job $name: node $i has $x connections while the job runs, expected $want"; }
+    [ "$x" = "$want" ] || { t_fail "job $name: node $i has $x connections while the job runs, expected $want; its peers: $(nodes_json "$i" peers | jq -c '[.peers[] | {node, state, quiet, linked, msgs_out, msgs_in}]'); $(nodes_json "$i" stats | jq -c '.daemon | {peers_idled, peers_woken, conns_released}')"; }
   done
   nodes_sync_post release
   nodes_wait_all || t_fail "job $name failed (logs above)"
@@ -134,6 +135,7 @@ kill)
   t_note "node 4 killed while idle"
   t_k=$(nodes_now_ms)
   bound=$(( timeout_ms + 2 * hb_ms + 1000 ))
+  rm -f "$NODES_SYNC"/held.* "$NODES_SYNC"/release
   export SHF_JOB=k SHF_WORLD=$((3 * K))
   r=0
   for i in 1 2 3; do
