@@ -624,6 +624,8 @@ static bool peer_needed(struct shd_net *n, const struct shd_peer *p, const uint6
 	       !shd_list_empty(&p->marks) || !shd_list_empty(&p->waiters);
 }
 
+static void net_progress(struct shd_net *n);
+
 /* What the heartbeat step does with an up peer under peer_idle_ms. */
 enum lazy_do {
 	LAZY_ACTIVE,  /* heartbeated and timed out as always */
@@ -664,6 +666,18 @@ static enum lazy_do lazy(struct shd_net *n, struct shd_peer *p, uint64_t now, ui
 	if (!p->quiet)
 		return LAZY_TIMEOUT; /* it still heartbeats us: its HB_IDLE may follow */
 	if (!p->released) {
+		/* Closing drops what the peer sent that is not read yet: a wake
+		 * racing the release would be lost (a batch gap stalls the
+		 * pair).  So release only after it has been silent for a whole
+		 * heartbeat period since its HB_IDLE, and after taking what
+		 * already arrived (a wake in it keeps the connection).  This
+		 * narrows the race to a wake sent a heartbeat period after the
+		 * peer's own HB_IDLE and still unread; it does not close it. */
+		if (now - p->last_heard_ns < (uint64_t)d->cfg.heartbeat_ms * 1000000u)
+			return LAZY_NONE;
+		net_progress(n);
+		if (p->state != PEER_UP || !p->idle || !p->quiet)
+			return p->state == PEER_UP && !p->quiet ? LAZY_TIMEOUT : LAZY_NONE;
 		int r = shd_fabric_release(n->fab, p->node);
 		if (r == 0) {
 			p->released = true;
