@@ -199,6 +199,12 @@ static const struct opt opts[SHD_OPT_MAX] = {
 		"heartbeat_ms", "SHF_HEARTBEAT_MS", T_UINT, 0, FIELD(heartbeat_ms),
 		10, 600000, "1000", "MSEC",
 		"Keepalive period toward idle peers; less than peer_timeout_ms.", NULL },
+	[SHD_OPT_PEER_IDLE_MS] = {
+		"peer_idle_ms", "SHF_PEER_IDLE_MS", T_UINT, 0, FIELD(peer_idle_ms),
+		0, 86400000, "0", "MSEC",
+		"A peer up but unused this long (no job in common, no traffic, nothing in "
+		"flight, not a 2-D route neighbour) goes idle: no heartbeats either way and its "
+		"connection is released until it is used again. 0: never idle.", NULL },
 	[SHD_OPT_MAX_CLIENTS] = {
 		"max_clients", "SHF_MAX_CLIENTS", T_UINT, 0, FIELD(max_clients), 1, 65536, "1024", "N",
 		"Concurrent connections (clients and shufflectl), reserves included.", NULL },

@@ -56,6 +56,7 @@ enum shd_config_opt {
 	SHD_OPT_MAX_NODES,
 	SHD_OPT_PEER_TIMEOUT_MS,
 	SHD_OPT_HEARTBEAT_MS,
+	SHD_OPT_PEER_IDLE_MS,
 	SHD_OPT_MAX_CLIENTS,
 	SHD_OPT_MAX_CLIENTS_PER_USER,
 	SHD_OPT_RESERVED_ROOT,
@@ -144,6 +145,7 @@ struct shd_config {
 	uint32_t max_nodes;        /* tcp rendezvous: node ids < max_nodes */
 	uint32_t peer_timeout_ms;  /* silent peer declared down after this */
 	uint32_t heartbeat_ms;     /* keepalive period toward peers */
+	uint32_t peer_idle_ms;     /* unused this long: no heartbeats, connection released (0: never) */
 	uint32_t max_clients;      /* concurrent client sessions */
 	uint32_t max_clients_per_user; /* sessions of one uid (root exempt) */
 	uint32_t reserved_root;    /* the last slots of max_clients: root only */

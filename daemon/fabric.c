@@ -293,6 +293,14 @@ int shd_fabric_open(const struct shd_fabric_opts *o, struct shd_fabric **f_p, ch
 			return r;
 		}
 	}
+	/* shd_fabric_release() needs an address's removal to close its
+	 * connection: ofi_rxm does so only with FI_AV_REMOVE_CLEANUP (read
+	 * once, at libfabric's first call; the user's environment wins) */
+	if (d.release_conns && setenv("FI_AV_REMOVE_CLEANUP", "1", 0)) {
+		r = -errno;
+		seterr(err, errlen, "fabric: setenv FI_AV_REMOVE_CLEANUP: %s", strerror(-r));
+		return r;
+	}
 
 	f = calloc(1, sizeof(*f));
 	if (!f)
@@ -643,6 +651,33 @@ int shd_fabric_remove(struct shd_fabric *f, uint32_t node)
 	f->peers[node].queued = 0;
 	int r = fi_av_remove(f->av, &a, 1, 0);
 	return ferr(r);
+}
+
+int shd_fabric_release(struct shd_fabric *f, uint32_t node)
+{
+	if (node >= f->max_nodes || !f->peers[node].present)
+		return -EINVAL;
+	if (f->peers[node].queued)
+		return -EBUSY;
+	for (uint32_t i = 0; i < f->nslots; i++)
+		if (f->slots[i].node == node && f->slots[i].state == SL_POSTED)
+			return -EBUSY;
+	fi_addr_t a = f->peers[node].addr;
+	uint8_t addr[SHD_FABRIC_ADDR_MAX];
+	size_t len = sizeof(addr);
+	int r = fi_av_lookup(f->av, a, addr, &len);
+	if (r)
+		return ferr(r);
+	if (len > sizeof(addr))
+		return -EOVERFLOW;
+	if (a < f->fiaddr_cap)
+		f->fiaddr_node[a] = NIL;
+	f->peers[node].present = false;
+	if ((r = fi_av_remove(f->av, &a, 1, 0)))
+		return ferr(r);
+	fi_addr_t b = FI_ADDR_NOTAVAIL;
+	int n = fi_av_insert(f->av, addr, 1, &b, 0, NULL);
+	return insert_done(f, n, b, node);
 }
 
 #ifdef SHD_FAULT_INJECTION

@@ -66,6 +66,10 @@ struct shd_fabric_opts {
 	                         daemon on tcp, measured) */
 	bool mr_always;       /* register buffers even if the provider does not
 	                         need FI_MR_LOCAL (tests that path) */
+	bool release_conns;   /* shd_fabric_release() is used: removing an
+	                         address closes its connection (sets
+	                         FI_AV_REMOVE_CLEANUP=1 unless the environment
+	                         sets it) */
 };
 
 struct shd_fabric_cb {
@@ -115,6 +119,13 @@ int shd_fabric_insert_svc(struct shd_fabric *f, const char *host, const char *po
 /* Forget node: its queued (not yet posted) sends complete with -EHOSTDOWN
  * at the next progress call; posted sends complete as the provider decides. */
 int shd_fabric_remove(struct shd_fabric *f, uint32_t node);
+/* Release node's connection but keep its address (opened with
+ * release_conns): the address vector entry is removed (ofi_rxm closes
+ * its connection to the node, and the node's end sees it close) and
+ * inserted again at once, so that the next
+ * send in either direction connects anew and receives still name it.
+ * -EBUSY (nothing done) while a send to node is queued or posted. */
+int shd_fabric_release(struct shd_fabric *f, uint32_t node);
 /* true when receives name their sender (FI_SOURCE): on_recv's node is then
  * SHD_FABRIC_NODE_UNKNOWN exactly for senders not in the address vector. */
 bool shd_fabric_reports_source(const struct shd_fabric *f);

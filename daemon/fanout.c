@@ -185,7 +185,7 @@ static int req_begin(struct shd_fanout *fo, struct fan_req *q, const json_t *arg
 		return -ENOMEM;
 	for (uint32_t i = 0; i < q->nsub; i++) {
 		const char *st = shd_net_peer_state(d, q->sub[i]);
-		if (st && !strcmp(st, "up"))
+		if (st && (!strcmp(st, "up") || !strcmp(st, "idle"))) /* idle: woken by the request */
 			q->targets[q->ntargets++] = q->sub[i];
 		else
 			set_missing(q, q->sub[i], st ? st : "unknown", -1);

@@ -10,7 +10,8 @@
  * message is taken only with both current tags (session_admit()).  A peer
  * starts UNKNOWN and is probed; three heartbeats make it UP.  Every message
  * counts as a sign of life; a heartbeat goes to every peer each
- * heartbeat_ms.  A peer silent for peer_timeout_ms, whose send fails, or
+ * heartbeat_ms, but (peer_idle_ms) to an idle or quiet one: see lazy()
+ * and docs/protocol-wire.md, "Idle peers".  A peer silent for peer_timeout_ms, whose send fails, or
  * that starts a new session (it restarted, or declared us down) fails
  * (PEER_FAILED).  At the next peers step it is carried out: what was queued
  * for it is dropped and reported, parked batches from it are dropped and
@@ -28,6 +29,7 @@
 #include <unistd.h>
 
 #include "daemon/net.h"
+#include "daemon/jobtab.h"
 #include "daemon/net_int.h"
 #include "daemon/stats.h"
 
@@ -52,6 +54,7 @@ static void become_up(struct shd_peer *p)
 	struct shd_net *n = p->net;
 	set_state(p, PEER_UP);
 	p->last_heard_ns = shd_now_ns();
+	p->last_used_ns = p->last_heard_ns; /* a new session is a use */
 	p->st.sessions++;
 	n->ev->peer_up(n->d, p->node, p->host);
 	shd_net_heartbeat(p, shd_now_ns()); /* so that it agrees too, at once */
@@ -436,10 +439,26 @@ static int take(struct shd_net *n, struct shd_peer *p, void *buf, struct shf_wir
 			p->last_probe_ns = now;
 			shd_net_heartbeat(p, now);
 		}
+		if (p->state == PEER_UP && (p->idle || p->quiet) &&
+		    h.src_session != p->peer_session) {
+			/* an idle peer restarted (or began a new session): it
+			 * proves the key over our nonce, which it learns from
+			 * our heartbeats, and those stopped: wake the pair */
+			shd_net_use(p);
+		}
 	}
 	if (!session_admit(p, &h))
 		return 0;
 	p->last_heard_ns = shd_now_ns();
+	if (h.kind == SHF_WIRE_HEARTBEAT && (h.u.heartbeat.flags & SHF_WIRE_HB_IDLE)) {
+		p->quiet = true; /* it stops heartbeating us: not timed out now */
+	} else if (h.kind != SHF_WIRE_HEARTBEAT || p->quiet || p->idle) {
+		/* a use of the session, or a wake: nobody heartbeats a peer
+		 * that is quiet toward it, so a heartbeat without HB_IDLE from
+		 * a quiet peer, or to us while idle, asks for ours again */
+		p->quiet = false;
+		shd_net_use(p);
+	}
 	switch (h.kind) {
 	case SHF_WIRE_BATCH: return shd_net_rx_batch(p, buf, &h);
 	case SHF_WIRE_ACK: shd_net_tx_ack(p, &h.u.ack); break;
@@ -574,6 +593,106 @@ static void store_refresh(struct shd_net *n)
  * a dead node costs nothing. */
 #define PROBE_MS 1000u
 
+/* Sets a bit per node holding a rank of a job that has ranks here: a job
+ * in common keeps a peer active.  O(the jobs' known ranks) per heartbeat. */
+static void jobs_in_common(struct shd_net *n, uint64_t *busy)
+{
+	struct shd_daemon *d = n->d;
+	memset(busy, 0, sizeof(uint64_t) * ((n->n_nodes + 63) / 64));
+	for (struct shd_list *q = d->jobs.next; q != &d->jobs; q = q->next) {
+		struct shd_job *j = shd_container_of(q, struct shd_job, link);
+		if (j->local == 0)
+			continue;
+		for (int32_t r = shd_jobtab_next(j, 0); r < j->world; r = shd_jobtab_next(j, r + 1)) {
+			uint32_t node = shd_jobtab_node(j, r);
+			if (node < n->n_nodes)
+				busy[node / 64] |= UINT64_C(1) << (node % 64);
+		}
+	}
+}
+
+/* Has up peer p a reason to stay active: a job in common, something in
+ * flight or owed either way, or (routing=2d) a route through it? */
+static bool peer_needed(struct shd_net *n, const struct shd_peer *p, const uint64_t *busy)
+{
+	if (busy[p->node / 64] & (UINT64_C(1) << (p->node % 64)))
+		return true;
+	if (n->route.grid && shd_route_neighbor(&n->route, p->node))
+		return true;
+	return p->open || !shd_list_empty(&p->sendq) || p->seq_sent != p->seq_acked ||
+	       !shd_list_empty(&p->rxq) || p->rx_waiting || p->ack_sent != p->seq_recv ||
+	       !shd_list_empty(&p->marks) || !shd_list_empty(&p->waiters);
+}
+
+static void net_progress(struct shd_net *n);
+
+/* What the heartbeat step does with an up peer under peer_idle_ms. */
+enum lazy_do {
+	LAZY_ACTIVE,  /* heartbeated and timed out as always */
+	LAZY_TIMEOUT, /* timed out (it heartbeats us), not heartbeated */
+	LAZY_NONE,    /* neither: it told us it is idle (quiet) */
+};
+
+/*
+ * peer_idle_ms (docs/protocol-wire.md, "Idle peers").  An up peer unused
+ * for idle_ns and without a reason to stay active goes idle: one last
+ * heartbeat tells it (HB_IDLE), then none.  A peer that told us so
+ * (quiet) is neither heartbeated nor timed out; once both ends are idle
+ * the connection is released (on a later tick than our HB_IDLE).  Any use
+ * (shd_net_use), or its next message, wakes the pair, and from then on it
+ * must answer within peer_timeout_ms like any active peer.
+ */
+static enum lazy_do lazy(struct shd_net *n, struct shd_peer *p, uint64_t now, uint64_t idle_ns,
+			 const uint64_t *busy)
+{
+	struct shd_daemon *d = n->d;
+	/* peer_idle_ms 0 here: never idle, and a quiet peer is woken (a
+	 * set should agree on peer_idle_ms; one that does not still works) */
+	bool needed = !idle_ns || peer_needed(n, p, busy);
+	if (needed && (p->idle || p->quiet)) {
+		shd_net_use(p); /* wakes it (a heartbeat now) */
+		return LAZY_TIMEOUT;
+	}
+	if (!p->idle) {
+		if (needed || now - p->last_used_ns < idle_ns)
+			return p->quiet ? LAZY_NONE : LAZY_ACTIVE;
+		p->idle = true;
+		d->st.peers_idled++;
+		shd_net_heartbeat(p, now); /* with HB_IDLE: the last one */
+		shd_debug("peer node %u idle: unused for %llu ms", p->node,
+			  (unsigned long long)((now - p->last_used_ns) / 1000000u));
+		return p->quiet ? LAZY_NONE : LAZY_TIMEOUT;
+	}
+	if (!p->quiet)
+		return LAZY_TIMEOUT; /* it still heartbeats us: its HB_IDLE may follow */
+	if (!p->released) {
+		/* Closing drops what the peer sent that is not read yet: a wake
+		 * racing the release would be lost (a batch gap stalls the
+		 * pair).  So release only after it has been silent for a whole
+		 * heartbeat period since its HB_IDLE, and after taking what
+		 * already arrived (a wake in it keeps the connection).  This
+		 * narrows the race to a wake sent a heartbeat period after the
+		 * peer's own HB_IDLE and still unread; it does not close it. */
+		if (now - p->last_heard_ns < (uint64_t)d->cfg.heartbeat_ms * 1000000u)
+			return LAZY_NONE;
+		net_progress(n);
+		if (p->state != PEER_UP || !p->idle || !p->quiet)
+			return p->state == PEER_UP && !p->quiet ? LAZY_TIMEOUT : LAZY_NONE;
+		int r = shd_fabric_release(n->fab, p->node);
+		if (r == 0) {
+			p->released = true;
+			p->linked = false;
+			d->st.conns_released++;
+			shd_debug("peer node %u idle both ways: connection released", p->node);
+		} else if (r != -EBUSY) {
+			shd_log_rl(&shd_net_rl_wire, SHD_LOG_WARN, "node %u: cannot release its "
+				   "connection: %s", p->node, strerror(-r));
+			p->released = true; /* not again */
+		}
+	}
+	return LAZY_NONE;
+}
+
 static void on_heartbeat(int fd, void *arg)
 {
 	struct shd_net *n = arg;
@@ -581,10 +700,29 @@ static void on_heartbeat(int fd, void *arg)
 	uint64_t now = shd_now_ns();
 	uint64_t probe_ns = (uint64_t)(d->cfg.heartbeat_ms > PROBE_MS ? d->cfg.heartbeat_ms
 									: PROBE_MS) * 1000000u;
+	uint64_t idle_ns = (uint64_t)d->cfg.peer_idle_ms * 1000000u;
+	uint64_t busy_small[4];
+	uint64_t *busy = NULL;
+	if (idle_ns) {
+		size_t words = (n->n_nodes + 63) / 64;
+		busy = words <= 4 ? busy_small : calloc(words, sizeof(*busy));
+		if (!busy)
+			idle_ns = 0; /* no memory: everyone stays active this tick */
+		else
+			jobs_in_common(n, busy);
+	}
+	uint32_t n_idle = 0;
 	for (uint32_t i = 0; i < n->n_nodes; i++) {
 		struct shd_peer *p = &n->peers[i];
 		if (i == d->node_id)
 			continue;
+		enum lazy_do ld = LAZY_ACTIVE;
+		if (p->state == PEER_UP && (idle_ns || p->quiet)) {
+			ld = lazy(n, p, now, idle_ns, busy);
+			n_idle += p->idle;
+			if (ld == LAZY_NONE || p->state != PEER_UP)
+				continue; /* (a wake's send may have failed it) */
+		}
 		switch (p->state) {
 		case PEER_UP:
 		case PEER_JOINING:
@@ -601,7 +739,8 @@ static void on_heartbeat(int fd, void *arg)
 				shd_net_peer_fail(p, why);
 				continue;
 			}
-			shd_net_heartbeat(p, now);
+			if (ld == LAZY_ACTIVE)
+				shd_net_heartbeat(p, now);
 			break;
 		case PEER_UNKNOWN:
 		case PEER_DOWN:
@@ -620,6 +759,9 @@ static void on_heartbeat(int fd, void *arg)
 		n->last_refresh_ns = now;
 		store_refresh(n);
 	}
+	if (busy != busy_small)
+		free(busy);
+	d->st.peers_idle = n_idle;
 	shd_ev_arm(n->hb_ev, (uint64_t)d->cfg.heartbeat_ms * 1000u);
 }
 
@@ -675,13 +817,19 @@ static const char *const peer_state_names[PEER_STATE_MAX] = {
 	[PEER_FAILED] = "failing",  [PEER_DOWN] = "down",
 };
 
+/* An up peer both ends left idle (peer_idle_ms) shows as "idle". */
+static const char *peer_state_name(const struct shd_peer *p)
+{
+	return p->state == PEER_UP && p->idle ? "idle" : peer_state_names[p->state];
+}
+
 const char *shd_net_peer_state(const struct shd_daemon *d, uint32_t node)
 {
 	if (node == d->node_id)
 		return "self";
 	if (!d->net || node >= d->net->n_nodes)
 		return NULL;
-	return peer_state_names[d->net->peers[node].state];
+	return peer_state_name(&d->net->peers[node]);
 }
 
 json_t *shd_net_json(struct shd_daemon *d)
@@ -704,7 +852,8 @@ json_t *shd_net_json(struct shd_daemon *d)
 		char inc[24] = "";
 		if (p->incarnation)
 			snprintf(inc, sizeof(inc), "%016llx", (unsigned long long)p->incarnation);
-		json_object_set_new(o, "state", json_string(peer_state_names[p->state]));
+		json_object_set_new(o, "state", json_string(peer_state_name(p)));
+		json_object_set_new(o, "quiet", json_boolean(p->quiet));
 		json_object_set_new(o, "state_ms",
 				    json_real((double)(now - p->state_since_ns) / 1e6));
 		json_object_set_new(o, "incarnation", json_string(inc));
@@ -883,6 +1032,7 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 		 * control messages: deeper rxm queues only cost memory */
 		.conn_queue = 2 * cfg->peer_credits < 16 ? 16 : 2 * cfg->peer_credits,
 		.mr_always = cfg->mr_local != 0,
+		.release_conns = cfg->peer_idle_ms != 0,
 	};
 	if ((r = shd_fabric_open(&fo, &n->fab, err, sizeof(err))) < 0) {
 		shd_err("fabric endpoint (provider %s, bind '%s'): %s", cfg->provider, cfg->bind,

@@ -44,8 +44,9 @@ int shd_net_not_up(struct shd_daemon *d, char *buf, size_t len);
 /* Nodes up, this one included (1 when alone). */
 uint32_t shd_net_nodes_up(const struct shd_daemon *d);
 
-/* The state of node's peer as shufflectl peers names it: "up", "joining",
- * "unknown", "failing", "down"; "self" for this node, NULL for no such node. */
+/* The state of node's peer as shufflectl peers names it: "up", "idle" (up,
+ * heartbeats paused: peer_idle_ms), "joining", "unknown", "failing", "down";
+ * "self" for this node, NULL for no such node. */
 const char *shd_net_peer_state(const struct shd_daemon *d, uint32_t node);
 
 /* JSON array describing the peers, for shufflectl. */

@@ -110,6 +110,14 @@ struct shd_peer {
 	uint32_t via_in;            /* the one its last message came through */
 	bool linked;                /* a message went directly to or from it:
 				       the fabric holds a connection to it */
+	/* lazy peers (peer_idle_ms; docs/protocol-wire.md, "Idle peers") */
+	uint64_t last_used_ns;      /* last message other than a heartbeat, to or
+				       from it (and the session's start) */
+	bool idle;                  /* UP, unused: we stopped heartbeating it
+				       (told it with HB_IDLE) */
+	bool quiet;                 /* UP: it told us it stopped heartbeating us
+				       (HB_IDLE); not timed out while quiet */
+	bool released;              /* both idle: its connection was released */
 	struct net_msg inline_ctx[2]; /* fabric context of its small sends, one
 				       * per generation parity: a completion
 				       * tells its generation (two resets with
@@ -204,6 +212,10 @@ void shd_net_forward(struct shd_net *n, struct shd_peer *q, const void *buf, uin
 /* Tell peer p (up) that this node lost its link to `lost` (FWD_LOST). */
 void shd_net_fwd_lost(struct shd_peer *p, uint32_t lost);
 void shd_net_kick(struct shd_net *n);
+/* p (up) is used: a message other than a heartbeat goes to it now.  An
+ * idle or quiet peer is woken: heartbeats resume, and it must answer
+ * within peer_timeout_ms like any active peer. */
+void shd_net_use(struct shd_peer *p);
 /* Send a HEARTBEAT to p in any state but FAILED (probes included). */
 void shd_net_heartbeat(struct shd_peer *p, uint64_t now);
 /* p is UP: announce every local rank of every job to it (JOB_JOIN). */

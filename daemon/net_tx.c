@@ -341,10 +341,30 @@ static void small_send(struct shd_peer *p, const void *msg, long len)
 	shd_net_kick(n); /* progress arms the retry timer */
 }
 
+void shd_net_use(struct shd_peer *p)
+{
+	uint64_t now = shd_now_ns();
+	p->last_used_ns = now;
+	if (!p->idle && !p->quiet)
+		return;
+	if (p->quiet) {
+		p->quiet = false;
+		p->last_heard_ns = now; /* its answer is due within peer_timeout_ms */
+	}
+	if (p->idle) {
+		p->idle = false;
+		p->net->d->st.peers_woken++;
+	}
+	p->released = false;
+	shd_net_heartbeat(p, now); /* heartbeats resume, without HB_IDLE */
+}
+
 void shd_net_ctl_send(struct shd_peer *p, const void *buf, long len)
 {
-	if (p->state == PEER_UP)
+	if (p->state == PEER_UP) {
+		shd_net_use(p);
 		small_send(p, buf, len);
+	}
 }
 
 void shd_net_heartbeat(struct shd_peer *p, uint64_t now)
@@ -365,6 +385,9 @@ void shd_net_heartbeat(struct shd_peer *p, uint64_t now)
 	}
 	if (n->route.grid)
 		hb.flags |= SHF_WIRE_HB_2D; /* checked at join: one routing per set */
+	if (p->idle)
+		hb.flags |= SHF_WIRE_HB_IDLE; /* the last one until it is used again */
+	n->d->st.hb_out++;
 	small_send(p, buf, shf_wire_enc_heartbeat(buf, sizeof(buf), n->d->node_id, p->node, &hb));
 }
 
@@ -493,6 +516,7 @@ int shd_net_append(struct shd_daemon *d, struct shd_client *src, uint32_t node,
 	struct shd_peer *p = &n->peers[node];
 	if (p->state != PEER_UP)
 		return -EHOSTDOWN;
+	shd_net_use(p);
 	if (p->open && (p->enc.job_hash != j->hash || !shf_wire_batch_fits(&p->enc, len))) {
 		close_open(p, p->enc.job_hash != j->hash ? CLOSE_JOB : CLOSE_SIZE);
 		if (p->state != PEER_UP)
@@ -811,6 +835,7 @@ void shd_net_session_reset(struct shd_peer *p)
 	shd_auth_nonce(p->my_nonce); /* a new nonce with each tag of ours */
 	p->gen++;
 	p->inline_ctx[p->gen & 1].gen = p->gen;
+	p->idle = p->quiet = p->released = false;
 }
 
 /* ------------------------------------------------------------- teardown */
@@ -885,6 +910,7 @@ int shd_net_send_msg(struct shd_daemon *d, uint32_t node, const void *msg, size_
 	if (!n || node >= n->n_nodes || node == d->node_id || n->peers[node].state != PEER_UP)
 		return -EHOSTDOWN;
 	struct shd_peer *p = &n->peers[node];
+	shd_net_use(p);
 	if (len <= SHD_FABRIC_SMALL) {
 		small_send(p, msg, (long)len);
 		return 0;

@@ -91,7 +91,12 @@
 	X(epoch_ns_total, COUNTER, "total time of completed epochs (ns)")                     \
 	X(epoch_ns_max, GAUGE, "longest epoch (ns)")                                          \
 	X(epoch_msgs_out, COUNTER, "epoch messages sent to other nodes (per phase: one up the job's tree, one to each child down it; aborts)") \
-	X(epoch_msgs_in, COUNTER, "epoch messages received from other nodes")
+	X(epoch_msgs_in, COUNTER, "epoch messages received from other nodes")              \
+	X(hb_out, COUNTER, "heartbeats sent to other nodes (probes and handshakes included)") \
+	X(peers_idled, COUNTER, "times a peer went idle (peer_idle_ms): heartbeats to it stopped") \
+	X(peers_woken, COUNTER, "times an idle peer was used again: heartbeats to it resumed") \
+	X(conns_released, COUNTER, "peer connections released because both ends were idle (peer_idle_ms)") \
+	X(peers_idle, GAUGE, "peers idle now (peer_idle_ms)")
 
 /* Per peer node (shufflectl peers): kept by the daemon's net module. */
 #define SHF_PEER_STATS(X)                                                                    \

@@ -114,7 +114,10 @@ enum shf_wire_hb_flag {
 				  saw it (else 32 zero bytes in its place); only with MAC */
 	SHF_WIRE_HB_2D = 4u,   /* the sender routes in 2-D (routing=2d): a receiver with
 				  another routing refuses it */
-	SHF_WIRE_HB_FLAGS = 7u /* every defined flag */
+	SHF_WIRE_HB_IDLE = 8u, /* the sender stops heartbeating the receiver
+				  (peer_idle_ms): the receiver stops timing it
+				  out until its next other message */
+	SHF_WIRE_HB_FLAGS = 15u /* every defined flag */
 };
 
 /* Epoch phases carried by SHF_WIRE_EPOCH (see docs/protocol-wire.md). */

@@ -86,7 +86,8 @@ static bool value(const char *cmd, unsigned col, const json_t *a, long long *v, 
 		size_t i, used = 0;
 		json_t *p;
 		json_array_foreach(ps, i, p) {
-			if (!strcmp(jstr(p, "state", ""), "up")) {
+			if (!strcmp(jstr(p, "state", ""), "up") ||
+			    !strcmp(jstr(p, "state", ""), "idle")) {
 				up++;
 			} else if (used + 16 < n) {
 				used += (size_t)snprintf(text + used, n - used, "%s%lld",

@@ -431,7 +431,7 @@ static void prom_peers(FILE *f, const json_t *peers)
 	prom_family(f, "shuffle_peer_up", "gauge", "Per peer: 1 while the peer is up, 0 once down");
 	json_array_foreach(peers, i, p)
 		fprintf(f, "shuffle_peer_up{node=\"%lld\"} %d\n", jint(p, "node", -1),
-			!strcmp(jstr(p, "state", ""), "up"));
+			!strcmp(jstr(p, "state", ""), "up") || !strcmp(jstr(p, "state", ""), "idle"));
 	prom_family(f, "shuffle_peer_last_heard_seconds", "gauge",
 		    "Per peer: seconds since anything was heard from the peer");
 	json_array_foreach(peers, i, p)

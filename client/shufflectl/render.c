@@ -731,9 +731,10 @@ static bool job_failing(const json_t *j, char *why, size_t n)
 	return false;
 }
 
+/* idle (peer_idle_ms): up, heartbeats paused until it is used again */
 static bool peer_ok(const json_t *p)
 {
-	return !strcmp(jstr(p, "state", ""), "up");
+	return !strcmp(jstr(p, "state", ""), "up") || !strcmp(jstr(p, "state", ""), "idle");
 }
 
 bool health_check(const json_t *peers, const json_t *jobs, char *why, size_t n)
@@ -775,7 +776,8 @@ void show_status(const json_t *s, const json_t *peers, const json_t *jobs, FILE 
 		kv_add(&l, "jobs", "%lld", jint(s, "jobs", 0));
 	} else {
 		/* peers: "2 up, 1 down (node 2 n3)"; jobs: "3, 1 failing (a: why)" */
-		static const char *const states[] = {"up", "joining", "unknown", "failing", "down"};
+		static const char *const states[] = {"up", "idle", "joining", "unknown", "failing",
+						       "down"};
 		char line[512] = "", bad[256] = "";
 		size_t o = 0, ob = 0, i;
 		json_t *v;

@@ -367,6 +367,14 @@ int shd_fabric_remove(struct shd_fabric *f, uint32_t node)
 	return 0;
 }
 
+int shd_fabric_release(struct shd_fabric *f, uint32_t node)
+{
+	/* the connection goes, the address stays */
+	if (node >= FAKE_MAX_NODES || !f->inserted[node])
+		return -EINVAL;
+	return 0;
+}
+
 bool shd_fabric_reports_source(const struct shd_fabric *f)
 {
 	return true; /* tests pass the sender's node with every injected message */
