@@ -312,6 +312,7 @@ struct summary {
 	const char *latency_note;
 	double p50, p99, p999;
 	uint64_t samples;
+	uint64_t pow2[64]; /* samples in [2^e, 2^(e+1)) ns (e = 0: below 2 ns) */
 	double cpu_clients, cpu_daemons, cpu_per_m;
 	int ndaemons;
 	bool daemon_cpu_known;
@@ -412,6 +413,14 @@ static void summarize(const struct bench *b, const struct rank_result *rr,
 	else {
 		s->latency = true;
 		s->latency_note = "send call to receiver's check, merged log-linear histograms";
+		for (unsigned i = 0; i < BENCH_HIST_BUCKETS; i++) {
+			/* bucket i: value i below BENCH_HIST_SUB, else exponent
+			 * 5 + (i - SUB) / SUB (bench-harness.c's hist_index) */
+			unsigned e = i < BENCH_HIST_SUB
+					     ? (i < 2 ? 0 : 31u - (unsigned)__builtin_clz(i))
+					     : 5 + (i - BENCH_HIST_SUB) / BENCH_HIST_SUB;
+			s->pow2[e] += hist->n[i];
+		}
 		s->p50 = bench_hist_quantile(hist, 0.50) / 1e3;
 		s->p99 = bench_hist_quantile(hist, 0.99) / 1e3;
 		s->p999 = bench_hist_quantile(hist, 0.999) / 1e3;
@@ -502,6 +511,17 @@ static void print_json(const struct bench *b, const struct summary *s)
 	json_object_set_new(lat, "p99_us", s->latency ? json_real(s->p99) : json_null());
 	json_object_set_new(lat, "p999_us", s->latency ? json_real(s->p999) : json_null());
 	json_object_set_new(lat, "samples", json_integer((json_int_t)s->samples));
+	/* the histogram by powers of two: [{"lt_us": 2^(e+1) ns in us, "count"}]
+	 * for the non-empty ranges */
+	json_t *h = json_array();
+	for (unsigned e = 0; s->latency && e < 64; e++)
+		if (s->pow2[e]) {
+			json_t *bk = json_object();
+			json_object_set_new(bk, "lt_us", json_real(ldexp(1.0, (int)e + 1) / 1e3));
+			json_object_set_new(bk, "count", json_integer((json_int_t)s->pow2[e]));
+			json_array_append_new(h, bk);
+		}
+	json_object_set_new(lat, "hist_pow2", h);
 	json_object_set_new(lat, "note", json_string(s->latency_note));
 	json_object_set_new(j, "latency", lat);
 	json_t *cpu = json_object();
