@@ -300,6 +300,24 @@ static int rank1_count_all(struct shf_ctx *c)
 	return 0;
 }
 
+/* Rank 0 of modes lost and left: count broadcasts numbered 0.., each must
+ * be taken; posts after_first (unless NULL) once the first was. */
+static void bcast_numbered(struct shf_ctx *c, const char *after_first)
+{
+	uint8_t *buf = calloc(1, cfg.size);
+	if (!buf)
+		FAIL("out of memory");
+	for (long k = 0; k < cfg.count; k++) {
+		fill(buf, k);
+		int r = shf_bcast(c, T_BCAST, buf, cfg.size, 0);
+		if (r)
+			FAIL("broadcast %ld: %s (%s)", k, shf_strerror(r), shf_error_detail());
+		if (k == 0 && after_first)
+			tc_sync_post("%s", after_first);
+	}
+	free(buf);
+}
+
 static int mode_lost(void)
 {
 	bool victim = false;
@@ -324,17 +342,7 @@ static int mode_lost(void)
 	}
 	/* rank 0 */
 	tc_sync_wait(cfg.timeout, "ready.2");
-	uint8_t *buf = calloc(1, cfg.size);
-	if (!buf)
-		FAIL("out of memory");
-	for (long k = 0; k < cfg.count; k++) {
-		fill(buf, k);
-		int r = shf_bcast(c, T_BCAST, buf, cfg.size, 0);
-		if (r)
-			FAIL("broadcast %ld: %s (%s)", k, shf_strerror(r), shf_error_detail());
-		if (k == 0)
-			tc_sync_post("started.0");
-	}
+	bcast_numbered(c, "started.0");
 	int64_t t0 = tc_now_ms();
 	int r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout);
 	struct shf_stats st;
@@ -349,7 +357,6 @@ static int mode_lost(void)
 	tc_sync_post("sent.0");
 	tc_sync_wait(cfg.timeout, "end");
 	shf_close(c);
-	free(buf);
 	return 0;
 }
 
@@ -373,15 +380,7 @@ static int mode_left(void)
 		return rank1_count_all(c);
 	/* rank 0 */
 	tc_sync_wait(cfg.timeout, "go");
-	uint8_t *buf = calloc(1, cfg.size);
-	if (!buf)
-		FAIL("out of memory");
-	for (long k = 0; k < cfg.count; k++) {
-		fill(buf, k);
-		int r = shf_bcast(c, T_BCAST, buf, cfg.size, 0);
-		if (r)
-			FAIL("broadcast %ld: %s (%s)", k, shf_strerror(r), shf_error_detail());
-	}
+	bcast_numbered(c, NULL);
 	int r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout);
 	struct shf_stats st;
 	shf_stats_get(c, &st);
@@ -398,7 +397,6 @@ static int mode_left(void)
 	tc_sync_post("sent.0");
 	tc_sync_wait(cfg.timeout, "end");
 	shf_close(c);
-	free(buf);
 	return 0;
 }
 

@@ -88,27 +88,12 @@ int main(int argc, char **argv)
 	CHECK(td_start(e->d, NULL, NULL) == 0);
 	setenv("SHF_JOB", "sendbias", 1);
 	setenv("SHF_SOCKET", e->d->sock, 1);
-	int pfd[2];
-	CHECK(pipe(pfd) == 0);
-	pid_t child = td_fork();
-	CHECK(child >= 0);
-	if (child == 0) {
-		close(pfd[1]);
-		_exit(seq_consume(&(struct seq_consumer){.types = MAXT + 1, .len = LEN,
-							   .timeout_ms = 60000, .max_reports = 10,
-							   .wait_sync = NULL, .env = e},
-				   pfd[0]));
-	}
-	close(pfd[0]);
-
-	struct shf_opts o;
-	shf_opts_init(&o);
-	o.rank = 0;
-	o.world = 2;
-	o.timeout_ms = 60000;
-	struct shf_ctx *c;
-	int r = shf_open(&o, seq_none, NULL, &c);
-	CHECKF(r == 0, "shf_open: %s (%s)", shf_strerror(r), shf_error_detail());
+	int wfd;
+	pid_t child;
+	struct shf_ctx *c = seq_start(&(struct seq_consumer){.types = MAXT + 1, .len = LEN,
+					     .timeout_ms = 60000, .max_reports = 10,
+					     .wait_sync = NULL, .env = e},
+				      60000, &wfd, &child);
 
 	/* 1. the owner alone */
 	struct sender s[MAXT + 1];
@@ -139,7 +124,7 @@ int main(int argc, char **argv)
 	       (unsigned long long)total, (unsigned long long)msgs * (uint64_t)(nt + 2));
 
 	/* 3. the owner again, now through the mutex */
-	r = shf_flush(c, SHF_FLUSH_REMOTE, 30000);
+	int r = shf_flush(c, SHF_FLUSH_REMOTE, 30000);
 	CHECKF(r == 0, "owner's flush: %s (%s)", shf_strerror(r), shf_error_detail());
 	CHECK(shf_stats_get(c, &st) == 0);
 	CHECKF(st.sent_msgs == total, "sent_msgs %llu, sends that returned 0: %llu",
@@ -149,8 +134,8 @@ int main(int argc, char **argv)
 
 	char line[64];
 	int len = snprintf(line, sizeof(line), "%llu\n", (unsigned long long)total);
-	CHECK(write(pfd[1], line, (size_t)len) == len);
-	close(pfd[1]);
+	CHECK(write(wfd, line, (size_t)len) == len);
+	close(wfd);
 	int status = td_wait(child, 90000);
 	CHECKF(status == 0, "the consumer saw a missing, duplicated, reordered or extra message "
 	       "(status %d)", status);

@@ -123,28 +123,14 @@ int main(int argc, char **argv)
 	CHECK(td_start(e->d, NULL, NULL) == 0);
 	setenv("SHF_JOB", "sendtmo", 1);
 	setenv("SHF_SOCKET", e->d->sock, 1);
-	int pfd[2];
-	CHECK(pipe(pfd) == 0);
-	pid_t child = td_fork();
-	CHECK(child >= 0);
-	if (child == 0) {
-		close(pfd[1]);
-		_exit(seq_consume(&(struct seq_consumer){.types = NTHREADS, .len = LEN,
-							   .timeout_ms = 30000, .max_reports = 0,
-							   .wait_sync = "consume", .env = e},
-				   pfd[0]));
-	}
-	close(pfd[0]);
+	int wfd;
+	pid_t child;
+	struct shf_ctx *c = seq_start(&(struct seq_consumer){.types = NTHREADS, .len = LEN,
+					     .timeout_ms = 30000, .max_reports = 0,
+					     .wait_sync = "consume", .env = e},
+				      forever ? -1 : TMO_MS, &wfd, &child);
 
-	struct shf_opts o;
-	shf_opts_init(&o);
-	o.rank = 0;
-	o.world = 2;
-	o.timeout_ms = forever ? -1 : TMO_MS;
-	struct shf_ctx *c;
-	int r = shf_open(&o, seq_none, NULL, &c);
-	CHECKF(r == 0, "shf_open: %s (%s)", shf_strerror(r), shf_error_detail());
-
+	int r;
 	int n = !strcmp(mode, "threads") ? NTHREADS : 1;
 	struct sender s[NTHREADS];
 	for (int i = 0; i < NTHREADS; i++)
@@ -167,8 +153,8 @@ int main(int argc, char **argv)
 		/* fill stopped at FILL_BOUND sends without an error: all of them went */
 		r = shf_flush(c, SHF_FLUSH_REMOTE, 20000);
 		CHECKF(r == 0, "shf_flush: %s (%s)", shf_strerror(r), shf_error_detail());
-		dprintf(pfd[1], "%llu\n", (unsigned long long)s[0].seq);
-		close(pfd[1]);
+		dprintf(wfd, "%llu\n", (unsigned long long)s[0].seq);
+		close(wfd);
 		CHECKF(td_wait(child, 30000) == 0, "the consumer saw a missing, duplicated or extra "
 		       "message");
 		shf_close(c);
@@ -203,8 +189,8 @@ int main(int argc, char **argv)
 	}
 	r = shf_flush(c, SHF_FLUSH_REMOTE, 20000);
 	CHECKF(r == 0, "shf_flush: %s (%s)", shf_strerror(r), shf_error_detail());
-	dprintf(pfd[1], "%llu\n", total);
-	close(pfd[1]);
+	dprintf(wfd, "%llu\n", total);
+	close(wfd);
 	CHECKF(td_wait(child, 30000) == 0, "the consumer saw a missing, duplicated or extra message");
 	shf_close(c);
 	fprintf(stderr, "send-timeout %s: %llu messages delivered exactly once\n", mode, total);

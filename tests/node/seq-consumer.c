@@ -98,3 +98,28 @@ void seq_none(void *arg, int src, int dst, uint32_t type, const void *data, uint
 {
 	(void)arg, (void)src, (void)dst, (void)type, (void)data, (void)len;
 }
+
+struct shf_ctx *seq_start(const struct seq_consumer *sc, int timeout_ms, int *wfd,
+			  pid_t *child)
+{
+	int pfd[2];
+	CHECK(pipe(pfd) == 0);
+	pid_t pid = td_fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		close(pfd[1]);
+		_exit(seq_consume(sc, pfd[0]));
+	}
+	close(pfd[0]);
+	struct shf_opts o;
+	shf_opts_init(&o);
+	o.rank = 0;
+	o.world = 2;
+	o.timeout_ms = timeout_ms;
+	struct shf_ctx *c;
+	int r = shf_open(&o, seq_none, NULL, &c);
+	CHECKF(r == 0, "shf_open: %s (%s)", shf_strerror(r), shf_error_detail());
+	*wfd = pfd[1];
+	*child = pid;
+	return c;
+}

@@ -7,11 +7,15 @@
  * the numbers must come exactly once and in order.  It consumes until
  * rank 0 has written its total (a decimal line) into rfd and that many
  * have come, or timeout_ms passed.
+ *
+ * seq_start() forks it and opens rank 0 in the calling process: the
+ * common start of those tests.
  */
 #ifndef SHF_TESTS_NODE_SEQ_CONSUMER_H
 #define SHF_TESTS_NODE_SEQ_CONSUMER_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "tests/lib/daemon.h"
 
@@ -30,5 +34,13 @@ int seq_consume(const struct seq_consumer *sc, int rfd);
 
 /* Rank 0's delivery callback: it is sent nothing and checks nothing. */
 void seq_none(void *arg, int src, int dst, uint32_t type, const void *data, uint32_t len);
+
+struct shf_ctx;
+/* Fork rank 1 (seq_consume(sc) in the child), then open rank 0 of the
+ * 2-rank job of $SHF_JOB here (callback seq_none, timeout_ms).  *wfd: the
+ * pipe's end for rank 0's total; *child: rank 1's pid.  Fails the test
+ * (CHECK) when anything does not work. */
+struct shf_ctx *seq_start(const struct seq_consumer *sc, int timeout_ms, int *wfd,
+			  pid_t *child);
 
 #endif

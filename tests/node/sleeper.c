@@ -113,26 +113,12 @@ static long long daemon_stat(const char *name)
 static long long run_job(const char *job, int nt, long bursts, unsigned seed)
 {
 	setenv("SHF_JOB", job, 1);
-	int pfd[2];
-	CHECK(pipe(pfd) == 0);
-	pid_t child = td_fork();
-	CHECK(child >= 0);
-	if (child == 0) {
-		close(pfd[1]);
-		_exit(seq_consume(&(struct seq_consumer){.types = MAXT + 1, .len = LEN,
-							   .timeout_ms = 60000, .max_reports = 10,
-							   .wait_sync = NULL, .env = e},
-				   pfd[0]));
-	}
-	close(pfd[0]);
-	struct shf_opts o;
-	shf_opts_init(&o);
-	o.rank = 0;
-	o.world = 2;
-	o.timeout_ms = 60000;
-	struct shf_ctx *c;
-	int r = shf_open(&o, seq_none, NULL, &c);
-	CHECKF(r == 0, "shf_open: %s (%s)", shf_strerror(r), shf_error_detail());
+	int wfd;
+	pid_t child;
+	struct shf_ctx *c = seq_start(&(struct seq_consumer){.types = MAXT + 1, .len = LEN,
+					     .timeout_ms = 60000, .max_reports = 10,
+					     .wait_sync = NULL, .env = e},
+				      60000, &wfd, &child);
 	long long ff = client_stat(job, 0, "fence_free");
 
 	struct sender s[MAXT + 1];
@@ -156,8 +142,8 @@ static long long run_job(const char *job, int nt, long bursts, unsigned seed)
 	 * lost wake-up would leave it in the ring until the timeout) */
 	char line[64];
 	int len = snprintf(line, sizeof(line), "%llu\n", (unsigned long long)total);
-	CHECK(write(pfd[1], line, (size_t)len) == len);
-	close(pfd[1]);
+	CHECK(write(wfd, line, (size_t)len) == len);
+	close(wfd);
 	int status = td_wait(child, 90000);
 	CHECKF(status == 0, "%s: the consumer saw a missing, duplicated, reordered or extra "
 	       "message (status %d)", job, status);
