@@ -649,6 +649,10 @@ static enum lazy_do lazy(struct shd_net *n, struct shd_peer *p, uint64_t now, ui
 	/* peer_idle_ms 0 here: never idle, and a quiet peer is woken (a
 	 * set should agree on peer_idle_ms; one that does not still works) */
 	bool needed = !idle_ns || peer_needed(n, p, busy);
+	if (p->used) { /* used since the last tick: as of now */
+		p->used = false;
+		p->last_used_ns = now;
+	}
 	if (needed && (p->idle || p->quiet)) {
 		shd_net_use(p); /* wakes it (a heartbeat now) */
 		return LAZY_TIMEOUT;

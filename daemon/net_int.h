@@ -112,7 +112,10 @@ struct shd_peer {
 				       the fabric holds a connection to it */
 	/* lazy peers (peer_idle_ms; docs/protocol-wire.md, "Idle peers") */
 	uint64_t last_used_ns;      /* last message other than a heartbeat, to or
-				       from it (and the session's start) */
+				       from it (and the session's start), to
+				       the heartbeat tick that saw `used` */
+	bool used;                  /* such a message since the last tick
+				       (shd_net_use: no clock read per message) */
 	bool idle;                  /* UP, unused: we stopped heartbeating it
 				       (told it with HB_IDLE) */
 	bool quiet;                 /* UP: it told us it stopped heartbeating us

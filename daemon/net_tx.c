@@ -343,10 +343,13 @@ static void small_send(struct shd_peer *p, const void *msg, long len)
 
 void shd_net_use(struct shd_peer *p)
 {
-	uint64_t now = shd_now_ns();
-	p->last_used_ns = now;
+	/* per appended message: a flag, no clock read (the heartbeat tick
+	 * turns it into last_used_ns) */
+	p->used = true;
 	if (!p->idle && !p->quiet)
 		return;
+	uint64_t now = shd_now_ns();
+	p->last_used_ns = now;
 	if (p->quiet) {
 		p->quiet = false;
 		p->last_heard_ns = now; /* its answer is due within peer_timeout_ms */
