@@ -258,6 +258,24 @@ static inline bool shf_ring_pending(const struct shf_ring *r)
 	return r->pos != r->done;
 }
 
+/* The two publishes' common halves: the release store of head (false:
+ * nothing reserved), and after the caller's fence, the waker's look at the
+ * consumer's flag, taken (exchanged to 0) when set: true = ring the bell. */
+static inline bool ring_publish_head(struct shf_ring *r)
+{
+	if (r->pos == r->done)
+		return false;
+	r->done = r->pos;
+	atomic_store_explicit(&r->ctl->head, r->pos, memory_order_release); /* [P1] */
+	return true;
+}
+
+static inline bool ring_take_cons_wait(struct shf_ring *r)
+{
+	return atomic_load_explicit(&r->ctl->cons_wait, memory_order_relaxed) &&
+	       atomic_exchange_explicit(&r->ctl->cons_wait, 0, memory_order_relaxed);
+}
+
 /*
  * Publish every record reserved since the last publish with one release
  * store.  Returns true when the consumer sleeps and must be woken (the
@@ -265,15 +283,10 @@ static inline bool shf_ring_pending(const struct shf_ring *r)
  */
 static inline bool shf_ring_publish(struct shf_ring *r)
 {
-	if (r->pos == r->done)
+	if (!ring_publish_head(r))
 		return false;
-	r->done = r->pos;
-	atomic_store_explicit(&r->ctl->head, r->pos, memory_order_release); /* [P1] */
-	atomic_thread_fence(memory_order_seq_cst);                          /* [D2] */
-	if (atomic_load_explicit(&r->ctl->cons_wait, memory_order_relaxed) &&   /* [D2] */
-	    atomic_exchange_explicit(&r->ctl->cons_wait, 0, memory_order_relaxed)) /* [D2] */
-		return true;
-	return false;
+	atomic_thread_fence(memory_order_seq_cst); /* [D2] */
+	return ring_take_cons_wait(r);              /* [D2] */
 }
 
 /*
@@ -288,15 +301,10 @@ static inline bool shf_ring_publish(struct shf_ring *r)
  */
 static inline bool shf_ring_publish_light(struct shf_ring *r)
 {
-	if (r->pos == r->done)
+	if (!ring_publish_head(r))
 		return false;
-	r->done = r->pos;
-	atomic_store_explicit(&r->ctl->head, r->pos, memory_order_release); /* [P1] */
-	atomic_signal_fence(memory_order_seq_cst);                          /* [M1] */
-	if (atomic_load_explicit(&r->ctl->cons_wait, memory_order_relaxed) &&   /* [M1] */
-	    atomic_exchange_explicit(&r->ctl->cons_wait, 0, memory_order_relaxed)) /* [M1] */
-		return true;
-	return false;
+	atomic_signal_fence(memory_order_seq_cst); /* [M1]: the compiler's order only */
+	return ring_take_cons_wait(r);              /* [M1] */
 }
 
 /*

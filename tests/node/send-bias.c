@@ -132,11 +132,7 @@ int main(int argc, char **argv)
 	CHECKF(st.sent_bytes == total * LEN, "sent_bytes %llu, wanted %llu",
 	       (unsigned long long)st.sent_bytes, (unsigned long long)(total * LEN));
 
-	char line[64];
-	int len = snprintf(line, sizeof(line), "%llu\n", (unsigned long long)total);
-	CHECK(write(wfd, line, (size_t)len) == len);
-	close(wfd);
-	int status = td_wait(child, 90000);
+	int status = seq_finish(wfd, child, (unsigned long long)total);
 	CHECKF(status == 0, "the consumer saw a missing, duplicated, reordered or extra message "
 	       "(status %d)", status);
 	CHECK(shf_close(c) == 0);

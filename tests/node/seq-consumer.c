@@ -123,3 +123,12 @@ struct shf_ctx *seq_start(const struct seq_consumer *sc, int timeout_ms, int *wf
 	*child = pid;
 	return c;
 }
+
+int seq_finish(int wfd, pid_t child, unsigned long long total)
+{
+	char line[64];
+	int len = snprintf(line, sizeof(line), "%llu\n", total);
+	CHECK(write(wfd, line, (size_t)len) == len);
+	close(wfd);
+	return td_wait(child, 90000);
+}

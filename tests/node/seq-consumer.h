@@ -42,5 +42,8 @@ struct shf_ctx;
  * (CHECK) when anything does not work. */
 struct shf_ctx *seq_start(const struct seq_consumer *sc, int timeout_ms, int *wfd,
 			  pid_t *child);
+/* Rank 0's end: write its total into wfd, close it, and wait (90 s) for
+ * rank 1: its exit status (0: every message exactly once, in order). */
+int seq_finish(int wfd, pid_t child, unsigned long long total);
 
 #endif

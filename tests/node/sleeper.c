@@ -140,11 +140,7 @@ static long long run_job(const char *job, int nt, long bursts, unsigned seed)
 	}
 	/* no flush: the last burst must reach the consumer on its own (a
 	 * lost wake-up would leave it in the ring until the timeout) */
-	char line[64];
-	int len = snprintf(line, sizeof(line), "%llu\n", (unsigned long long)total);
-	CHECK(write(wfd, line, (size_t)len) == len);
-	close(wfd);
-	int status = td_wait(child, 90000);
+	int status = seq_finish(wfd, child, (unsigned long long)total);
 	CHECKF(status == 0, "%s: the consumer saw a missing, duplicated, reordered or extra "
 	       "message (status %d)", job, status);
 	CHECK(shf_close(c) == 0);
