@@ -143,6 +143,10 @@ static const struct opt opts[SHD_OPT_MAX] = {
 	[SHD_OPT_PEER_CREDITS] = {
 		"peer_credits", "SHF_PEER_CREDITS", T_UINT, 0, FIELD(peer_credits), 1, 1024, "8", "N",
 		"Batches in flight to one peer before waiting for credit.", NULL },
+	[SHD_OPT_ACK_DELAY_US] = {
+		"ack_delay_us", "SHF_ACK_DELAY_US", T_UINT, 0, FIELD(ack_delay_us), 0, 100000, "0", "USEC",
+		"Hold the ACK of received batches up to this long (microseconds) unless half of "
+		"the sender's credit is unacknowledged; 0: acknowledge at once.", NULL },
 	[SHD_OPT_MAX_INFLIGHT] = {
 		"max_inflight", "SHF_MAX_INFLIGHT", T_UINT, 0, FIELD(max_inflight), 1, 65536, "256", "N",
 		"Batches in flight to all peers together.", NULL },

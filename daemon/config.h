@@ -43,6 +43,7 @@ enum shd_config_opt {
 	SHD_OPT_SLEEPER_PAYS,
 	SHD_OPT_SLEEPER_WAIT_US,
 	SHD_OPT_PEER_CREDITS,
+	SHD_OPT_ACK_DELAY_US,
 	SHD_OPT_MAX_INFLIGHT,
 	SHD_OPT_FANOUT,
 	SHD_OPT_ROUTING,
@@ -128,6 +129,7 @@ struct shd_config {
 	uint32_t sleeper_pays; /* 1: offer clients the fence-free send path (sleeper.c) */
 	uint32_t sleeper_wait_us; /* ... and barrier this long after arming their rings */
 	uint32_t peer_credits; /* batches in flight to one peer */
+	uint32_t ack_delay_us; /* hold an ACK this long while credit is not short */
 	uint32_t max_inflight; /* batches in flight to all peers */
 	uint32_t fanout;       /* children per node of the fan-out tree (fanout.c) */
 	char routing[8];       /* "direct" (full mesh) or "2d" (grid: daemon/route.c) */

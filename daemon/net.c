@@ -774,6 +774,7 @@ static void on_heartbeat(int fd, void *arg)
 void shd_net_after_publish(struct shd_daemon *d)
 {
 	struct shd_net *n = d->net;
+	shd_net_tx_pass_end(n); /* linger_us 0: batches leave now, before ACKs */
 	shd_net_rx_acks(n); /* delivery rings are published: acknowledge */
 	shd_net_send_joins(n);
 	shd_net_kick(n);
@@ -786,6 +787,7 @@ void shd_net_after_publish(struct shd_daemon *d)
 
 static void net_progress(struct shd_net *n)
 {
+	bool yield = false;
 	for (int i = 0; i < PROGRESS_ROUNDS; i++) {
 		int r = shd_fabric_progress(n->fab, &n->cb, n);
 		if (r < 0) {
@@ -801,10 +803,21 @@ static void net_progress(struct shd_net *n)
 		}
 		if (r == 0)
 			break;
+		if (!shd_list_empty(&n->d->dirty)) {
+			/* records were placed: let the pass publish them and
+			 * ring their bells first (it is already scheduled, so
+			 * it runs before this event again), then go on */
+			yield = true;
+			break;
+		}
 	}
 	if (shd_fabric_has_pending(n->fab) || !shd_list_empty(&n->retry)) {
 		if (!shd_ev_armed(n->retry_ev))
 			shd_ev_arm(n->retry_ev, 1000);
+	}
+	if (yield) {
+		shd_net_kick(n);
+		return;
 	}
 	/* sleep on the CQ fd only when libfabric says it is safe */
 	if (!shd_fabric_trywait(n->fab))
@@ -1145,8 +1158,9 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 	n->progress_ev = shd_loop_defer(d->loop, on_fabric, n);
 	n->retry_ev = shd_loop_timer(d->loop, on_fabric, n);
 	n->linger_ev = shd_loop_timer(d->loop, shd_net_on_linger, n);
+	n->ack_ev = shd_loop_timer(d->loop, shd_net_on_ack_timer, n);
 	n->hb_ev = shd_loop_timer(d->loop, on_heartbeat, n);
-	if (!n->fab_ev || !n->progress_ev || !n->retry_ev || !n->linger_ev || !n->hb_ev) {
+	if (!n->fab_ev || !n->progress_ev || !n->retry_ev || !n->linger_ev || !n->ack_ev || !n->hb_ev) {
 		r = -ENOMEM;
 		goto fail_fab;
 	}
@@ -1177,6 +1191,7 @@ fail_fab:
 	shd_ev_free(n->progress_ev);
 	shd_ev_free(n->retry_ev);
 	shd_ev_free(n->linger_ev);
+	shd_ev_free(n->ack_ev);
 	shd_ev_free(n->hb_ev);
 	shd_fabric_close(n->fab);
 	shd_net_pool_fini(n);
@@ -1201,6 +1216,7 @@ void shd_net_close(struct shd_daemon *d)
 	shd_ev_free(n->progress_ev);
 	shd_ev_free(n->retry_ev);
 	shd_ev_free(n->linger_ev);
+	shd_ev_free(n->ack_ev);
 	shd_ev_free(n->hb_ev);
 	for (uint32_t i = 0; i < n->n_nodes; i++)
 		shd_net_rx_down(&n->peers[i]);

@@ -173,6 +173,8 @@ struct shd_net {
 	struct shd_ev *progress_ev; /* deferred progress */
 	struct shd_ev *retry_ev;    /* queued sends need a retry */
 	struct shd_ev *linger_ev;
+	struct shd_ev *ack_ev;      /* ack_delay_us: the held ACKs are due */
+	bool acks_due;              /* ... so the next pass sends them all */
 	struct shd_ev *hb_ev;
 	uint32_t batch_cap;         /* bytes of a batch buffer */
 	uint32_t inflight;          /* batches posted, not acknowledged */
@@ -238,6 +240,8 @@ void shd_net_send_done(struct shd_net *n, struct net_msg *m, int status);
 void shd_net_tx_ack(struct shd_peer *p, const struct shf_wire_ack *a);
 void shd_net_send_joins(struct shd_net *n);
 void shd_net_on_linger(int fd, void *arg);
+/* End of the pass's network step: with linger_us 0, close every open batch. */
+void shd_net_tx_pass_end(struct shd_net *n);
 /* The peer is carried out: drop, count and report what was queued for
  * it, fail its marks, return its credit. */
 void shd_net_tx_down(struct shd_peer *p);
@@ -246,7 +250,10 @@ void shd_net_tx_close(struct shd_net *n);
 /* net_rx.c */
 int shd_net_rx_batch(struct shd_peer *p, void *buf, const struct shf_wire_hdr *h);
 void shd_net_rx_drain(struct shd_peer *p);
+/* The pass's network step: send the ACKs owed (all of them, or with
+ * ack_delay_us only those that are due; the rest at the ACK timer). */
 void shd_net_rx_acks(struct shd_net *n);
+void shd_net_on_ack_timer(int fd, void *arg);
 /* Drop (and count) the batches parked from p. */
 void shd_net_rx_down(struct shd_peer *p);
 void shd_net_rx_peer_init(struct shd_peer *p);

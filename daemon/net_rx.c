@@ -251,11 +251,37 @@ int shd_net_rx_batch(struct shd_peer *p, void *buf, const struct shf_wire_hdr *h
 	return 0;
 }
 
+/* An ACK may wait (ack_delay_us) while the sender still has at least
+ * half its credit and no drop is to be reported: a lone batch's ACK then
+ * does not compete with the delivery it announces for the CPU, and one
+ * ACK covers the batches of the wait.  It waits for the ACK timer, whose
+ * pass (after its publish) sends every ACK owed. */
+static bool ack_may_wait(const struct shd_net *n, const struct shd_peer *p)
+{
+	const struct shd_config *c = &n->d->cfg;
+	return c->ack_delay_us && !n->acks_due && !p->ack_dropped &&
+	       p->seq_recv - p->ack_sent < (c->peer_credits + 1u) / 2u;
+}
+
+void shd_net_on_ack_timer(int fd, void *arg)
+{
+	struct shd_net *n = arg;
+	(void)fd;
+	n->acks_due = true;
+	shd_sched_pass(n->d); /* ACK after the publish, as always */
+}
+
 void shd_net_rx_acks(struct shd_net *n)
 {
 	struct shd_daemon *d = n->d;
-	while (!shd_list_empty(&n->ackq)) {
-		struct shd_peer *p = shd_container_of(n->ackq.next, struct shd_peer, ack_link);
+	struct shd_list *q, *t;
+	bool held = false;
+	shd_list_for_each_safe(q, t, &n->ackq) {
+		struct shd_peer *p = shd_container_of(q, struct shd_peer, ack_link);
+		if (p->seq_recv != p->ack_sent && p->state == PEER_UP && ack_may_wait(n, p)) {
+			held = true;
+			continue;
+		}
 		shd_list_del(&p->ack_link);
 		if (p->seq_recv == p->ack_sent || p->state != PEER_UP)
 			continue;
@@ -265,6 +291,9 @@ void shd_net_rx_acks(struct shd_net *n)
 		p->ack_dropped = 0;
 		shd_net_ctl_send(p, buf, shf_wire_enc_ack(buf, sizeof(buf), d->node_id, p->node, &a));
 	}
+	n->acks_due = false;
+	if (held && !shd_ev_armed(n->ack_ev))
+		shd_ev_arm(n->ack_ev, d->cfg.ack_delay_us);
 }
 
 void shd_net_rx_down(struct shd_peer *p)

@@ -545,7 +545,7 @@ int shd_net_append(struct shd_daemon *d, struct shd_client *src, uint32_t node,
 		p->open = m;
 		p->open_since_ns = shd_now_ns();
 		shd_list_add_tail(&n->linger, &p->linger_link);
-		if (!shd_ev_armed(n->linger_ev))
+		if (d->cfg.linger_us && !shd_ev_armed(n->linger_ev))
 			shd_ev_arm(n->linger_ev, d->cfg.linger_us);
 	}
 	if (!src->sent_to) {
@@ -564,9 +564,10 @@ int shd_net_append(struct shd_daemon *d, struct shd_client *src, uint32_t node,
 	return 0;
 }
 
-void shd_net_on_linger(int fd, void *arg)
+/* Close the open batches whose oldest record is linger_us old (oldest
+ * first); arm the timer for the next one. */
+static void close_lingered(struct shd_net *n)
 {
-	struct shd_net *n = arg;
 	uint64_t now = shd_now_ns(), lg = (uint64_t)n->d->cfg.linger_us * 1000u;
 	while (!shd_list_empty(&n->linger)) {
 		struct shd_peer *p = shd_container_of(n->linger.next, struct shd_peer, linger_link);
@@ -576,7 +577,21 @@ void shd_net_on_linger(int fd, void *arg)
 		}
 		close_open(p, CLOSE_LINGER);
 	}
+}
+
+void shd_net_on_linger(int fd, void *arg)
+{
+	struct shd_net *n = arg;
+	close_lingered(n);
 	shd_net_kick(n);
+}
+
+void shd_net_tx_pass_end(struct shd_net *n)
+{
+	/* linger_us 0: a batch leaves at the end of the pass that opened it,
+	 * not one loop iteration later from a timer */
+	if (n->d->cfg.linger_us == 0)
+		close_lingered(n);
 }
 
 /* ------------------------------------------------------------- acks, marks */
