@@ -39,6 +39,7 @@ enum shd_config_opt {
 	SHD_OPT_MAX_MSG,
 	SHD_OPT_BATCH_BYTES,
 	SHD_OPT_LINGER_US,
+	SHD_OPT_LINGER_IDLE,
 	SHD_OPT_POLL_US,
 	SHD_OPT_SLEEPER_PAYS,
 	SHD_OPT_SLEEPER_WAIT_US,
@@ -125,6 +126,7 @@ struct shd_config {
 			        * (a default max_msg shrinks to fit, source computed) */
 	uint32_t batch_bytes;  /* a batch is sent when it reaches this size */
 	uint32_t linger_us;    /* ... or when its oldest record is this old */
+	uint32_t linger_idle;  /* 1: linger even when nothing is in flight to the node */
 	uint32_t poll_us;      /* poll a send ring this long after its last record */
 	uint32_t sleeper_pays; /* 1: offer clients the fence-free send path (sleeper.c) */
 	uint32_t sleeper_wait_us; /* ... and barrier this long after arming their rings */

@@ -475,7 +475,7 @@ static void try_send(struct shd_peer *p)
 		shd_sched_wake(&p->waiters);
 }
 
-enum close_why { CLOSE_SIZE, CLOSE_LINGER, CLOSE_FLUSH, CLOSE_JOB };
+enum close_why { CLOSE_SIZE, CLOSE_LINGER, CLOSE_FLUSH, CLOSE_JOB, CLOSE_IDLE };
 
 /* Close p's open batch: give it a sequence number and send it if credit
  * allows.  The send may fail synchronously: callers re-check p->state. */
@@ -504,6 +504,7 @@ static void close_open(struct shd_peer *p, enum close_why why)
 	case CLOSE_JOB: d->st.batches_by_size++; break;
 	case CLOSE_LINGER: d->st.batches_by_linger++; break;
 	case CLOSE_FLUSH: d->st.batches_by_flush++; break;
+	case CLOSE_IDLE: break; /* counted by the caller */
 	}
 	shd_list_add_tail(&p->sendq, &m->link);
 	try_send(p);
@@ -590,8 +591,23 @@ void shd_net_tx_pass_end(struct shd_net *n)
 {
 	/* linger_us 0: a batch leaves at the end of the pass that opened it,
 	 * not one loop iteration later from a timer */
-	if (n->d->cfg.linger_us == 0)
+	if (n->d->cfg.linger_us == 0) {
 		close_lingered(n);
+		return;
+	}
+	if (n->d->cfg.linger_idle)
+		return;
+	/* An idle link sends at once: lingering gathers records only while
+	 * an earlier batch to that node is unacknowledged (as Nagle's rule
+	 * does), and a lone message does not wait for the timer. */
+	struct shd_list *q, *t;
+	shd_list_for_each_safe(q, t, &n->linger) {
+		struct shd_peer *p = shd_container_of(q, struct shd_peer, linger_link);
+		if (p->seq_acked == p->seq_closed) {
+			n->d->st.batches_by_idle++;
+			close_open(p, CLOSE_IDLE);
+		}
+	}
 }
 
 /* ------------------------------------------------------------- acks, marks */

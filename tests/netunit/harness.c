@@ -366,6 +366,7 @@ void h_open(const struct h_opts *o)
 	cfg->max_inflight = o->max_inflight;
 	cfg->linger_us = o->linger_us;
 	cfg->ack_delay_us = o->ack_delay_us;
+	cfg->linger_idle = o->linger_idle;
 	if (o->heartbeat_ms)
 		cfg->heartbeat_ms = o->heartbeat_ms;
 	if (o->peer_timeout_ms)

@@ -54,6 +54,7 @@ struct h_opts {
 	uint32_t max_inflight;
 	uint32_t linger_us;
 	uint32_t ack_delay_us;  /* 0: ACK at the network step */
+	bool linger_idle;       /* linger even with nothing in flight */
 	uint64_t batch_budget; /* 0: 16 batches */
 	uint32_t heartbeat_ms;    /* 0: the default (1000) */
 	uint32_t peer_timeout_ms; /* 0: the default (5000) */

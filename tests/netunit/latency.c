@@ -6,8 +6,13 @@
  * linger_us 0: a batch opened by the relay leaves at the end of that
  * same pass (the network step), with no timer and no second loop
  * iteration: after shd_net_after_publish() the batch is posted, no timer
- * is armed, and later steps send nothing more.  With linger_us 100 the
- * same record waits for the timer (as tx-batch checks in depth).
+ * is armed, and later steps send nothing more.
+ *
+ * linger_us 100 (linger_idle 0): a batch to a node with nothing in flight
+ * leaves at the end of the pass too (batches_by_idle); while it is
+ * unacknowledged the next record lingers until the timer; once all is
+ * acknowledged the next batch leaves at once again.  With linger_idle 1
+ * every batch waits for the timer (as tx-batch checks in depth).
  *
  * ack_delay_us (peer_credits 4): a batch placed and published is not
  * acknowledged at the network step; the ACK timer asks for a pass, whose
@@ -71,8 +76,37 @@ static void linger_zero(void)
 	CHECK(fake_count(1, SHF_WIRE_BATCH) == 1);
 	h_close();
 
-	h_step("linger_us 100");
+	h_step("linger_us 100, an idle link");
 	o.linger_us = 100;
+	h_open(&o);
+	j = h_job("lzjob", 4);
+	h_rank_on(j, 2, 1);
+	c = h_client(j, 0, 4096);
+	struct shd_peer *p = h_peer(1);
+	CHECK(h_append(c, 1, j, 2, 7, LEN) == 0);
+	shd_net_after_publish(D);
+	CHECKF(fake_count(1, SHF_WIRE_BATCH) == 1,
+	       "nothing in flight: %zu batches posted at the end of the pass, want 1",
+	       fake_count(1, SHF_WIRE_BATCH));
+	CHECK(D->st.batches_by_idle == 1 && p->seq_closed == 1 && p->seq_acked == 0);
+	/* batch 1 unacknowledged: the next record lingers */
+	CHECK(h_append(c, 1, j, 2, 8, LEN) == 0);
+	shd_net_after_publish(D);
+	h_run();
+	CHECK(fake_count(1, SHF_WIRE_BATCH) == 1);
+	h_advance_us(100);
+	h_run();
+	CHECK(fake_count(1, SHF_WIRE_BATCH) == 2 && D->st.batches_by_linger == 1);
+	/* both acknowledged: idle again, the next one leaves at once */
+	h_recv_ack(1, 2);
+	h_run();
+	CHECK(h_append(c, 1, j, 2, 9, LEN) == 0);
+	shd_net_after_publish(D);
+	CHECK(fake_count(1, SHF_WIRE_BATCH) == 3 && D->st.batches_by_idle == 2);
+	h_close();
+
+	h_step("linger_us 100, linger_idle 1");
+	o.linger_idle = true;
 	h_open(&o);
 	j = h_job("lzjob", 4);
 	h_rank_on(j, 2, 1);
@@ -83,7 +117,7 @@ static void linger_zero(void)
 	CHECK(fake_count(1, SHF_WIRE_BATCH) == 0); /* it lingers */
 	h_advance_us(100);
 	h_run();
-	CHECK(fake_count(1, SHF_WIRE_BATCH) == 1);
+	CHECK(fake_count(1, SHF_WIRE_BATCH) == 1 && D->st.batches_by_idle == 0);
 	h_close();
 }
 
