@@ -129,6 +129,7 @@ struct shd_peer {
 	struct net_msg *open;       /* batch being filled */
 	struct shf_wire_batch_enc enc;
 	uint64_t open_since_ns;
+	uint64_t closed_ns;         /* when the last batch to it was closed */
 	struct shd_list linger_link;/* in net->linger while open has records */
 	struct shd_list sendq;      /* closed batches waiting for credit */
 	uint64_t seq_closed;        /* last sequence number given to a batch */

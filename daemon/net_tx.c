@@ -492,6 +492,7 @@ static void close_open(struct shd_peer *p, enum close_why why)
 	m->peer = p;
 	m->gen = p->gen;
 	p->open = NULL;
+	p->closed_ns = shd_now_ns();
 	shd_list_del(&p->linger_link);
 	d->st.batches_out++;
 	d->st.batch_bytes_out += m->len;
@@ -597,13 +598,17 @@ void shd_net_tx_pass_end(struct shd_net *n)
 	}
 	if (n->d->cfg.linger_idle)
 		return;
-	/* An idle link sends at once: lingering gathers records only while
-	 * an earlier batch to that node is unacknowledged (as Nagle's rule
-	 * does), and a lone message does not wait for the timer. */
+	/* An idle link sends at once: nothing in flight to that node (as
+	 * Nagle's rule) and no batch closed for it within linger_us, so a
+	 * lone message does not wait for the timer, and a stream of records
+	 * still leaves at most one batch per linger_us (as the timer would). */
+	if (shd_list_empty(&n->linger))
+		return;
+	uint64_t now = shd_now_ns(), lg = (uint64_t)n->d->cfg.linger_us * 1000u;
 	struct shd_list *q, *t;
 	shd_list_for_each_safe(q, t, &n->linger) {
 		struct shd_peer *p = shd_container_of(q, struct shd_peer, linger_link);
-		if (p->seq_acked == p->seq_closed) {
+		if (p->seq_acked == p->seq_closed && now - p->closed_ns >= lg) {
 			n->d->st.batches_by_idle++;
 			close_open(p, CLOSE_IDLE);
 		}

@@ -9,9 +9,11 @@
  * is armed, and later steps send nothing more.
  *
  * linger_us 100 (linger_idle 0): a batch to a node with nothing in flight
- * leaves at the end of the pass too (batches_by_idle); while it is
- * unacknowledged the next record lingers until the timer; once all is
- * acknowledged the next batch leaves at once again.  With linger_idle 1
+ * and no batch to it closed within linger_us leaves at the end of the
+ * pass too (batches_by_idle); while it is unacknowledged the next record
+ * lingers until the timer; acknowledged but closed less than linger_us
+ * ago, it lingers too (a stream: at most one batch per linger_us); once
+ * both hold, the next batch leaves at once again.  With linger_idle 1
  * every batch waits for the timer (as tx-batch checks in depth).
  *
  * ack_delay_us (peer_credits 4): a batch placed and published is not
@@ -97,12 +99,23 @@ static void linger_zero(void)
 	h_advance_us(100);
 	h_run();
 	CHECK(fake_count(1, SHF_WIRE_BATCH) == 2 && D->st.batches_by_linger == 1);
-	/* both acknowledged: idle again, the next one leaves at once */
+	/* both acknowledged, but batch 2 closed just now: a stream still
+	 * leaves at most one batch per linger_us, so this one lingers */
 	h_recv_ack(1, 2);
 	h_run();
 	CHECK(h_append(c, 1, j, 2, 9, LEN) == 0);
 	shd_net_after_publish(D);
-	CHECK(fake_count(1, SHF_WIRE_BATCH) == 3 && D->st.batches_by_idle == 2);
+	CHECKF(fake_count(1, SHF_WIRE_BATCH) == 2, "a batch closed 0 us after the last one");
+	h_advance_us(100);
+	h_run();
+	CHECK(fake_count(1, SHF_WIRE_BATCH) == 3 && D->st.batches_by_linger == 2);
+	h_recv_ack(1, 3);
+	h_run();
+	/* linger_us after the last close, nothing in flight: at once again */
+	h_advance_us(100);
+	CHECK(h_append(c, 1, j, 2, 10, LEN) == 0);
+	shd_net_after_publish(D);
+	CHECK(fake_count(1, SHF_WIRE_BATCH) == 4 && D->st.batches_by_idle == 2);
 	h_close();
 
 	h_step("linger_us 100, linger_idle 1");
