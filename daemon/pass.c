@@ -14,8 +14,10 @@
  *                (relay.c -> deliver.c, net_tx.c)
  *   2. publish   one release store per dirty delivery ring, bells rung
  *                (deliver.c)
- *   3. network   ACK the batches placed (only now, after the publish),
- *                announce newly registered ranks (net.c)
+ *   3. network   close the batches that go now (linger_us 0, or an idle
+ *                link), ACK the batches placed (only now, after the
+ *                publish; ack_delay_us may hold them for the ACK timer's
+ *                pass), announce newly registered ranks (net.c)
  *   4. marks     answer the flushes and count the epoch marks whose
  *                records are now in place everywhere (relay.c -> epoch.c)
  *   5. clients   free the sessions cut off or drained since the last pass
