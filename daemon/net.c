@@ -730,7 +730,10 @@ static void on_heartbeat(int fd, void *arg)
 		switch (p->state) {
 		case PEER_UP:
 		case PEER_JOINING:
-			if (now - p->last_heard_ns > (uint64_t)d->cfg.peer_timeout_ms * 1000000u) {
+			/* (lazy() may have read messages since `now`, or woken
+			 * p: last_heard_ns can be later than now) */
+			if (p->last_heard_ns < now &&
+			    now - p->last_heard_ns > (uint64_t)d->cfg.peer_timeout_ms * 1000000u) {
 				if (p->state == PEER_JOINING) {
 					/* the handshake never finished: nothing was exchanged */
 					set_state(p, PEER_DOWN);
