@@ -52,7 +52,7 @@ sent() { # every send node 2 made has completed: its bytes are on the wire
   [ "${s% *}" = "${s#* }" ]
 }
 t_until 10000 "node 2's sends completed" sent
-t_note "node 2 after its wake: $(nodes_json 2 stats | jq -c '.daemon | {peers_woken, wakes, wake_held, wake_dropped} + {sends: .fabric.sends}' 2>/dev/null || true)$(nodes_json 2 stats | jq -c '{sends: .fabric.sends, done: .fabric.sends_done}')"
+t_note "node 2 after its wake, before the release: $(nodes_json 2 stats | jq -c '.daemon | {peers_woken, wakes, wake_held, wake_dropped}'); its peer node 1: $(nodes_json 2 peers | jq -c '.peers[] | select(.node == 0) | {state, quiet, waking, held}')"
 nodes_sync_post release-go
 t_until 10000 "node 1 releases the connection" grep -q '^fault injection: releasing' "$(t_daemon_out 1)"
 grep -h '^fault injection: releasing' "$(t_daemon_out 1)"
