@@ -662,6 +662,12 @@ int shd_fabric_release(struct shd_fabric *f, uint32_t node)
 	for (uint32_t i = 0; i < f->nslots; i++)
 		if (f->slots[i].node == node && f->slots[i].state == SL_POSTED)
 			return -EBUSY;
+#ifdef SHD_FAULT_INJECTION
+	int shd_fault_release(uint32_t node); /* tests/multi/fault-inject.c */
+	int fault = shd_fault_release(node); /* may hold the release: the wake race */
+	if (fault)
+		return fault;
+#endif
 	fi_addr_t a = f->peers[node].addr;
 	uint8_t addr[SHD_FABRIC_ADDR_MAX];
 	size_t len = sizeof(addr);

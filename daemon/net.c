@@ -452,12 +452,24 @@ static int take(struct shd_net *n, struct shd_peer *p, void *buf, struct shf_wir
 	p->last_heard_ns = shd_now_ns();
 	if (h.kind == SHF_WIRE_HEARTBEAT && (h.u.heartbeat.flags & SHF_WIRE_HB_IDLE)) {
 		p->quiet = true; /* it stops heartbeating us: not timed out now */
-	} else if (h.kind != SHF_WIRE_HEARTBEAT || p->quiet || p->idle) {
-		/* a use of the session, or a wake: nobody heartbeats a peer
-		 * that is quiet toward it, so a heartbeat without HB_IDLE from
-		 * a quiet peer, or to us while idle, asks for ours again */
-		p->quiet = false;
-		shd_net_use(p);
+	} else {
+		if (h.kind != SHF_WIRE_HEARTBEAT || p->quiet || p->idle || p->released) {
+			/* a use of the session, or a wake: nobody heartbeats a
+			 * peer that is quiet toward it, so a heartbeat without
+			 * HB_IDLE from a quiet peer, or to us while idle, asks
+			 * for ours again (shd_net_woken sends it at once) */
+			shd_net_woken(p);
+		} else if (h.kind == SHF_WIRE_HEARTBEAT &&
+			   (h.u.heartbeat.flags & SHF_WIRE_HB_WAKE) && p->state == PEER_UP) {
+			/* it holds its messages until it hears from us: at once
+			 * (one answer per wake heartbeat, which it sends at most
+			 * each heartbeat_ms) */
+			shd_net_heartbeat(p, shd_now_ns());
+		}
+		/* anything but HB_IDLE from it: it is awake (it never releases
+		 * while awake), so what our wake held may go */
+		if (p->state == PEER_UP)
+			shd_net_heard(p);
 	}
 	switch (h.kind) {
 	case SHF_WIRE_BATCH: return shd_net_rx_batch(p, buf, &h);
@@ -619,7 +631,8 @@ static bool peer_needed(struct shd_net *n, const struct shd_peer *p, const uint6
 		return true;
 	if (n->route.grid && shd_route_neighbor(&n->route, p->node))
 		return true;
-	return p->open || !shd_list_empty(&p->sendq) || p->seq_sent != p->seq_acked ||
+	return p->waking || p->n_held || p->open || !shd_list_empty(&p->sendq) ||
+	       p->seq_sent != p->seq_acked ||
 	       !shd_list_empty(&p->rxq) || p->rx_waiting || p->ack_sent != p->seq_recv ||
 	       !shd_list_empty(&p->marks) || !shd_list_empty(&p->waiters);
 }
@@ -682,6 +695,11 @@ static enum lazy_do lazy(struct shd_net *n, struct shd_peer *p, uint64_t now, ui
 		net_progress(n);
 		if (p->state != PEER_UP || !p->idle || !p->quiet)
 			return p->state == PEER_UP && !p->quiet ? LAZY_TIMEOUT : LAZY_NONE;
+		/* never while a wake of ours waits for its answer, nor with
+		 * anything held (idle and quiet imply neither: the check
+		 * states the rule) */
+		if (p->waking || p->n_held)
+			return LAZY_NONE;
 		int r = shd_fabric_release(n->fab, p->node);
 		if (r == 0) {
 			p->released = true;
@@ -730,7 +748,10 @@ static void on_heartbeat(int fd, void *arg)
 		switch (p->state) {
 		case PEER_UP:
 		case PEER_JOINING:
-			if (now - p->last_heard_ns > (uint64_t)d->cfg.peer_timeout_ms * 1000000u) {
+			/* (lazy() may have read messages since `now`, or woken
+			 * p: last_heard_ns can be later than now) */
+			if (p->last_heard_ns < now &&
+			    now - p->last_heard_ns > (uint64_t)d->cfg.peer_timeout_ms * 1000000u) {
 				if (p->state == PEER_JOINING) {
 					/* the handshake never finished: nothing was exchanged */
 					set_state(p, PEER_DOWN);
@@ -871,6 +892,8 @@ json_t *shd_net_json(struct shd_daemon *d)
 			snprintf(inc, sizeof(inc), "%016llx", (unsigned long long)p->incarnation);
 		json_object_set_new(o, "state", json_string(peer_state_name(p)));
 		json_object_set_new(o, "quiet", json_boolean(p->quiet));
+		json_object_set_new(o, "waking", json_boolean(p->waking));
+		json_object_set_new(o, "held", json_integer(p->n_held));
 		json_object_set_new(o, "state_ms",
 				    json_real((double)(now - p->state_since_ns) / 1e6));
 		json_object_set_new(o, "incarnation", json_string(inc));
@@ -1116,6 +1139,7 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 		snprintf(p->host, sizeof(p->host), "%s", res.nodes[i].host);
 		shd_list_init(&p->linger_link);
 		shd_list_init(&p->sendq);
+		shd_list_init(&p->held);
 		shd_list_init(&p->waiters);
 		shd_list_init(&p->marks);
 		shd_list_init(&p->credit_link);

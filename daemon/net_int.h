@@ -121,6 +121,13 @@ struct shd_peer {
 	bool quiet;                 /* UP: it told us it stopped heartbeating us
 				       (HB_IDLE); not timed out while quiet */
 	bool released;              /* both idle: its connection was released */
+	bool waking;                /* we woke it (shd_net_use) and have not heard
+				       from it since: every message but a
+				       heartbeat is held (held, sendq), the
+				       heartbeats carry HB_WAKE */
+	struct shd_list held;       /* struct net_msg (SMALL, POOLED) held while
+				       waking, in order; seq: seq_closed then */
+	uint32_t n_held;            /* at most SHD_NET_HELD_MAX */
 	struct net_msg inline_ctx[2]; /* fabric context of its small sends, one
 				       * per generation parity: a completion
 				       * tells its generation (two resets with
@@ -222,6 +229,15 @@ void shd_net_kick(struct shd_net *n);
  * idle or quiet peer is woken: heartbeats resume, and it must answer
  * within peer_timeout_ms like any active peer. */
 void shd_net_use(struct shd_peer *p);
+/* A message other than an HB_IDLE heartbeat came from p (up), idle, quiet
+ * or released here: it is awake, so we are too (a heartbeat answers it at
+ * once); nothing of ours is held for this wake (it started it). */
+void shd_net_woken(struct shd_peer *p);
+/* A message other than an HB_IDLE heartbeat came from p (up) in its
+ * current session: a wake of ours is answered, what it held goes now. */
+void shd_net_heard(struct shd_peer *p);
+/* Messages held per peer while it is being woken; one more fails it. */
+#define SHD_NET_HELD_MAX 1024u
 /* Send a HEARTBEAT to p in any state but FAILED (probes included). */
 void shd_net_heartbeat(struct shd_peer *p, uint64_t now);
 /* p is UP: announce every local rank of every job to it (JOB_JOIN). */

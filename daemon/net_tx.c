@@ -341,13 +341,100 @@ static void small_send(struct shd_peer *p, const void *msg, long len)
 	shd_net_kick(n); /* progress arms the retry timer */
 }
 
-void shd_net_use(struct shd_peer *p)
+/*
+ * The wake (docs/protocol-wire.md, "Idle peers").  A peer that is idle or
+ * quiet may be releasing its connection to us right now, and a release
+ * drops what it has not read.  So a wake sends only heartbeats (HB_WAKE,
+ * each heartbeat_ms) until the peer answers: every other message is held,
+ * control messages in p->held (in order, each with the batch sequence
+ * number closed before it), batches in p->sendq (try_send waits).  A
+ * wake heartbeat lost in a release is sent again at the next tick; the
+ * answer proves that the peer is awake (it never releases while awake),
+ * and what was held goes then, in order.  No answer within
+ * peer_timeout_ms: it fails like any silent peer and what was held is
+ * dropped, counted and reported (shd_net_tx_down).
+ */
+static void held_drop(struct shd_peer *p)
 {
-	/* per appended message: a flag, no clock read (the heartbeat tick
-	 * turns it into last_used_ns) */
-	p->used = true;
-	if (!p->idle && !p->quiet)
+	struct shd_net *n = p->net;
+	while (!shd_list_empty(&p->held)) {
+		struct net_msg *m = shd_container_of(p->held.next, struct net_msg, link);
+		shd_list_del(&m->link);
+		n->d->st.wake_dropped++;
+		shd_net_send_done(n, m, -EHOSTDOWN);
+	}
+	p->n_held = 0;
+	p->waking = false;
+}
+
+/* Hold m (SMALL or POOLED, of p's current session) until p answers the
+ * wake; false when the held queue is full: p fails (its loss is what
+ * reports the messages), and the caller drops m. */
+static bool hold(struct shd_peer *p, struct net_msg *m)
+{
+	if (p->n_held >= SHD_NET_HELD_MAX) {
+		char why[96];
+		snprintf(why, sizeof(why), "woken, no answer while %u messages were held", p->n_held);
+		shd_net_peer_fail(p, why);
+		p->net->d->st.wake_dropped++;
+		return false;
+	}
+	m->seq = p->seq_closed; /* the batches closed before it go before it */
+	shd_list_add_tail(&p->held, &m->link);
+	p->n_held++;
+	p->net->d->st.wake_held++;
+	return true;
+}
+
+/* A copy of a small control message, held while p is being woken. */
+static void hold_small(struct shd_peer *p, const void *msg, long len)
+{
+	if (len <= 0 || len > (long)SHD_FABRIC_SMALL) {
+		shd_warn("cannot encode a wire message for node %u (%ld)", p->node, len);
 		return;
+	}
+	struct net_msg *m = malloc(sizeof(*m) + SHD_FABRIC_HOP_ROOM + (size_t)len);
+	if (!m) {
+		shd_net_peer_fail(p, "out of memory holding a control message during a wake");
+		p->net->d->st.wake_dropped++;
+		return;
+	}
+	shd_list_init(&m->link);
+	m->peer = p;
+	m->kind = NET_MSG_SMALL;
+	m->gen = p->gen;
+	m->len = (uint32_t)len;
+	m->buf = (uint8_t *)(m + 1) + SHD_FABRIC_HOP_ROOM; /* room for a FWD header */
+	memcpy(m->buf, msg, (size_t)len); /* stamped when posted (fab_send) */
+	if (!hold(p, m))
+		free(m);
+}
+
+static void try_send_upto(struct shd_peer *p, uint64_t upto);
+
+void shd_net_heard(struct shd_peer *p)
+{
+	struct shd_net *n = p->net;
+	if (!p->waking)
+		return;
+	p->waking = false;
+	shd_debug("peer node %u answered the wake: %u held messages go", p->node, p->n_held);
+	while (!shd_list_empty(&p->held) && p->state == PEER_UP) {
+		struct net_msg *m = shd_container_of(p->held.next, struct net_msg, link);
+		try_send_upto(p, m->seq); /* the batches closed before it */
+		shd_list_del(&m->link);
+		p->n_held--;
+		post(n, m);
+	}
+	try_send_upto(p, UINT64_MAX);
+	/* (a post that failed p leaves the rest held: shd_net_tx_down drops
+	 * and counts it) */
+}
+
+/* p was idle, quiet or released and is used again: active, heartbeated
+ * from now on (one at once); hold: our own use, held until it answers. */
+static void wake(struct shd_peer *p, bool hold)
+{
 	uint64_t now = shd_now_ns();
 	p->last_used_ns = now;
 	if (p->quiet) {
@@ -359,14 +446,43 @@ void shd_net_use(struct shd_peer *p)
 		p->net->d->st.peers_woken++;
 	}
 	p->released = false;
-	shd_net_heartbeat(p, now); /* heartbeats resume, without HB_IDLE */
+	if (hold && !p->waking) {
+		p->waking = true; /* hold everything but heartbeats until it answers */
+		p->net->d->st.wakes++;
+	}
+	shd_net_heartbeat(p, now); /* heartbeats resume (HB_WAKE while waking) */
+}
+
+void shd_net_use(struct shd_peer *p)
+{
+	/* per appended message: a flag, no clock read (the heartbeat tick
+	 * turns it into last_used_ns) */
+	p->used = true;
+	if (p->idle || p->quiet || p->released)
+		wake(p, true);
+}
+
+void shd_net_woken(struct shd_peer *p)
+{
+	p->used = true;
+	if (p->idle || p->quiet || p->released)
+		wake(p, false);
+}
+
+/* A small control message to p: held while p is being woken. */
+static void ctl_out(struct shd_peer *p, const void *buf, long len)
+{
+	if (p->waking)
+		hold_small(p, buf, len);
+	else
+		small_send(p, buf, len);
 }
 
 void shd_net_ctl_send(struct shd_peer *p, const void *buf, long len)
 {
 	if (p->state == PEER_UP) {
 		shd_net_use(p);
-		small_send(p, buf, len);
+		ctl_out(p, buf, len);
 	}
 }
 
@@ -390,6 +506,8 @@ void shd_net_heartbeat(struct shd_peer *p, uint64_t now)
 		hb.flags |= SHF_WIRE_HB_2D; /* checked at join: one routing per set */
 	if (p->idle)
 		hb.flags |= SHF_WIRE_HB_IDLE; /* the last one until it is used again */
+	else if (p->waking && p->state == PEER_UP)
+		hb.flags |= SHF_WIRE_HB_WAKE; /* answer me: our other messages wait */
 	n->d->st.hb_out++;
 	small_send(p, buf, shf_wire_enc_heartbeat(buf, sizeof(buf), n->d->node_id, p->node, &hb));
 }
@@ -455,16 +573,20 @@ static bool has_credit(const struct shd_peer *p)
 	       n->inflight < n->d->cfg.max_inflight;
 }
 
-static void try_send(struct shd_peer *p)
+/* Post p's closed batches of sequence number <= upto while it has
+ * credit; none while p is being woken (they wait in sendq, not copied). */
+static void try_send_upto(struct shd_peer *p, uint64_t upto)
 {
 	struct shd_net *n = p->net;
-	while (!shd_list_empty(&p->sendq) && p->state == PEER_UP) {
+	while (!shd_list_empty(&p->sendq) && p->state == PEER_UP && !p->waking) {
 		if (!has_credit(p)) {
 			if (n->inflight >= n->d->cfg.max_inflight && !shd_list_linked(&p->credit_link))
 				shd_list_add_tail(&n->credit_wait, &p->credit_link);
 			return;
 		}
 		struct net_msg *m = shd_container_of(p->sendq.next, struct net_msg, link);
+		if (m->seq > upto)
+			return;
 		shd_list_del(&m->link);
 		p->seq_sent = m->seq;
 		n->inflight++;
@@ -473,6 +595,11 @@ static void try_send(struct shd_peer *p)
 	/* room for a new open batch again */
 	if (shd_list_empty(&p->sendq))
 		shd_sched_wake(&p->waiters);
+}
+
+static void try_send(struct shd_peer *p)
+{
+	try_send_upto(p, UINT64_MAX);
 }
 
 enum close_why { CLOSE_SIZE, CLOSE_LINGER, CLOSE_FLUSH, CLOSE_JOB, CLOSE_IDLE };
@@ -875,6 +1002,9 @@ void shd_net_session_reset(struct shd_peer *p)
 	p->gen++;
 	p->inline_ctx[p->gen & 1].gen = p->gen;
 	p->idle = p->quiet = p->released = false;
+	if (p->n_held)
+		held_drop(p); /* (tx_down dropped them already when it went down) */
+	p->waking = false;
 }
 
 /* ------------------------------------------------------------- teardown */
@@ -907,6 +1037,8 @@ void shd_net_tx_down(struct shd_peer *p)
 		shd_list_del(&m->link);
 		shd_net_send_done(n, m, -EHOSTDOWN);
 	}
+	/* held for a wake it never answered: never sent (its loss reports them) */
+	held_drop(p);
 	/* marks waiting for its acks: complete them, reporting possible loss */
 	while (!shd_list_empty(&p->marks))
 		mark_release(n, shd_container_of(p->marks.next, struct net_mark, link), true);
@@ -921,6 +1053,13 @@ void shd_net_tx_close(struct shd_net *n)
 {
 	for (uint32_t i = 0; i < n->n_nodes; i++) {
 		struct shd_peer *p = &n->peers[i];
+		while (p->n_held && !shd_list_empty(&p->held)) {
+			struct net_msg *m = shd_container_of(p->held.next, struct net_msg, link);
+			shd_list_del(&m->link);
+			if (m->kind == NET_MSG_SMALL)
+				free(m);
+		}
+		p->n_held = 0;
 		while (!shd_list_empty(&p->marks)) {
 			struct net_mark *mk = shd_container_of(p->marks.next, struct net_mark, link);
 			shd_list_del(&mk->link);
@@ -951,7 +1090,7 @@ int shd_net_send_msg(struct shd_daemon *d, uint32_t node, const void *msg, size_
 	struct shd_peer *p = &n->peers[node];
 	shd_net_use(p);
 	if (len <= SHD_FABRIC_SMALL) {
-		small_send(p, msg, (long)len);
+		ctl_out(p, msg, (long)len);
 		return 0;
 	}
 	if (len > n->batch_cap)
@@ -964,7 +1103,10 @@ int shd_net_send_msg(struct shd_daemon *d, uint32_t node, const void *msg, size_
 	m->kind = NET_MSG_POOLED;
 	m->gen = p->gen;
 	m->len = (uint32_t)len;
-	post(n, m);
+	if (!p->waking)
+		post(n, m);
+	else if (!hold(p, m))
+		shd_net_pool_put(n, m);
 	return 0;
 }
 

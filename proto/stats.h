@@ -97,6 +97,9 @@
 	X(peers_idled, COUNTER, "times a peer went idle (peer_idle_ms): heartbeats to it stopped") \
 	X(peers_woken, COUNTER, "times an idle peer was used again: heartbeats to it resumed") \
 	X(conns_released, COUNTER, "peer connections released because both ends were idle (peer_idle_ms)") \
+	X(wakes, COUNTER, "wakes of an idle or quiet peer begun here: its messages held until it answered (peer_idle_ms)") \
+	X(wake_held, COUNTER, "messages other than heartbeats held while their peer was being woken") \
+	X(wake_dropped, COUNTER, "held messages dropped because the woken peer failed (reported as its loss)") \
 	X(peers_idle, GAUGE, "peers idle now (peer_idle_ms)")
 
 /* Per peer node (shufflectl peers): kept by the daemon's net module. */

@@ -117,7 +117,10 @@ enum shf_wire_hb_flag {
 	SHF_WIRE_HB_IDLE = 8u, /* the sender stops heartbeating the receiver
 				  (peer_idle_ms): the receiver stops timing it
 				  out until its next other message */
-	SHF_WIRE_HB_FLAGS = 15u /* every defined flag */
+	SHF_WIRE_HB_WAKE = 16u, /* the sender wakes the pair (peer_idle_ms) and holds
+				   every other message to the receiver until it
+				   hears from it: the receiver answers at once */
+	SHF_WIRE_HB_FLAGS = 31u /* every defined flag */
 };
 
 /* Epoch phases carried by SHF_WIRE_EPOCH (see docs/protocol-wire.md). */

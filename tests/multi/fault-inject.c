@@ -28,6 +28,20 @@
  * real error.  Each injected failure is written to stderr ("fault
  * injection: ..."), which the tests look for: a test must not pass because
  * its fault never fired.  A malformed value aborts the daemon.
+ *
+ * shd_fabric_release() (peer_idle_ms: both ends idle) asks
+ * shd_fault_release() before it closes a connection; it can hold that
+ * release, the daemon's loop blocked, so that what the peer sends
+ * meanwhile is on the connection, unread, when it closes (the wake race,
+ * docs/protocol-wire.md "Idle peers"):
+ *
+ *   SHD_FAULT_RELEASE="node=N,mark=PATH,go=PATH[,wait_ms=MS][,refuse=M]"
+ *
+ * The first release of node N's connection creates mark, then waits until
+ * go exists (polled every 5 ms, at most wait_ms, default 20000), then goes
+ * on.  Once only.  refuse: every release of node M's connection is
+ * refused (-EBUSY: tried again at the next tick), so that the daemon on
+ * node N keeps its end open (its release would come later anyway).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -133,4 +147,73 @@ int shd_fault_send(uint32_t node, const void *buf, size_t len)
 	fprintf(stderr, "fault injection: send %u of a %s (%zu bytes) to node %u fails with -%s\n",
 		fault.seen, shf_wire_kind_name(kind), len, node, strerrorname_np(fault.err));
 	return -fault.err;
+}
+
+static struct {
+	bool parsed, on, fired;
+	uint32_t node, refuse;
+	unsigned long wait_ms;
+	char mark[512], go[512];
+} rel;
+
+static void rel_parse(void)
+{
+	const char *env = getenv("SHD_FAULT_RELEASE");
+	char buf[1200], *save = NULL;
+	rel.parsed = true;
+	if (!env || !*env)
+		return;
+	if (strlen(env) >= sizeof(buf))
+		bad("SHD_FAULT_RELEASE too long");
+	strcpy(buf, env);
+	rel.node = rel.refuse = UINT32_MAX;
+	rel.wait_ms = 20000;
+	for (char *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+		char *v = strchr(kv, '=');
+		if (!v)
+			bad(kv);
+		*v++ = '\0';
+		if (!strcmp(kv, "node"))
+			rel.node = (uint32_t)number(v, "node");
+		else if (!strcmp(kv, "mark"))
+			snprintf(rel.mark, sizeof(rel.mark), "%s", v);
+		else if (!strcmp(kv, "go"))
+			snprintf(rel.go, sizeof(rel.go), "%s", v);
+		else if (!strcmp(kv, "refuse"))
+			rel.refuse = (uint32_t)number(v, "refuse");
+		else if (!strcmp(kv, "wait_ms"))
+			rel.wait_ms = number(v, "wait_ms");
+		else
+			bad(kv);
+	}
+	if (rel.node == UINT32_MAX || !rel.mark[0] || !rel.go[0])
+		bad("SHD_FAULT_RELEASE needs node=, mark= and go=");
+	rel.on = true;
+	fprintf(stderr, "fault injection: armed by SHD_FAULT_RELEASE=%s\n", env);
+}
+
+int shd_fault_release(uint32_t node);
+
+int shd_fault_release(uint32_t node)
+{
+	if (!rel.parsed)
+		rel_parse();
+	if (rel.on && node == rel.refuse)
+		return -EBUSY;
+	if (!rel.on || rel.fired || node != rel.node)
+		return 0;
+	rel.fired = true;
+	FILE *f = fopen(rel.mark, "w");
+	if (f)
+		fclose(f);
+	fprintf(stderr, "fault injection: the release of node %u's connection waits for %s\n",
+		node, rel.go);
+	unsigned long waited = 0;
+	while (access(rel.go, F_OK) != 0 && waited < rel.wait_ms) {
+		usleep(5000);
+		waited += 5;
+	}
+	fprintf(stderr, "fault injection: releasing node %u's connection after %lu ms\n", node,
+		waited);
+	return 0;
 }

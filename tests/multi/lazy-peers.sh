@@ -19,7 +19,8 @@
 #   (sessions 2) and a job on all nodes is exact.
 # kill: node 4 (id 3) is killed while idle.  A job on nodes 1-3 wakes it
 #   (its JOB_JOIN): every survivor sees it down within peer_timeout_ms +
-#   2 heartbeat periods + 1 s, the job is exact, `--all status --timeout
+#   2 heartbeat periods + 1 s and counted the JOB_JOIN its wake held as
+#   dropped (wake_dropped), the job is exact, `--all status --timeout
 #   2000` answers in time with node 4 missing, and no daemon hangs.
 T="multi-lazy-peers-${1:-idle}"
 # shellcheck source=tests/multi/common.sh
@@ -150,6 +151,13 @@ kill)
   t_d=$(nodes_now_ms)
   [ $((t_d - t_k)) -le $((bound + 4000)) ] || t_fail "node id 3 seen down only after $((t_d - t_k)) ms"
   t_note "every survivor saw node id 3 down $((t_d - t_k)) ms after the kill (bound $bound ms + the ranks' start)"
+  # the wake held the JOB_JOIN for node 4, which never answered: dropped
+  # with its loss and counted, not lost silently
+  for i in 1 2 3; do
+    wd=$(nodes_stat "$i" .daemon.wake_dropped)
+    [ "${wd:-0}" -ge 1 ] || t_fail "node $i: wake_dropped $wd after node id 3 failed to answer its wake (expected >= 1: the held JOB_JOIN)"
+  done
+  t_note "held messages dropped with node id 3 (wake_dropped per survivor): $(for i in 1 2 3; do nodes_stat "$i" .daemon.wake_dropped; done | tr '\n' ' ')"
   t_release_held $(seq 0 $((r - 1)))
   nodes_wait_all || t_fail "the job on the survivors failed"
   t_note "job k on nodes 1 2 3: exact"

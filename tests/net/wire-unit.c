@@ -676,13 +676,18 @@ static void test_fwd(void)
 	CHECK(chk_patched32(b, (size_t)l, 36, 1) == -EBADMSG, "fwd_lost reserved");
 	CHECK(chk(b, (size_t)l + 8, NULL) == -EBADMSG, "fwd_lost length");
 	CHECK(shf_wire_enc_fwd_lost(b, sizeof(b), SRC, DST, DST) == -EINVAL, "enc fwd_lost of dst");
-	/* IDLE (bit 3, peer_idle_ms) round-trips; bits beyond it stay invalid */
+	/* IDLE (bit 3, peer_idle_ms) round-trips; bits beyond WAKE stay invalid */
 	hb.flags = SHF_WIRE_HB_IDLE;
 	l = shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb);
 	CHECK(l == SHF_WIRE_HEARTBEAT_BYTES && chk(b, (size_t)l, &h) == 0 &&
 		      h.u.heartbeat.flags == SHF_WIRE_HB_IDLE, "heartbeat flag IDLE round trip");
-	hb.flags = 16;
-	CHECK(shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb) == -EINVAL, "heartbeat flag 16");
+	/* WAKE (bit 4, the wake of an idle pair) round-trips too */
+	hb.flags = SHF_WIRE_HB_WAKE;
+	l = shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb);
+	CHECK(l == SHF_WIRE_HEARTBEAT_BYTES && chk(b, (size_t)l, &h) == 0 &&
+		      h.u.heartbeat.flags == SHF_WIRE_HB_WAKE, "heartbeat flag WAKE round trip");
+	hb.flags = 32;
+	CHECK(shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb) == -EINVAL, "heartbeat flag 32");
 }
 
 int main(void)
