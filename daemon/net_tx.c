@@ -990,6 +990,14 @@ static void fwd_close(struct shd_peer *q)
 		return;
 	q->fwd_open = NULL;
 	shd_list_del(&q->fwd_link);
+	if (q->state != PEER_UP || m->gen != q->gen) {
+		/* q failed meanwhile: its origins hear FWD_LOST as it is
+		 * carried out (net.c) */
+		d->st.fwd_dropped += q->fwd_count;
+		n->fwd_held--;
+		shd_net_pool_put(n, m);
+		return;
+	}
 	uint8_t *b = m->buf - n->room;
 	uint32_t len = q->fwd_off;
 	if (q->fwd_count == 1) {
