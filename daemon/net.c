@@ -313,12 +313,9 @@ static bool routing_ok(struct shd_net *n, struct shd_peer *p, const struct shf_w
 	return false;
 }
 
-/* FWD from neighbour p (its session checked first): p is the origin and
- * we are the intermediate (forward it to the destination, our
- * neighbour), or we are the destination (take the carried message as
- * from its origin, which the route allows p to speak for). */
 static int fwd_one(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h);
 
+/* FWD from neighbour p: its session checked first, then fwd_one(). */
 static int on_fwd(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h)
 {
 	if (!session_admit(p, h))
@@ -366,7 +363,11 @@ static void bad_bundle(struct shd_net *n, uint32_t node, const uint8_t *b, size_
 	shd_net_peer_fail(p, "it sent a malformed FWD_BUNDLE");
 }
 
-/* One FWD of neighbour p's current session (alone or from a bundle). */
+/* One FWD of neighbour p's current session (alone or from a bundle): p
+ * is the origin and we are the intermediate (forward it to the
+ * destination, our neighbour), or we are the destination (take the
+ * carried message as from its origin, which the route allows p to speak
+ * for). */
 static int fwd_one(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h)
 {
 	struct shd_daemon *d = n->d;
