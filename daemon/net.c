@@ -298,7 +298,8 @@ static bool routing_ok(struct shd_net *n, struct shd_peer *p, const struct shf_w
 	const char *why = NULL;
 	if (h->kind == SHF_WIRE_HEARTBEAT && !!(h->u.heartbeat.flags & SHF_WIRE_HB_2D) != grid)
 		why = grid ? "it routes direct, this daemon 2d" : "it routes 2d, this daemon direct";
-	else if ((h->kind == SHF_WIRE_FWD || h->kind == SHF_WIRE_FWD_LOST) && !grid)
+	else if ((h->kind == SHF_WIRE_FWD || h->kind == SHF_WIRE_FWD_LOST ||
+		  h->kind == SHF_WIRE_FWD_BUNDLE) && !grid)
 		why = "it forwards (routing=2d), this daemon routes direct";
 	else if (grid && !shd_route_neighbor(&n->route, p->node))
 		why = "it is not in this node's row or column but sent directly "
@@ -312,16 +313,64 @@ static bool routing_ok(struct shd_net *n, struct shd_peer *p, const struct shf_w
 	return false;
 }
 
-/* FWD from neighbour p (its session checked first): p is the origin and
- * we are the intermediate (forward it to the destination, our
- * neighbour), or we are the destination (take the carried message as
- * from its origin, which the route allows p to speak for). */
+static int fwd_one(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h);
+
+/* FWD from neighbour p: its session checked first, then fwd_one(). */
 static int on_fwd(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h)
 {
-	struct shd_daemon *d = n->d;
 	if (!session_admit(p, h))
 		return 0;
 	p->last_heard_ns = shd_now_ns();
+	return fwd_one(n, p, h);
+}
+
+/* FWD_BUNDLE from neighbour p: its session admits the whole bundle, then
+ * each FWD in it is taken as if it had come alone (in order). */
+static int on_bundle(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h)
+{
+	if (!session_admit(p, h))
+		return 0;
+	p->last_heard_ns = shd_now_ns();
+	uint32_t off = 0, len;
+	const uint8_t *m;
+	while (shf_wire_bundle_next(&h->u.bundle, &off, &m, &len)) {
+		struct shf_wire_hdr f;
+		if (shf_wire_check(m, len, n->n_nodes, n->d->node_id, &f) != 0)
+			continue; /* (checked whole by shf_wire_check of the bundle) */
+		f.src_session = h->src_session; /* the bundle's tags, admitted */
+		f.dst_session = h->dst_session;
+		fwd_one(n, p, &f);
+	}
+	return 0;
+}
+
+/* A bundle that fails its check, from peer p's own address and with the
+ * tags of its current session: p's session is cut off (nothing in it is
+ * taken, and a sender of broken bundles would lose forwards silently). */
+static void bad_bundle(struct shd_net *n, uint32_t node, const uint8_t *b, size_t len)
+{
+	if (len < SHF_WIRE_HDR || shf_wire_get16(b + 6) != SHF_WIRE_FWD_BUNDLE ||
+	    shf_wire_get32(b + 12) != n->d->node_id)
+		return;
+	uint32_t src = shf_wire_get32(b + 8);
+	if (src >= n->n_nodes || src == n->d->node_id ||
+	    (node != src && !(node == SHD_FABRIC_NODE_UNKNOWN && !n->by_address)))
+		return;
+	struct shd_peer *p = &n->peers[src];
+	if (p->state != PEER_UP || shf_wire_get64(b + 16) != p->peer_session ||
+	    shf_wire_get64(b + 24) != p->my_session)
+		return;
+	shd_net_peer_fail(p, "it sent a malformed FWD_BUNDLE");
+}
+
+/* One FWD of neighbour p's current session (alone or from a bundle): p
+ * is the origin and we are the intermediate (forward it to the
+ * destination, our neighbour), or we are the destination (take the
+ * carried message as from its origin, which the route allows p to speak
+ * for). */
+static int fwd_one(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h)
+{
+	struct shd_daemon *d = n->d;
 	const struct shf_wire_fwd *f = &h->u.fwd;
 	uint32_t me = d->node_id;
 	if (f->inner_dst == me) {
@@ -388,6 +437,8 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 			   len, r < 0 ? (r == -EPROTO ? "bad magic or version"
 						      : "bad header or lengths")
 				      : "source node does not match its address");
+		if (r == -EBADMSG && n->route.grid)
+			bad_bundle(n, node, buf, len);
 		return 0;
 	}
 	struct shd_peer *p = &n->peers[h.src_node];
@@ -414,6 +465,8 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 	p->linked = true; /* it sent to us directly, from its own address */
 	if (h.kind == SHF_WIRE_FWD)
 		return on_fwd(n, p, &h);
+	if (h.kind == SHF_WIRE_FWD_BUNDLE)
+		return on_bundle(n, p, &h);
 	return take(n, p, buf, &h);
 }
 
@@ -832,6 +885,7 @@ static void net_progress(struct shd_net *n)
 			break;
 		}
 	}
+	shd_net_fwd_push(n); /* forwarded credits and liveness do not linger */
 	if (shd_fabric_has_pending(n->fab) || !shd_list_empty(&n->retry)) {
 		if (!shd_ev_armed(n->retry_ev))
 			shd_ev_arm(n->retry_ev, 1000);
@@ -1122,6 +1176,7 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 	shd_list_init(&n->downq);
 	shd_list_init(&n->pool_waiters);
 	shd_list_init(&n->fwd_wait);
+	shd_list_init(&n->fwd_linger);
 	n->incarnation = incarnation;
 	n->by_address = shd_fabric_reports_source(n->fab);
 	n->cb.on_recv = on_recv;
@@ -1138,6 +1193,7 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 		shd_net_session_reset(p);
 		snprintf(p->host, sizeof(p->host), "%s", res.nodes[i].host);
 		shd_list_init(&p->linger_link);
+		shd_list_init(&p->fwd_link);
 		shd_list_init(&p->sendq);
 		shd_list_init(&p->held);
 		shd_list_init(&p->waiters);

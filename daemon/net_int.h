@@ -145,6 +145,17 @@ struct shd_peer {
 	struct shd_list waiters;    /* shd_waiters: clients waiting for this peer */
 	struct shd_list marks;      /* struct net_mark */
 	struct shd_list credit_link;/* in net->credit_wait: sendq blocked by max_inflight */
+	/* forwarding to it (routing=2d, net_tx.c): the FWDs of other pairs
+	 * this node passes on to it, gathered into one FWD_BUNDLE */
+	struct net_msg *fwd_open;   /* bundle being filled (a pool buffer, from
+				       buf - net->room); NULL: none */
+	uint32_t fwd_off;           /* its length so far */
+	uint32_t fwd_count;         /* FWDs in it */
+	bool fwd_urgent;            /* one of them carries no batch (an ACK, a
+				       heartbeat, an epoch step...): it goes at
+				       the end of this progress round */
+	uint64_t fwd_since_ns;      /* when its first FWD went in */
+	struct shd_list fwd_link;   /* in net->fwd_linger while fwd_open */
 	/* receiving (net_rx.c) */
 	uint64_t seq_recv;          /* last batch fully placed */
 	uint64_t ack_sent;          /* last seq acknowledged to it */
@@ -175,6 +186,14 @@ struct shd_net {
 	uint32_t room;              /* 2d: bytes before each pool buffer's message
 				       for a FWD header (0: direct) */
 	struct shd_list fwd_wait;   /* struct net_fwd: forwards waiting for a pool buffer */
+	struct shd_list fwd_linger; /* peers with an open bundle, oldest first */
+	uint32_t fwd_held;          /* pool buffers forwarding holds (bundles open
+				       or posted) */
+	uint32_t fwd_max;           /* ... at most: half the pool, so that
+				       forwarded traffic never starves this
+				       node's own batches */
+	bool fwd_draining;          /* fwd_drain() runs (a send that fails at
+				       once gives a buffer back inside it) */
 	uint32_t n_nodes;
 	uint64_t incarnation;
 	struct shd_ev *fab_ev;      /* CQ wait fd */
@@ -220,8 +239,13 @@ struct net_fwd {
 /* The node a message for p goes to first: p itself, or (routing=2d) an
  * intermediate; sets p->via_out. */
 uint32_t shd_net_hop(struct shd_net *n, struct shd_peer *p);
-/* Forward a checked FWD of len bytes (buf) one hop on, to q (up). */
+/* Forward a checked FWD of len bytes (buf) one hop on, to q (up): into
+ * q's bundle (sent when full, after linger_us, or at the end of the
+ * progress round if it carries other than batches). */
 void shd_net_forward(struct shd_net *n, struct shd_peer *q, const void *buf, uint32_t len);
+/* The end of a progress round: send the bundles that carry messages other
+ * than batches (credits, liveness and epochs do not linger). */
+void shd_net_fwd_push(struct shd_net *n);
 /* Tell peer p (up) that this node lost its link to `lost` (FWD_LOST). */
 void shd_net_fwd_lost(struct shd_peer *p, uint32_t lost);
 void shd_net_kick(struct shd_net *n);

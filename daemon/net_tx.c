@@ -28,6 +28,16 @@
  * (shd_net_forward).  A routed peer whose intermediate is not up cannot
  * be sent to: its session fails (-ENETUNREACH).
  *
+ * Bundles: the intermediate gathers the FWDs it passes on to the same
+ * next node into one FWD_BUNDLE (one open bundle per next node, in a pool
+ * buffer), sent like a batch when it holds batch_bytes, when its first
+ * FWD is linger_us old (the same linger timer), or at the end of the
+ * progress round when it carries anything but batches (credits, liveness
+ * and epochs do not wait); alone, a FWD goes as itself.  Forwarding holds
+ * at most half of the pool (fwd_max): beyond it, and when the pool is
+ * empty, a copy waits in fwd_wait, in arrival order, for a buffer that
+ * forwarding gives back; the other half stays for this node's own batches.
+ *
  * Failure: a send the fabric refuses, or that completes with an error,
  * marks the peer PEER_FAILED (shd_net_peer_fail): from then on nothing is
  * queued for it and appends answer -EHOSTDOWN.  The records of a batch
@@ -93,6 +103,7 @@ int shd_net_pool_init(struct shd_net *n)
 		n->pool[n->pool_max - 1 - i] = m; /* lowest address on top */
 	}
 	n->pool_free = n->pool_max;
+	n->fwd_max = n->pool_max / 2 ? n->pool_max / 2 : 1;
 	return shd_fabric_mr_reg(n->fab, n->slab, n->slab_bytes);
 }
 
@@ -115,40 +126,14 @@ struct net_msg *shd_net_pool_get(struct shd_net *n)
 }
 
 static void post(struct shd_net *n, struct net_msg *m);
-
-/* A forward that waited for a buffer takes m; false: none waits (or none
- * of those waiting can still go: dropped, counted, freed). */
-static bool fwd_take(struct shd_net *n, struct net_msg *m)
-{
-	while (!shd_list_empty(&n->fwd_wait)) {
-		struct net_fwd *w = shd_container_of(n->fwd_wait.next, struct net_fwd, link);
-		shd_list_del(&w->link);
-		struct shd_peer *q = w->peer;
-		if (q->gen != w->gen || q->state != PEER_UP) {
-			/* its session ended: FWD_LOST went to our neighbours
-			 * when it was carried out */
-			n->d->st.fwd_dropped++;
-			free(w);
-			continue;
-		}
-		memcpy(m->buf - n->room, w->buf, w->len);
-		m->peer = q;
-		m->kind = NET_MSG_FWD;
-		m->gen = q->gen;
-		m->len = w->len;
-		free(w);
-		post(n, m);
-		return true;
-	}
-	return false;
-}
+static void fwd_drain(struct shd_net *n);
 
 void shd_net_pool_put(struct shd_net *n, struct net_msg *m)
 {
-	if (fwd_take(n, m))
-		return;
 	n->pool[n->pool_free++] = m;
-	shd_sched_wake(&n->pool_waiters);
+	fwd_drain(n); /* forwards that waited for a buffer first */
+	if (n->pool_free)
+		shd_sched_wake(&n->pool_waiters);
 }
 
 /* ------------------------------------------------------------- posting */
@@ -547,7 +532,10 @@ void shd_net_send_done(struct shd_net *n, struct net_msg *m, int status)
 			charge_batch(p, m); /* never arrived: its senders hear of it */
 		/* fallthrough */
 	case NET_MSG_POOLED:
+		shd_net_pool_put(n, m);
+		break;
 	case NET_MSG_FWD:
+		n->fwd_held--;
 		shd_net_pool_put(n, m);
 		break;
 	case NET_MSG_SMALL:
@@ -693,19 +681,35 @@ int shd_net_append(struct shd_daemon *d, struct shd_client *src, uint32_t node,
 	return 0;
 }
 
-/* Close the open batches whose oldest record is linger_us old (oldest
- * first); arm the timer for the next one. */
+static void fwd_close(struct shd_peer *q);
+
+/* Close the open batches, and the bundles this node forwards, whose
+ * oldest record is linger_us old (oldest first); arm the timer for the
+ * next one. */
 static void close_lingered(struct shd_net *n)
 {
 	uint64_t now = shd_now_ns(), lg = (uint64_t)n->d->cfg.linger_us * 1000u;
+	uint64_t next = UINT64_MAX; /* the next deadline of either list */
 	while (!shd_list_empty(&n->linger)) {
 		struct shd_peer *p = shd_container_of(n->linger.next, struct shd_peer, linger_link);
 		if (p->open_since_ns + lg > now) {
-			shd_ev_arm(n->linger_ev, (p->open_since_ns + lg - now) / 1000u + 1);
+			next = p->open_since_ns + lg;
 			break;
 		}
 		close_open(p, CLOSE_LINGER);
 	}
+	/* the bundles this node forwards linger on the same timer */
+	while (!shd_list_empty(&n->fwd_linger)) {
+		struct shd_peer *q = shd_container_of(n->fwd_linger.next, struct shd_peer, fwd_link);
+		if (q->fwd_since_ns + lg > now) {
+			if (q->fwd_since_ns + lg < next)
+				next = q->fwd_since_ns + lg;
+			break;
+		}
+		fwd_close(q);
+	}
+	if (next != UINT64_MAX)
+		shd_ev_arm(n->linger_ev, (next - now) / 1000u + 1);
 }
 
 void shd_net_on_linger(int fd, void *arg)
@@ -1012,6 +1016,16 @@ void shd_net_session_reset(struct shd_peer *p)
 void shd_net_tx_down(struct shd_peer *p)
 {
 	struct shd_net *n = p->net;
+	/* forwards gathered for it: their origins hear FWD_LOST as it is
+	 * carried out (net.c), as for any forward that cannot go on */
+	if (p->fwd_open) {
+		struct net_msg *m = p->fwd_open;
+		p->fwd_open = NULL;
+		shd_list_del(&p->fwd_link);
+		n->d->st.fwd_dropped += p->fwd_count;
+		n->fwd_held--;
+		shd_net_pool_put(n, m);
+	}
 	/* records not yet sent are lost: tell their senders */
 	if (p->open) {
 		struct net_msg *m = p->open;
@@ -1117,33 +1131,176 @@ uint32_t shd_net_msg_max(const struct shd_daemon *d)
 
 /* ------------------------------------------------------------- forwarding */
 
+/* A pool buffer for forwarding, within its share (fwd_max); NULL: none. */
+static struct net_msg *fwd_buf(struct shd_net *n)
+{
+	if (n->fwd_held >= n->fwd_max)
+		return NULL;
+	struct net_msg *m = shd_net_pool_get(n);
+	if (m)
+		n->fwd_held++;
+	return m;
+}
+
+/* The most a bundle (or a FWD alone) fills: a pool buffer and its room. */
+static uint32_t fwd_cap(const struct shd_net *n)
+{
+	return n->room + n->batch_cap;
+}
+
+/* Hand m (a forward: len bytes at buf - room, for q) to the fabric. */
+static void fwd_post(struct shd_net *n, struct shd_peer *q, struct net_msg *m, uint32_t len)
+{
+	m->peer = q;
+	m->kind = NET_MSG_FWD;
+	m->gen = q->gen;
+	m->len = len;
+	n->d->st.fwd_sends++;
+	post(n, m);
+}
+
+/* Send q's open bundle; alone, its one FWD goes as itself. */
+static void fwd_close(struct shd_peer *q)
+{
+	struct shd_net *n = q->net;
+	struct shd_daemon *d = n->d;
+	struct net_msg *m = q->fwd_open;
+	if (!m)
+		return;
+	q->fwd_open = NULL;
+	shd_list_del(&q->fwd_link);
+	if (q->state != PEER_UP || m->gen != q->gen) {
+		/* q failed meanwhile: its origins hear FWD_LOST as it is
+		 * carried out (net.c) */
+		d->st.fwd_dropped += q->fwd_count;
+		n->fwd_held--;
+		shd_net_pool_put(n, m);
+		return;
+	}
+	uint8_t *b = m->buf - n->room;
+	uint32_t len = q->fwd_off;
+	if (q->fwd_count == 1) {
+		len = shf_wire_get32(b + SHF_WIRE_BUNDLE_HDR);
+		memmove(b, b + SHF_WIRE_BUNDLE_HDR + SHF_WIRE_BUNDLE_ITEM, len);
+	} else {
+		d->st.fwd_bundles++;
+		d->st.fwd_bundled_msgs += q->fwd_count;
+	}
+	fwd_post(n, q, m, len);
+}
+
+/* One FWD (len bytes at buf) on to q, behind what q already has: into its
+ * bundle, or alone if it is too large for one.  false: no buffer (the
+ * caller keeps it waiting). */
+static bool fwd_one(struct shd_net *n, struct shd_peer *q, const void *buf, uint32_t len)
+{
+	struct shd_daemon *d = n->d;
+	uint32_t cap = fwd_cap(n);
+	uint64_t need = shf_wire_bundle_item_bytes(len);
+	if (SHF_WIRE_BUNDLE_HDR + need > cap) {
+		/* too large to share a buffer: alone, after q's bundle */
+		fwd_close(q);
+		struct net_msg *m = fwd_buf(n);
+		if (!m)
+			return false;
+		memcpy(m->buf - n->room, buf, len);
+		shf_wire_enc_fwd_hdr(m->buf - n->room, SHF_WIRE_FWD_HDR, d->node_id, q->node);
+		fwd_post(n, q, m, len);
+		return true;
+	}
+	if (q->fwd_open && q->fwd_off + need > cap)
+		fwd_close(q);
+	if (!q->fwd_open) {
+		struct net_msg *m = fwd_buf(n);
+		if (!m)
+			return false;
+		m->peer = q;
+		m->kind = NET_MSG_FWD;
+		m->gen = q->gen;
+		shf_wire_enc_bundle_begin(m->buf - n->room, cap, d->node_id, q->node);
+		q->fwd_open = m;
+		q->fwd_off = SHF_WIRE_BUNDLE_HDR;
+		q->fwd_count = 0;
+		q->fwd_urgent = false;
+		q->fwd_since_ns = shd_now_ns();
+		shd_list_add_tail(&n->fwd_linger, &q->fwd_link);
+		if (!shd_ev_armed(n->linger_ev))
+			shd_ev_arm(n->linger_ev, d->cfg.linger_us);
+	}
+	long off = shf_wire_enc_bundle_add(q->fwd_open->buf - n->room, cap, q->fwd_off, buf, len);
+	if (off < 0)
+		return false; /* cannot happen: the room was checked */
+	q->fwd_off = (uint32_t)off;
+	q->fwd_count++;
+	if (shf_wire_get16((const uint8_t *)buf + SHF_WIRE_FWD_HDR + 6) != SHF_WIRE_BATCH)
+		q->fwd_urgent = true;
+	if (q->fwd_off - SHF_WIRE_BUNDLE_HDR >= d->cfg.batch_bytes)
+		fwd_close(q);
+	return true;
+}
+
+/* Forwards waiting for a buffer go on, in arrival order, while forwarding
+ * has buffers: each opens a bundle for its next node, which takes the
+ * later waiting ones for that node too, and goes at once (they waited). */
+static void fwd_drain(struct shd_net *n)
+{
+	if (n->fwd_draining)
+		return; /* the outer call goes on with the buffer */
+	n->fwd_draining = true;
+	while (!shd_list_empty(&n->fwd_wait)) {
+		struct net_fwd *w = shd_container_of(n->fwd_wait.next, struct net_fwd, link);
+		struct shd_peer *q = w->peer;
+		if (q->gen != w->gen || q->state != PEER_UP) {
+			/* its session ended: FWD_LOST went to our neighbours
+			 * when it was carried out */
+			shd_list_del(&w->link);
+			n->d->st.fwd_dropped++;
+			free(w);
+			continue;
+		}
+		if (!fwd_one(n, q, w->buf, w->len))
+			break; /* no buffer yet */
+		shd_list_del(&w->link);
+		free(w);
+		/* the later ones for q, in order, while they fit its bundle */
+		struct shd_list *l, *t;
+		shd_list_for_each_safe(l, t, &n->fwd_wait) {
+			struct net_fwd *x = shd_container_of(l, struct net_fwd, link);
+			if (x->peer != q || x->gen != q->gen)
+				continue;
+			if (!q->fwd_open ||
+			    q->fwd_off + shf_wire_bundle_item_bytes(x->len) > fwd_cap(n))
+				break;
+			shd_list_del(&x->link);
+			fwd_one(n, q, x->buf, x->len);
+			free(x);
+		}
+		fwd_close(q);
+	}
+	n->fwd_draining = false;
+}
+
+void shd_net_fwd_push(struct shd_net *n)
+{
+	struct shd_list *l, *t;
+	shd_list_for_each_safe(l, t, &n->fwd_linger) {
+		struct shd_peer *q = shd_container_of(l, struct shd_peer, fwd_link);
+		if (q->fwd_urgent)
+			fwd_close(q);
+	}
+}
+
 void shd_net_forward(struct shd_net *n, struct shd_peer *q, const void *buf, uint32_t len)
 {
 	n->d->st.fwd_msgs++;
 	n->d->st.fwd_bytes += len;
-	if (len <= SHD_FABRIC_SMALL + SHD_FABRIC_HOP_ROOM && shd_list_empty(&n->retry)) {
-		_Alignas(8) uint8_t b[SHD_FABRIC_SMALL + SHD_FABRIC_HOP_ROOM];
-		memcpy(b, buf, len);
-		shf_wire_enc_fwd_hdr(b, SHF_WIRE_FWD_HDR, n->d->node_id, q->node);
-		shf_wire_stamp(b, q->my_session, q->peer_session);
-		q->linked = true;
-		if (small_sent(q, shd_fabric_send_small(n->fab, q->node, b, len,
-							&q->inline_ctx[q->gen & 1])))
-			return;
-	}
-	struct net_msg *m = shd_net_pool_get(n);
-	if (m) {
-		memcpy(m->buf - n->room, buf, len);
-		shf_wire_enc_fwd_hdr(m->buf - n->room, SHF_WIRE_FWD_HDR, n->d->node_id, q->node);
-		m->peer = q;
-		m->kind = NET_MSG_FWD;
-		m->gen = q->gen;
-		m->len = len;
-		post(n, m);
+	/* behind any that wait (q's own among them: order per pair); q's
+	 * open bundle means none of q's waits */
+	if ((q->fwd_open || shd_list_empty(&n->fwd_wait)) && fwd_one(n, q, buf, len))
 		return;
-	}
-	/* every buffer is busy: a copy waits for the next one freed (bounded:
-	 * each origin has at most peer_credits batches in flight per pair) */
+	/* no buffer for forwarding: a copy waits for the next one freed
+	 * (bounded: each origin has at most peer_credits batches in flight
+	 * per pair) */
 	struct net_fwd *w = malloc(sizeof(*w) + len);
 	if (!w) {
 		n->d->st.fwd_dropped++;
@@ -1155,7 +1312,6 @@ void shd_net_forward(struct shd_net *n, struct shd_peer *q, const void *buf, uin
 		return;
 	}
 	memcpy(w->buf, buf, len);
-	shf_wire_enc_fwd_hdr(w->buf, SHF_WIRE_FWD_HDR, n->d->node_id, q->node);
 	w->peer = q;
 	w->gen = q->gen;
 	w->len = len;

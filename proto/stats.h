@@ -81,6 +81,9 @@
 	X(fwd_msgs, COUNTER, "messages of other pairs forwarded one hop on (routing=2d: this node is their intermediate)") \
 	X(fwd_bytes, COUNTER, "bytes of messages forwarded (FWD header included)") \
 	X(fwd_dropped, COUNTER, "messages to forward dropped because the next node was not up (each tells the origin with FWD_LOST: the pair's session ends, its losses are reported there)") \
+	X(fwd_sends, COUNTER, "fabric sends of forwarded messages: a FWD alone, or a FWD_BUNDLE of several (routing=2d)") \
+	X(fwd_bundles, COUNTER, "FWD_BUNDLEs sent: forwarded messages for one next node sent together (each carries two or more)") \
+	X(fwd_bundled_msgs, COUNTER, "forwarded messages that went in a FWD_BUNDLE") \
 	X(rx_drops_down, COUNTER, "received messages still parked when their sender went down, dropped") \
 	X(owner_conflicts, COUNTER, "job announcements from another node naming another owner (uid) for a job known here: the job fails with EACCES") \
 	X(rx_drops_owner, COUNTER, "received messages for a job failed by an owner conflict, dropped") \

@@ -65,6 +65,9 @@ _Static_assert(OFF(fan_ans, req_id) == 32 && OFF(fan_ans, origin) == 40 && OFF(f
 _Static_assert(sizeof(struct shf_wire_raw_fwd_lost) == SHF_WIRE_FWD_LOST_BYTES, "fwd_lost");
 _Static_assert(OFF(fwd_lost, lost) == 32 && OFF(fwd_lost, reserved) == 36, "fwd_lost layout");
 _Static_assert(SHF_WIRE_FWD_HDR == sizeof(struct shf_wire_raw_hdr), "fwd: one common header");
+_Static_assert(sizeof(struct shf_wire_raw_fwd_bundle) == SHF_WIRE_BUNDLE_HDR, "bundle");
+_Static_assert(OFF(fwd_bundle, count) == 32 && OFF(fwd_bundle, reserved) == 36, "bundle layout");
+_Static_assert(sizeof(struct shf_wire_raw_bundle_item) == SHF_WIRE_BUNDLE_ITEM, "bundle item");
 _Static_assert(SHF_JOB_MAX == 64, "join name field is 64 bytes");
 _Static_assert(SHF_WIRE_BATCH_HDR % SHF_WIRE_REC_ALIGN == 0 &&
 		       SHF_WIRE_REC_HDR % SHF_WIRE_REC_ALIGN == 0,
@@ -105,6 +108,7 @@ const char *shf_wire_kind_name(unsigned kind)
 	case SHF_WIRE_EPOCH_ABORT: return "epoch-abort";
 	case SHF_WIRE_FWD: return "fwd";
 	case SHF_WIRE_FWD_LOST: return "fwd-lost";
+	case SHF_WIRE_FWD_BUNDLE: return "fwd-bundle";
 	default: return "?";
 	}
 }
@@ -276,6 +280,56 @@ uint32_t shf_wire_fan_target(const struct shf_wire_fan_req *r, uint32_t i)
 	return shf_wire_get32(r->targets + (size_t)i * 4u);
 }
 
+/* FWD_BUNDLE: every item a whole FWD of the bundle's own hop (its tags
+ * zero), checked as its receiver checks a FWD (so one level: a bundle
+ * never carries a bundle), the items filling the message exactly. */
+static int check_bundle(const uint8_t *b, size_t n, uint32_t n_nodes,
+			const struct shf_wire_hdr *hop, struct shf_wire_fwd_bundle *o)
+{
+	if (n < SHF_WIRE_BUNDLE_HDR)
+		return -EBADMSG;
+	o->count = G32(b, fwd_bundle, count);
+	if (o->count == 0 || G32(b, fwd_bundle, reserved) != 0)
+		return -EBADMSG;
+	size_t off = SHF_WIRE_BUNDLE_HDR;
+	for (uint32_t i = 0; i < o->count; i++) {
+		if (n - off < SHF_WIRE_BUNDLE_ITEM)
+			return -EBADMSG;
+		const uint8_t *it = b + off;
+		uint32_t len = G32(it, bundle_item, len);
+		if (G32(it, bundle_item, reserved) != 0 || len < SHF_WIRE_FWD_HDR + SHF_WIRE_HDR)
+			return -EBADMSG;
+		uint64_t need = shf_wire_bundle_item_bytes(len);
+		if (need > n - off)
+			return -EBADMSG; /* past the end */
+		const uint8_t *m = it + SHF_WIRE_BUNDLE_ITEM;
+		struct shf_wire_hdr f;
+		if (G16(m, hdr, kind) != SHF_WIRE_FWD ||
+		    shf_wire_check(m, len, n_nodes, hop->dst_node, &f) != 0 ||
+		    f.src_node != hop->src_node || f.src_session || f.dst_session ||
+		    !all_zero(m + len, (size_t)(need - SHF_WIRE_BUNDLE_ITEM - len)))
+			return -EBADMSG;
+		off += (size_t)need;
+	}
+	if (off != n)
+		return -EBADMSG; /* bytes beyond the last item */
+	o->items = b + SHF_WIRE_BUNDLE_HDR;
+	o->bytes = (uint32_t)(n - SHF_WIRE_BUNDLE_HDR);
+	return 0;
+}
+
+int shf_wire_bundle_next(const struct shf_wire_fwd_bundle *b, uint32_t *off, const uint8_t **msg,
+			 uint32_t *len)
+{
+	if (*off >= b->bytes)
+		return 0;
+	const uint8_t *it = b->items + *off;
+	*len = G32(it, bundle_item, len);
+	*msg = it + SHF_WIRE_BUNDLE_ITEM;
+	*off += (uint32_t)shf_wire_bundle_item_bytes(*len);
+	return 1;
+}
+
 int shf_wire_check(const void *buf, size_t n, uint32_t n_nodes, uint32_t my_node,
 		   struct shf_wire_hdr *out)
 {
@@ -391,6 +445,7 @@ int shf_wire_check(const void *buf, size_t n, uint32_t n_nodes, uint32_t my_node
 		uint32_t idst = shf_wire_get32(m + OFF(hdr, dst_node));
 		uint16_t ikind = shf_wire_get16(m + OFF(hdr, kind));
 		if (ikind == SHF_WIRE_FWD || ikind == SHF_WIRE_FWD_LOST ||
+		    ikind == SHF_WIRE_FWD_BUNDLE ||
 		    shf_wire_check(m, mlen, n_nodes, idst, &in) != 0 ||
 		    /* a hop carries another pair's message, never its own */
 		    (in.src_node == h.src_node && in.dst_node == h.dst_node)) {
@@ -404,6 +459,9 @@ int shf_wire_check(const void *buf, size_t n, uint32_t n_nodes, uint32_t my_node
 		h.u.fwd.msg = m;
 		break;
 	}
+	case SHF_WIRE_FWD_BUNDLE:
+		r = check_bundle(b, n, n_nodes, &h, &h.u.bundle);
+		break;
 	case SHF_WIRE_FWD_LOST:
 		h.u.fwd_lost = G32(b, fwd_lost, lost);
 		if (h.u.fwd_lost >= n_nodes || h.u.fwd_lost == h.src_node ||
@@ -743,6 +801,38 @@ long shf_wire_enc_fwd_hdr(void *buf, size_t cap, uint32_t src_node, uint32_t dst
 		return -EINVAL;
 	put_hdr(buf, SHF_WIRE_FWD, src_node, dst_node);
 	return SHF_WIRE_FWD_HDR;
+}
+
+long shf_wire_enc_bundle_begin(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node)
+{
+	if (cap < SHF_WIRE_BUNDLE_HDR)
+		return -ENOBUFS;
+	if (src_node == dst_node)
+		return -EINVAL;
+	put_hdr(buf, SHF_WIRE_FWD_BUNDLE, src_node, dst_node);
+	P32(buf, fwd_bundle, count, 0);
+	P32(buf, fwd_bundle, reserved, 0);
+	return SHF_WIRE_BUNDLE_HDR;
+}
+
+long shf_wire_enc_bundle_add(void *buf, size_t cap, size_t off, const void *fwd, uint32_t len)
+{
+	uint8_t *b = buf;
+	uint64_t need = shf_wire_bundle_item_bytes(len);
+	if (off < SHF_WIRE_BUNDLE_HDR || off > cap || need > cap - off ||
+	    len < SHF_WIRE_FWD_HDR)
+		return -ENOBUFS;
+	uint8_t *it = b + off;
+	P32(it, bundle_item, len, len);
+	P32(it, bundle_item, reserved, 0);
+	uint8_t *m = it + SHF_WIRE_BUNDLE_ITEM;
+	if (m != (const uint8_t *)fwd)
+		memmove(m, fwd, len);
+	/* the bundle's hop, its tags zero (the bundle's are stamped) */
+	put_hdr(m, SHF_WIRE_FWD, G32(b, hdr, src_node), G32(b, hdr, dst_node));
+	memset(m + len, 0, (size_t)(need - SHF_WIRE_BUNDLE_ITEM - len));
+	P32(b, fwd_bundle, count, G32(b, fwd_bundle, count) + 1);
+	return (long)(off + need);
 }
 
 long shf_wire_enc_fwd_lost(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,

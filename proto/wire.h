@@ -81,6 +81,8 @@
 #define SHF_WIRE_FAN_ANS_MAX (16u << 20) /* bytes of one subtree's answer */
 #define SHF_WIRE_FWD_HDR 32u        /* FWD: the hop's common header before the message */
 #define SHF_WIRE_FWD_LOST_BYTES 40u
+#define SHF_WIRE_BUNDLE_HDR 40u     /* FWD_BUNDLE: common header + count + reserved */
+#define SHF_WIRE_BUNDLE_ITEM 8u     /* FWD_BUNDLE: each item's length + reserved */
 
 enum shf_wire_kind {
 	SHF_WIRE_BATCH = 1,     /* records of one job, src node -> dst node */
@@ -105,6 +107,7 @@ enum shf_wire_kind {
 	 * numbered apart (0x70-0x7f) */
 	SHF_WIRE_FWD = 0x70,      /* one whole message of another pair, one hop on */
 	SHF_WIRE_FWD_LOST = 0x71, /* the sender lost its link to a node it forwards for */
+	SHF_WIRE_FWD_BUNDLE = 0x72, /* several whole FWDs for the same next node */
 };
 
 /* Heartbeat flags (docs/protocol-wire.md, "Authentication"). */
@@ -260,6 +263,23 @@ struct shf_wire_raw_fwd_lost {
 	uint32_t reserved; /* zero */
 };
 
+/* FWD_BUNDLE: the common header of one hop (src_node -> dst_node, that
+ * pair's tags), then count items, each a whole FWD of that same hop
+ * (src_node -> dst_node, its own tags zero: the bundle's count), so that
+ * one fabric send carries the forwarded traffic of many pairs. */
+struct shf_wire_raw_fwd_bundle {
+	struct shf_wire_raw_hdr h;
+	uint32_t count;    /* items, >= 1 */
+	uint32_t reserved; /* zero */
+	/* count x { struct shf_wire_raw_bundle_item; a whole FWD of len bytes;
+	 * zero padding to 8 }, filling the message exactly */
+};
+
+struct shf_wire_raw_bundle_item {
+	uint32_t len;      /* bytes of the FWD that follows, >= FWD_HDR + HDR */
+	uint32_t reserved; /* zero */
+};
+
 /* ---- decoded (host-order) views ---------------------------------------- */
 
 struct shf_wire_fwd {
@@ -268,6 +288,14 @@ struct shf_wire_fwd {
 	uint16_t inner_kind; /* its kind */
 	uint32_t len;        /* its length: the FWD's length - SHF_WIRE_FWD_HDR */
 	const uint8_t *msg;  /* decoder: into the checked buffer */
+};
+
+struct shf_wire_fwd_bundle {
+	uint32_t count;        /* items (each checked whole as a FWD) */
+	const uint8_t *items;  /* decoder: the first item's header, into the
+				  checked buffer; walk them with
+				  shf_wire_bundle_next() */
+	uint32_t bytes;        /* of the items, padding included */
 };
 
 struct shf_wire_fan_req {
@@ -372,6 +400,7 @@ struct shf_wire_hdr {
 		struct shf_wire_fan_ans fan_ans;
 		struct shf_wire_fwd fwd;
 		uint32_t fwd_lost; /* FWD_LOST: the node lost */
+		struct shf_wire_fwd_bundle bundle;
 	} u;
 };
 
@@ -584,6 +613,23 @@ long shf_wire_enc_fwd_hdr(void *buf, size_t cap, uint32_t src_node, uint32_t dst
 /* FWD_LOST: src_node lost its link to `lost` (not src, not dst). */
 long shf_wire_enc_fwd_lost(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
 			   uint32_t lost);
+
+/* Bytes an item of a len-byte FWD takes in a FWD_BUNDLE. */
+static inline uint64_t shf_wire_bundle_item_bytes(uint32_t len)
+{
+	return SHF_WIRE_BUNDLE_ITEM + (((uint64_t)len + 7u) & ~(uint64_t)7u);
+}
+/* Start a FWD_BUNDLE of the hop src_node -> dst_node at buf (cap bytes):
+ * SHF_WIRE_BUNDLE_HDR (the offset of the first item), -ENOBUFS, -EINVAL. */
+long shf_wire_enc_bundle_begin(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node);
+/* Append the whole FWD fwd (len bytes; its hop header is rewritten to the
+ * bundle's, tags zero) at offset off of the bundle at buf: the new end,
+ * or -ENOBUFS (does not fit cap: nothing written). */
+long shf_wire_enc_bundle_add(void *buf, size_t cap, size_t off, const void *fwd, uint32_t len);
+/* Item *off (start: 0) of a bundle decoded by shf_wire_check(): its FWD
+ * into *msg, *len; 1, or 0 after the last. */
+int shf_wire_bundle_next(const struct shf_wire_fwd_bundle *b, uint32_t *off, const uint8_t **msg,
+			 uint32_t *len);
 
 /* Name of a kind for logs ("batch", ...; "?" when unknown).  Internal:
  * tests and the fuzzer. */

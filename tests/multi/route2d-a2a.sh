@@ -3,7 +3,10 @@
 # 3 x 3 grid, 2 ranks each, a random all-to-all (tclient traffic: sequence
 # numbers and checksums): every message exactly once, per-pair order, every
 # epoch complete; messages between nodes of another row and column go
-# through one intermediate (stats fwd_msgs).  Connections: each daemon
+# through one intermediate (stats fwd_msgs), which bundles what it forwards
+# to the same next node (FWD_BUNDLE): fewer fabric sends than forwarded
+# messages in all (fwd_sends), every bundle carrying two or more
+# (fwd_bundled_msgs against fwd_bundles), no message sent twice.  Connections: each daemon
 # exchanged messages directly (shufflectl peers, "linked") with at most
 # 2 + 2 = 4 peers, every other peer is "via N" with N in its row, and the
 # kernel agrees: the daemon's established TCP connections (ss) reach at
@@ -28,14 +31,23 @@ nodes_wait_all || t_fail "a rank failed"
 out=$(cat "$NODES_TMP"/logs/rank*.log)
 [ "$(grep -c '^rank .*: sent' <<< "$out")" = $W ] || { echo "$out" >&2; t_fail "not every rank reported"; }
 
-fwd_total=0
+fwd_total=0 sends_total=0 bundles_total=0 bundled_total=0
 for i in $(seq 1 $N); do
   me=$((i - 1))
   s=$(nodes_json "$i" stats) || t_fail "node $i: no stats"
   read -r bin bout bad dd dn fwd fdrop refused <<< "$(jq -r '[.daemon.batches_in, .daemon.batches_out,
       .daemon.wire_bad, .clients_total.drops_dead, .clients_total.drops_down,
       .daemon.fwd_msgs, .daemon.fwd_dropped, .daemon.routing_refused] | @tsv' <<< "$s")"
-  fwd_total=$((fwd_total + fwd))
+  read -r sends bundles bundled <<< "$(jq -r '[.daemon.fwd_sends, .daemon.fwd_bundles,
+      .daemon.fwd_bundled_msgs] | @tsv' <<< "$s")"
+  [[ "$sends$bundles$bundled" =~ ^[0-9]+$ ]] ||
+    t_fail "node $i: no bundle counters (fwd_sends '$sends', fwd_bundles '$bundles', fwd_bundled_msgs '$bundled')"
+  # each forwarded message leaves at most once: alone (a send each) or in a bundle
+  [ $((sends - bundles + bundled)) -le "$fwd" ] ||
+    t_fail "node $i: $sends sends ($bundles bundles of $bundled) for $fwd forwarded messages"
+  [ "$bundled" -ge $((2 * bundles)) ] || t_fail "node $i: $bundles bundles carry only $bundled messages"
+  fwd_total=$((fwd_total + fwd)) sends_total=$((sends_total + sends))
+  bundles_total=$((bundles_total + bundles)) bundled_total=$((bundled_total + bundled))
   [ "$bin" -gt 0 ] && [ "$bout" -gt 0 ] || t_fail "node $i did not exchange batches"
   # (fwd_dropped: probes that reached an intermediate before the
   # destination was up there, during start-up; no data: drops are 0)
@@ -56,12 +68,17 @@ for i in $(seq 1 $N); do
   ip=$(nodes_var ADDR "$i"); ip=${ip%:*}
   conns=$(ss -tnH state established "( src $ip )" 2>/dev/null | awk '{print $4}' |
           sed 's/:[0-9]*$//' | grep -v "^$ip\$" | sort -u | wc -l)
-  t_note "node $i: batches in $bin out $bout, forwarded $fwd (not forwarded $fdrop); peers linked $linked (bound $BOUND), TCP peers $conns"
+  t_note "node $i: batches in $bin out $bout, forwarded $fwd in $sends sends ($bundles bundles of $bundled; not forwarded $fdrop); peers linked $linked (bound $BOUND), TCP peers $conns"
   [ "$linked" -le $BOUND ] || t_fail "node $i talks directly to $linked peers (bound $BOUND)"
   [ "$badl" = 0 ] || t_fail "node $i talks directly to $badl peers outside its row and column"
   [ "$badv" = 0 ] || t_fail "node $i: $badv peers outside its row and column not routed 'via N'"
   [ "$conns" -le $BOUND ] || t_fail "node $i has TCP connections with $conns other nodes (bound $BOUND)"
 done
 [ "$fwd_total" -gt 0 ] || t_fail "no message was forwarded"
+t_note "forwarded $fwd_total messages in $sends_total fabric sends: $bundles_total bundles carried $bundled_total"
+[ "$bundles_total" -gt 0 ] && [ "$bundled_total" -gt "$bundles_total" ] ||
+  t_fail "no forwarded message was bundled ($bundles_total bundles, $bundled_total messages in them)"
+[ "$sends_total" -lt "$fwd_total" ] ||
+  t_fail "forwarding took $sends_total fabric sends for $fwd_total messages: no aggregation"
 t_daemons_alive
-t_note "$W ranks on $N nodes, routing=2d: exactly once, in order, 3 epochs, <= $BOUND links each, $fwd_total forwarded: ok"
+t_note "$W ranks on $N nodes, routing=2d: exactly once, in order, 3 epochs, <= $BOUND links each, $fwd_total forwarded in $sends_total sends: ok"

@@ -67,6 +67,21 @@
  *                 whatever session it has; print "session yes|no" and
  *                 "squatted N"; keep heartbeating until "inject-exit".
  *
+ *   bundle T D    (with --2d: the daemons route in 2-D, node `me` is in T's
+ *                 row or column, D in T's other line, so that me -> D goes
+ *                 through T) FWD_BUNDLE (routing=2d, daemon/net_tx.c): do
+ *                 the handshake with T, send it a well-formed bundle of two
+ *                 FWDs, each carrying a heartbeat probe of mine for D, and
+ *                 wait until D's answer comes back (forwarded) while T's
+ *                 session stays; then three malformed bundles, each in a
+ *                 new session with T: a zero count, an item whose length
+ *                 runs past the end, a bundle inside a bundle.  T must cut
+ *                 the session after each (a new tag of T's, handshaken
+ *                 again).  Prints "sent N cut" and posts "bundle-sent";
+ *                 keeps heartbeating until "inject-exit".
+ *
+ * --2d: its heartbeats carry the 2-D routing flag (SHF_WIRE_HB_2D).
+ *
  * Sync points are files in $SHF_TEST_SYNC.  Exit 0, 1 on failure, 2 usage.
  */
 #include <errno.h>
@@ -104,6 +119,10 @@ static struct {
 	int hb_ms, timeout, gap_ms, hs_ms;
 	bool in_order;                            /* epochleave: the benign order */
 	bool no_hb;                               /* forge: no heartbeats of its own */
+	bool grid;                                /* --2d: heartbeats say routing=2d */
+	uint32_t fwd_from;                        /* bundle: the node whose answer
+						     we wait for through T */
+	bool fwd_answered;                        /* ... came, naming my tag */
 	int64_t next_hb;
 	const char *sync;
 	/* what came in */
@@ -131,9 +150,9 @@ static void usage(const char *why)
 	fprintf(stderr, "wire-inject: %s\n"
 		"usage: wire-inject --me ID --nodes N --bind HOST:PORT --peer ID=HOST:PORT...\n"
 		"                   [--key FILE] [--hb-ms MS] [--timeout MS] [--gap-ms MS] [--order benign]\n"
-		"                   [--hs-ms MS]\n"
+		"                   [--hs-ms MS] [--2d 0|1]\n"
 		"                   garbage T | epochleave JOB A B | forge T CLAIM JOB RANK |\n"
-		"                   squat T JOB RANK\n", why);
+		"                   squat T JOB RANK | bundle T D (with --2d 1)\n", why);
 	exit(2);
 }
 
@@ -206,6 +225,16 @@ static bool session_take(uint32_t s, const struct shf_wire_hdr *h)
 	return true;
 }
 
+/* A FWD that reached me: is it the answer of g.fwd_from to my probe? */
+static void fwd_seen(const struct shf_wire_hdr *h)
+{
+	struct shf_wire_hdr in;
+	if (shf_wire_check(h->u.fwd.msg, h->u.fwd.len, g.n, g.me, &in) == 0 &&
+	    in.kind == SHF_WIRE_HEARTBEAT && in.src_node == g.fwd_from &&
+	    in.dst_session == g.my_session[g.fwd_from])
+		g.fwd_answered = true;
+}
+
 static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 {
 	(void)arg;
@@ -220,6 +249,19 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 	if (!session_take(s, &h))
 		return 0;
 	switch (h.kind) {
+	case SHF_WIRE_FWD:
+		fwd_seen(&h);
+		break;
+	case SHF_WIRE_FWD_BUNDLE: {
+		uint32_t off = 0, ilen;
+		const uint8_t *m;
+		while (shf_wire_bundle_next(&h.u.bundle, &off, &m, &ilen)) {
+			struct shf_wire_hdr f;
+			if (shf_wire_check(m, ilen, g.n, g.me, &f) == 0)
+				fwd_seen(&f);
+		}
+		break;
+	}
 	case SHF_WIRE_EPOCH_UP:
 		if (h.u.epoch.job_hash != g.job_hash)
 			break;
@@ -353,6 +395,8 @@ static void send_heartbeat(uint32_t node, int64_t t_ms)
 		hb.flags = SHF_WIRE_HB_MAC | (g.have_peer_nonce[node] ? SHF_WIRE_HB_ECHO : 0);
 		shd_auth_mac(g.auth, &m, hb.mac);
 	}
+	if (g.grid)
+		hb.flags |= SHF_WIRE_HB_2D;
 	long l = shf_wire_enc_heartbeat(b, sizeof(b), g.me, node, &hb);
 	if (l <= 0)
 		FAIL("encode heartbeat: %ld", l);
@@ -847,6 +891,120 @@ static int mode_squat(uint32_t t, const char *job, int32_t rank)
 	return 0;
 }
 
+/* ------------------------------------------------------------ bundle */
+
+static uint32_t g_bt;         /* bundle: the target */
+static uint64_t g_bt_old;     /* its tag in the session the bad bundle went in */
+
+static bool answered(void)
+{
+	return g.fwd_answered;
+}
+
+static bool recut(void)
+{
+	return g.peer_session[g_bt] != g_bt_old && g.knows_me[g_bt];
+}
+
+/* A FWD of mine for t carrying a heartbeat probe of mine for d: f (256). */
+static uint32_t make_fwd(uint8_t *f, uint32_t t, uint32_t d)
+{
+	if (shf_wire_enc_fwd_hdr(f, 256, g.me, t) != SHF_WIRE_FWD_HDR)
+		FAIL("encode fwd header");
+	uint8_t *in = f + SHF_WIRE_FWD_HDR;
+	struct shf_wire_heartbeat hb = {.time_ns = 1, .incarnation = g.incarnation,
+					.flags = g.grid ? SHF_WIRE_HB_2D : 0u};
+	memcpy(hb.nonce, g.my_nonce[d], SHD_AUTH_NONCE_BYTES);
+	if (g.auth) {
+		struct shd_auth_hb m = {g.me, d, g.my_session[d], 0, g.my_nonce[d], NULL};
+		hb.flags |= SHF_WIRE_HB_MAC;
+		shd_auth_mac(g.auth, &m, hb.mac);
+	}
+	if (shf_wire_enc_heartbeat(in, SHF_WIRE_HEARTBEAT_BYTES, g.me, d, &hb) !=
+	    SHF_WIRE_HEARTBEAT_BYTES)
+		FAIL("encode heartbeat for node %u", d);
+	shf_wire_stamp(in, g.my_session[d], 0); /* a probe: its tag unknown */
+	return SHF_WIRE_FWD_HDR + SHF_WIRE_HEARTBEAT_BYTES;
+}
+
+static int mode_bundle(uint32_t t, uint32_t d)
+{
+	uint8_t b[2048], f[256], inner[1024];
+	unsigned cut = 0;
+	if (t >= g.n || d >= g.n || t == g.me || d == g.me || d == t)
+		usage("bundle T D: three different nodes");
+	g_bt = t;
+	g.fwd_from = d;
+	handshake(&t, 1);
+
+	/* a well-formed bundle: forwarded to d, whose answer comes back */
+	uint32_t fl = make_fwd(f, t, d);
+	long off = shf_wire_enc_bundle_begin(b, sizeof(b), g.me, t);
+	off = shf_wire_enc_bundle_add(b, sizeof(b), (size_t)off, f, fl);
+	off = shf_wire_enc_bundle_add(b, sizeof(b), (size_t)off, f, fl);
+	struct shf_wire_hdr h;
+	if (off <= 0 || shf_wire_check(b, (size_t)off, g.n, t, &h) != 0)
+		FAIL("encode a well-formed bundle");
+	uint64_t tag = g.peer_session[t];
+	stamp(b, t);
+	send_raw(t, b, (size_t)off);
+	if (!pump(g.timeout, answered))
+		FAIL("node %u's answer to the probes in a bundle never came back through node %u", d, t);
+	if (g.peer_session[t] != tag)
+		FAIL("node %u started a new session after a well-formed bundle", t);
+	printf("good bundle forwarded, answered\n");
+
+	for (int k = 0; k < 3; k++) {
+		const char *what = NULL;
+		size_t len = 0;
+		if (k)
+			handshake(&t, 1);
+		fl = make_fwd(f, t, d);
+		off = shf_wire_enc_bundle_begin(b, sizeof(b), g.me, t);
+		switch (k) {
+		case 0: /* zero count: the header alone */
+			what = "zero count";
+			len = (size_t)off;
+			break;
+		case 1: /* its one item's length runs past the end */
+			what = "item length past the end";
+			off = shf_wire_enc_bundle_add(b, sizeof(b), (size_t)off, f, fl);
+			shf_wire_put32(b + SHF_WIRE_BUNDLE_HDR, 4096);
+			len = (size_t)off;
+			break;
+		case 2: { /* its item a (well-formed) bundle, not a FWD */
+			what = "bundle inside a bundle";
+			long il = shf_wire_enc_bundle_begin(inner, sizeof(inner), g.me, t);
+			il = shf_wire_enc_bundle_add(inner, sizeof(inner), (size_t)il, f, fl);
+			shf_wire_put32(b + off, (uint32_t)il);
+			shf_wire_put32(b + off + 4, 0);
+			memcpy(b + off + SHF_WIRE_BUNDLE_ITEM, inner, (size_t)il);
+			shf_wire_put32(b + 32, 1);
+			len = (size_t)off + SHF_WIRE_BUNDLE_ITEM + (size_t)il;
+			break;
+		}
+		}
+		if (shf_wire_check(b, len, g.n, t, &h) != -EBADMSG)
+			FAIL("malformed bundle (%s) passes the check", what);
+		g_bt_old = g.peer_session[t];
+		stamp(b, t);
+		send_raw(t, b, len);
+		if (!pump(g.timeout, recut))
+			FAIL("node %u kept the session after a malformed bundle (%s)", t, what);
+		printf("bundle with %s: session cut\n", what);
+		cut++;
+	}
+	printf("sent %u cut\n", cut);
+	sync_post("bundle-sent");
+	int64_t end = now_ms() + 4 * (int64_t)g.timeout;
+	while (!sync_exists("inject-exit")) {
+		if (now_ms() > end)
+			FAIL("never told to exit");
+		pump(20, NULL);
+	}
+	return 0;
+}
+
 /* ------------------------------------------------------------ main */
 
 static void split_hostport(char *s, char **host, char **port)
@@ -879,6 +1037,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(o, "--hs-ms")) g.hs_ms = atoi(v);
 		else if (!strcmp(o, "--key")) key = v;
 		else if (!strcmp(o, "--order")) g.in_order = !strcmp(v, "benign");
+		else if (!strcmp(o, "--2d")) g.grid = atoi(v) != 0;
 		else if (!strcmp(o, "--peer")) {
 			char *eq = strchr(v, '=');
 			int id = eq ? atoi(v) : -1;
@@ -943,6 +1102,8 @@ int main(int argc, char **argv)
 				     (uint32_t)atoi(argv[i + 3]));
 	else if (!strcmp(mode, "forge") && i + 4 < argc)
 		rc = mode_forge((uint32_t)atoi(argv[i + 1]), argv[i + 2], argv[i + 3], atoi(argv[i + 4]));
+	else if (!strcmp(mode, "bundle") && i + 2 < argc)
+		rc = mode_bundle((uint32_t)atoi(argv[i + 1]), (uint32_t)atoi(argv[i + 2]));
 	else if (!strcmp(mode, "squat") && i + 3 < argc)
 		rc = mode_squat((uint32_t)atoi(argv[i + 1]), argv[i + 2], atoi(argv[i + 3]));
 	else

@@ -690,9 +690,79 @@ static void test_fwd(void)
 	CHECK(shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb) == -EINVAL, "heartbeat flag 32");
 }
 
+/* FWD_BUNDLE: several whole FWDs of one hop (SRC -> DST) in one message;
+ * every item checked as a FWD, the items filling the message exactly. */
+static void test_bundle(void)
+{
+	uint8_t b[1024], f[256], in[256];
+	struct shf_wire_hdr h;
+	struct shf_wire_heartbeat hb = {.time_ns = 1, .incarnation = 7, .flags = SHF_WIRE_HB_2D};
+	long m = shf_wire_enc_heartbeat(in, sizeof(in), 0, DST, &hb);
+	CHECK(shf_wire_enc_fwd_hdr(f, sizeof(f), SRC, DST) == SHF_WIRE_FWD_HDR, "fwd header");
+	memcpy(f + SHF_WIRE_FWD_HDR, in, (size_t)m);
+	uint32_t flen = SHF_WIRE_FWD_HDR + (uint32_t)m; /* 152: a multiple of 8 */
+	struct shf_wire_ack a = {5, 8, 0};
+	long am = shf_wire_enc_ack(in, sizeof(in), 3, DST, &a);
+	uint8_t f2[128];
+	CHECK(shf_wire_enc_fwd_hdr(f2, sizeof(f2), SRC, DST) == SHF_WIRE_FWD_HDR, "fwd header 2");
+	memcpy(f2 + SHF_WIRE_FWD_HDR, in, (size_t)am);
+	uint32_t flen2 = SHF_WIRE_FWD_HDR + (uint32_t)am;
+	long off = shf_wire_enc_bundle_begin(b, sizeof(b), SRC, DST);
+	CHECK(off == SHF_WIRE_BUNDLE_HDR, "bundle begin");
+	off = shf_wire_enc_bundle_add(b, sizeof(b), (size_t)off, f, flen);
+	off = shf_wire_enc_bundle_add(b, sizeof(b), (size_t)off, f2, flen2);
+	CHECK(off == 40 + 8 + 152 + 8 + 80, "bundle length %ld", off);
+	size_t n = (size_t)off;
+	CHECK(chk(b, n, &h) == 0 && h.kind == SHF_WIRE_FWD_BUNDLE && h.u.bundle.count == 2,
+	      "bundle round trip");
+	uint32_t it = 0, len = 0;
+	const uint8_t *msg = NULL;
+	CHECK(shf_wire_bundle_next(&h.u.bundle, &it, &msg, &len) == 1 && len == flen &&
+		      !memcmp(msg + SHF_WIRE_FWD_HDR, f + SHF_WIRE_FWD_HDR, (size_t)m),
+	      "bundle item 1");
+	CHECK(shf_wire_bundle_next(&h.u.bundle, &it, &msg, &len) == 1 && len == flen2,
+	      "bundle item 2");
+	CHECK(shf_wire_bundle_next(&h.u.bundle, &it, &msg, &len) == 0, "bundle: two items");
+	CHECK(shf_wire_enc_bundle_add(b, n + 100, n, f, flen) == -ENOBUFS, "bundle add: no room");
+	CHECK(chk(b, n - 1, NULL) == -EBADMSG, "bundle cut short");
+	CHECK(chk(b, n + 8, NULL) == -EBADMSG, "bundle: bytes beyond the last item");
+	CHECK(chk_patched32(b, n, 32, 0) == -EBADMSG, "bundle: zero count");
+	CHECK(chk_patched32(b, n, 32, 3) == -EBADMSG, "bundle: count above its items");
+	CHECK(chk_patched32(b, n, 32, 1) == -EBADMSG, "bundle: count below its items");
+	CHECK(chk_patched32(b, n, 36, 1) == -EBADMSG, "bundle: reserved");
+	CHECK(chk_patched32(b, n, 40, 4096) == -EBADMSG, "bundle: item length past the end");
+	CHECK(chk_patched32(b, n, 40, 16) == -EBADMSG, "bundle: item shorter than a header");
+	CHECK(chk_patched32(b, n, 40, flen - 8) == -EBADMSG, "bundle: item length inside it");
+	CHECK(chk_patched32(b, n, 44, 1) == -EBADMSG, "bundle: item reserved");
+	CHECK(chk_patched32(b, n, 48 + 12, 3) == -EBADMSG, "bundle: item of another hop");
+	CHECK(chk_patched32(b, n, 48 + 16, 9) == -EBADMSG, "bundle: item with tags");
+	CHECK(chk_patched8(b, n, 48 + SHF_WIRE_FWD_HDR + 52, 1) == -EBADMSG,
+	      "bundle: carried message invalid");
+	/* an item that is not a FWD: a bundle inside a bundle, a bare message */
+	uint8_t b2[1024];
+	off = shf_wire_enc_bundle_begin(b2, sizeof(b2), SRC, DST);
+	shf_wire_put32(b2 + off, (uint32_t)n);
+	shf_wire_put32(b2 + off + 4, 0);
+	memcpy(b2 + off + 8, b, n);
+	shf_wire_put32(b2 + 32, 1);
+	CHECK(chk(b2, (size_t)off + 8 + n, NULL) == -EBADMSG, "bundle inside a bundle");
+	shf_wire_put32(b2 + off, (uint32_t)am);
+	memcpy(b2 + off + 8, in, (size_t)am);
+	CHECK(chk(b2, (size_t)off + 8 + (size_t)am, NULL) == -EBADMSG, "bare message in a bundle");
+	/* a FWD may not carry a bundle */
+	uint8_t b3[1100];
+	CHECK(shf_wire_enc_fwd_hdr(b3, sizeof(b3), 3, DST) == SHF_WIRE_FWD_HDR, "outer fwd");
+	memcpy(b3 + SHF_WIRE_FWD_HDR, b, n);
+	CHECK(shf_wire_check(b3, SHF_WIRE_FWD_HDR + n, NODES, DST, &h) == -EBADMSG,
+	      "bundle inside a fwd");
+	CHECK(shf_wire_enc_bundle_begin(b, sizeof(b), SRC, SRC) == -EINVAL, "bundle to myself");
+	CHECK(!strcmp(shf_wire_kind_name(SHF_WIRE_FWD_BUNDLE), "fwd-bundle"), "bundle kind name");
+}
+
 int main(void)
 {
 	test_fwd();
+	test_bundle();
 	test_le_and_hash();
 	test_golden_ack();
 	test_batch();
