@@ -259,6 +259,23 @@ void shd_net_retry_posts(struct shd_net *n)
 /* What an inline send to p did (r from shd_fabric_send_small): true when
  * it is over (sent, or p failed with the reason); false on -EAGAIN, when
  * the caller queues a copy instead. */
+/* A heap copy of a control message for p (the retry queue, a wake's
+ * held queue), with room for a FWD header before it; NULL: no memory. */
+static struct net_msg *small_copy(struct shd_peer *p, const void *msg, size_t len)
+{
+	struct net_msg *m = malloc(sizeof(*m) + SHD_FABRIC_HOP_ROOM + len);
+	if (!m)
+		return NULL;
+	shd_list_init(&m->link);
+	m->peer = p;
+	m->kind = NET_MSG_SMALL;
+	m->gen = p->gen;
+	m->len = (uint32_t)len;
+	m->buf = (uint8_t *)(m + 1) + SHD_FABRIC_HOP_ROOM; /* room for a FWD header */
+	memcpy(m->buf, msg, len);
+	return m;
+}
+
 static bool small_sent(struct shd_peer *p, int r)
 {
 	if (r == 0 || r == 1) {
@@ -310,18 +327,11 @@ static void small_send(struct shd_peer *p, const void *msg, long len)
 			return;
 	}
 	/* every send slot is busy (or others wait): a copy waits its turn */
-	struct net_msg *m = malloc(sizeof(*m) + SHD_FABRIC_HOP_ROOM + (size_t)len);
+	struct net_msg *m = small_copy(p, buf, (size_t)len);
 	if (!m) {
 		shd_err("node %u: out of memory queueing a control message", p->node);
 		return;
 	}
-	shd_list_init(&m->link);
-	m->peer = p;
-	m->kind = NET_MSG_SMALL;
-	m->gen = p->gen;
-	m->len = (uint32_t)len;
-	m->buf = (uint8_t *)(m + 1) + SHD_FABRIC_HOP_ROOM; /* room for a FWD header */
-	memcpy(m->buf, buf, (size_t)len);
 	shd_list_add_tail(&n->retry, &m->link);
 	shd_net_kick(n); /* progress arms the retry timer */
 }
@@ -378,19 +388,12 @@ static void hold_small(struct shd_peer *p, const void *msg, long len)
 		shd_warn("cannot encode a wire message for node %u (%ld)", p->node, len);
 		return;
 	}
-	struct net_msg *m = malloc(sizeof(*m) + SHD_FABRIC_HOP_ROOM + (size_t)len);
+	struct net_msg *m = small_copy(p, msg, (size_t)len); /* stamped when posted (fab_send) */
 	if (!m) {
 		shd_net_peer_fail(p, "out of memory holding a control message during a wake");
 		p->net->d->st.wake_dropped++;
 		return;
 	}
-	shd_list_init(&m->link);
-	m->peer = p;
-	m->kind = NET_MSG_SMALL;
-	m->gen = p->gen;
-	m->len = (uint32_t)len;
-	m->buf = (uint8_t *)(m + 1) + SHD_FABRIC_HOP_ROOM; /* room for a FWD header */
-	memcpy(m->buf, msg, (size_t)len); /* stamped when posted (fab_send) */
 	if (!hold(p, m))
 		free(m);
 }

@@ -491,6 +491,18 @@ static void stamp(uint8_t *b, uint32_t t)
 	shf_wire_stamp(b, g.my_session[t], g.peer_session[t]);
 }
 
+/* Keep answering (heartbeats) until the test posts "inject-exit". */
+static int serve_until_exit(void)
+{
+	int64_t end = now_ms() + 4 * (int64_t)g.timeout;
+	while (!sync_exists("inject-exit")) {
+		if (now_ms() > end)
+			FAIL("never told to exit");
+		pump(20, NULL);
+	}
+	return 0;
+}
+
 static int mode_garbage(uint32_t t)
 {
 	uint8_t b[1024];
@@ -882,13 +894,7 @@ static int mode_squat(uint32_t t, const char *job, int32_t rank)
 	printf("squatted %u\n", sent);
 	fflush(stdout);
 	sync_post("squat-sent");
-	int64_t end = now_ms() + 4 * (int64_t)g.timeout;
-	while (!sync_exists("inject-exit")) {
-		if (now_ms() > end)
-			FAIL("never told to exit");
-		pump(20, NULL);
-	}
-	return 0;
+	return serve_until_exit();
 }
 
 /* ------------------------------------------------------------ bundle */
@@ -996,13 +1002,7 @@ static int mode_bundle(uint32_t t, uint32_t d)
 	}
 	printf("sent %u cut\n", cut);
 	sync_post("bundle-sent");
-	int64_t end = now_ms() + 4 * (int64_t)g.timeout;
-	while (!sync_exists("inject-exit")) {
-		if (now_ms() > end)
-			FAIL("never told to exit");
-		pump(20, NULL);
-	}
-	return 0;
+	return serve_until_exit();
 }
 
 /* ------------------------------------------------------------ main */
