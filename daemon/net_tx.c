@@ -256,9 +256,6 @@ void shd_net_retry_posts(struct shd_net *n)
 	}
 }
 
-/* What an inline send to p did (r from shd_fabric_send_small): true when
- * it is over (sent, or p failed with the reason); false on -EAGAIN, when
- * the caller queues a copy instead. */
 /* A heap copy of a control message for p (the retry queue, a wake's
  * held queue), with room for a FWD header before it; NULL: no memory. */
 static struct net_msg *small_copy(struct shd_peer *p, const void *msg, size_t len)
@@ -276,6 +273,9 @@ static struct net_msg *small_copy(struct shd_peer *p, const void *msg, size_t le
 	return m;
 }
 
+/* What an inline send to p did (r from shd_fabric_send_small): true when
+ * it is over (sent, or p failed with the reason); false on -EAGAIN, when
+ * the caller queues a copy instead. */
 static bool small_sent(struct shd_peer *p, int r)
 {
 	if (r == 0 || r == 1) {
