@@ -22,6 +22,7 @@
  */
 #include <errno.h>
 #include <jansson.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -349,17 +350,19 @@ static int on_bundle(struct shd_net *n, struct shd_peer *p, const struct shf_wir
  * taken, and a sender of broken bundles would lose forwards silently). */
 static void bad_bundle(struct shd_net *n, uint32_t node, const uint8_t *b, size_t len)
 {
-	if (len < SHF_WIRE_HDR || shf_wire_get16(b + 6) != SHF_WIRE_FWD_BUNDLE ||
-	    shf_wire_get32(b + 12) != n->d->node_id)
+#define RAW(f) (b + offsetof(struct shf_wire_raw_hdr, f)) /* the layout, read raw */
+	if (len < SHF_WIRE_HDR || shf_wire_get16(RAW(kind)) != SHF_WIRE_FWD_BUNDLE ||
+	    shf_wire_get32(RAW(dst_node)) != n->d->node_id)
 		return;
-	uint32_t src = shf_wire_get32(b + 8);
+	uint32_t src = shf_wire_get32(RAW(src_node));
 	if (src >= n->n_nodes || src == n->d->node_id ||
 	    (node != src && !(node == SHD_FABRIC_NODE_UNKNOWN && !n->by_address)))
 		return;
 	struct shd_peer *p = &n->peers[src];
-	if (p->state != PEER_UP || shf_wire_get64(b + 16) != p->peer_session ||
-	    shf_wire_get64(b + 24) != p->my_session)
+	if (p->state != PEER_UP || shf_wire_get64(RAW(src_session)) != p->peer_session ||
+	    shf_wire_get64(RAW(dst_session)) != p->my_session)
 		return;
+#undef RAW
 	shd_net_peer_fail(p, "it sent a malformed FWD_BUNDLE");
 }
 
@@ -848,7 +851,7 @@ static void on_heartbeat(int fd, void *arg)
 void shd_net_after_publish(struct shd_daemon *d)
 {
 	struct shd_net *n = d->net;
-	shd_net_tx_pass_end(n); /* linger_us 0: batches leave now, before ACKs */
+	shd_net_tx_pass_end(n); /* batches that go now (linger_us 0, an idle link), before ACKs */
 	shd_net_rx_acks(n); /* delivery rings are published: acknowledge */
 	shd_net_send_joins(n);
 	shd_net_kick(n);
