@@ -125,8 +125,8 @@ static const struct opt opts[SHD_OPT_MAX] = {
 		"... or when its oldest record has waited this long (microseconds).", NULL },
 	[SHD_OPT_LINGER_IDLE] = {
 		"linger_idle", "SHF_LINGER_IDLE", T_UINT, 0, FIELD(linger_idle), 0, 1, "0", "0|1",
-		"0: a batch to a node with no unacknowledged batch leaves at the end of the pass "
-		"(lingering only while one is in flight); 1: it lingers too.", NULL },
+		"0: a batch to a node with no unacknowledged batch, and none closed within "
+		"linger_us, leaves at the end of the pass; 1: every batch lingers.", NULL },
 	[SHD_OPT_POLL_US] = {
 		"poll_us", "SHF_POLL_US", T_UINT, 0, FIELD(poll_us), 0, 1000000, "0", "USEC",
 		"After a client's send ring gave records, poll it again for this long "

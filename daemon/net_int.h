@@ -281,7 +281,9 @@ void shd_net_send_done(struct shd_net *n, struct net_msg *m, int status);
 void shd_net_tx_ack(struct shd_peer *p, const struct shf_wire_ack *a);
 void shd_net_send_joins(struct shd_net *n);
 void shd_net_on_linger(int fd, void *arg);
-/* End of the pass's network step: with linger_us 0, close every open batch. */
+/* End of the pass's network step: close the open batches that go now (all
+ * of them with linger_us 0; with linger_idle 0, those to a node with
+ * nothing in flight and no batch closed within linger_us). */
 void shd_net_tx_pass_end(struct shd_net *n);
 /* The peer is carried out: drop, count and report what was queued for
  * it, fail its marks, return its credit. */
