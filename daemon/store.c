@@ -32,7 +32,7 @@
 #include "daemon/list.h"
 #include "daemon/log.h"
 #include "daemon/loop.h"
-#include "daemon/store_proto.h"
+#include "proto/store.h"
 #include "proto/addr.h"
 
 #define READ_CHUNK (64u * 1024u)

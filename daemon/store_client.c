@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "daemon/errbuf.h"
-#include "daemon/store_proto.h"
+#include "proto/store.h"
 
 #define DIALECT SHD_SP_V1
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/fuzz/store-fuzz.c - mutation fuzzing of the key-value store's
- * parser and request handling (daemon/store_proto.c, daemon/store.c).
+ * parser and request handling (proto/store.c, daemon/store.c).
  *
  * Valid requests of every query type, in both dialects, are generated,
  * mutated (bit flips, boundary values in length fields, truncation,
@@ -29,7 +29,7 @@
 
 #include "daemon/log.h"
 #include "daemon/store.h"
-#include "daemon/store_proto.h"
+#include "proto/store.h"
 
 #define FAIL(...)                                                                    \
 	do {                                                                         \

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/store/store-proto.c - the TCPStore codec (daemon/store_proto.c)
+ * tests/store/store-proto.c - the TCPStore codec (proto/store.c)
  * without sockets: requests captured from torch 1.13 parse to the right
  * fields and re-encode byte for byte; every strict prefix asks for more;
  * oversized lengths are refused from the length field alone; unknown
@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "daemon/store_proto.h"
+#include "proto/store.h"
 #include "tests/lib/check.h"
 
 static const struct shd_sp_limits lim = {64, 1024, 16};

@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 
 #include "daemon/store_client.h"
-#include "daemon/store_proto.h"
+#include "proto/store.h"
 #include "tests/lib/daemon.h"
 
 static char err[512];

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/store_proto.h - the key-value store's wire format: PyTorch's
+ * proto/store.h - the key-value store's wire format: PyTorch's
  * TCPStore protocol (docs/protocol-store.md), encode and decode, shared by
  * the server (store.c) and the blocking client (store_client.c).  No
  * sockets, no logging, no allocation except in struct shd_sp_buf: unit

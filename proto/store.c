@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/store_proto.c - TCPStore wire format: see store_proto.h and
+ * proto/store.c - TCPStore wire format: see store.h and
  * docs/protocol-store.md.
  */
-#include "daemon/store_proto.h"
+#include "proto/store.h"
 
 #include <errno.h>
 #include <stdlib.h>
