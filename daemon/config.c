@@ -19,7 +19,7 @@
 
 #include "daemon/errbuf.h"
 #include "daemon/log.h"
-#include "daemon/rdv.h"
+#include "daemon/rdv/rdv.h"
 #include "proto/addr.h"
 #include "proto/ring.h"
 #include "proto/shm.h"

@@ -14,7 +14,7 @@
 #include "daemon/fabric.h"
 #include "daemon/log.h"
 #include "daemon/net_events.h"
-#include "daemon/rdv.h"
+#include "daemon/rdv/rdv.h"
 #include "daemon/route.h"
 #include "proto/wire.h"
 

@@ -2,7 +2,7 @@
 /*
  * proto/store.h - the key-value store's wire format: PyTorch's
  * TCPStore protocol (docs/protocol-store.md), encode and decode, shared by
- * the server (store.c) and the blocking client (store_client.c).  No
+ * the server (store.c) and the blocking client (rdv/store_client.c).  No
  * sockets, no logging, no allocation except in struct shd_sp_buf: unit
  * tests and the fuzzer drive it directly.
  *

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/interop/store-cli.c - daemon/store_client.c against a TCPStore
+ * tests/interop/store-cli.c - daemon/rdv/store_client.c against a TCPStore
  * served by PyTorch (tests/interop/torch-server.py runs it with HOST PORT).
  * Keys carry torch's "/" prefix so the Python side sees them unprefixed.
  * Exit 0 when every answer is what torch 1.13's server gives.
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon/store_client.h"
+#include "daemon/rdv/store_client.h"
 
 #define CHECK(c)                                                                  \
 	do {                                                                      \

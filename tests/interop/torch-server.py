@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # tests/interop/torch-server.py - PyTorch serves a TCPStore (is_master=True)
-# and our blocking client (daemon/store_client.c, in store-cli) uses it:
+# and our blocking client (daemon/rdv/store_client.c, in store-cli) uses it:
 # set, get, add, compare_set, check, delete, num_keys, wait with wake-up
 # and with timeout.  Python checks what the C side wrote and writes what it
 # waits for.

@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 #include "daemon/fabric.h"
-#include "daemon/rdv.h"
+#include "daemon/rdv/rdv.h"
 #include "proto/wire.h"
 #include "tests/lib/check.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/store/rdv-tcp.c - the tcp://HOST:PORT rendezvous (daemon/rdv_tcp.c)
+ * tests/store/rdv-tcp.c - the tcp://HOST:PORT rendezvous (daemon/rdv/tcp.c)
  * against a real shuffled --store-listen:
  *  - with the store down, open waits (bounded) and fails -ECONNREFUSED
  *    with a reason naming the store;
@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "daemon/rdv.h"
+#include "daemon/rdv/rdv.h"
 #include "tests/lib/daemon.h"
 
 static char err[512];

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/store/store-server.c - a real shuffled with --store-listen on
- * 127.0.0.1, driven by daemon/store_client.c: every operation and its
+ * 127.0.0.1, driven by daemon/rdv/store_client.c: every operation and its
  * answer, wait with timeout and wake-up, compare_set semantics, each bound
  * refused (connection cut, reason in the daemon's log, daemon still
  * serving), and 200 connections opened and closed without leaking a
@@ -13,7 +13,7 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
-#include "daemon/store_client.h"
+#include "daemon/rdv/store_client.h"
 #include "proto/store.h"
 #include "tests/lib/daemon.h"
 

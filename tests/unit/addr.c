@@ -10,14 +10,14 @@
  *     the configuration runs at load) is accepted by shd_rdv_open(), and
  *     every one it refuses is refused there too.  mpi is checked only (open
  *     would start MPI).
- * Links daemon/rdv.c directly.
+ * Links daemon/rdv/rdv.c directly.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/rdv.h"
+#include "daemon/rdv/rdv.h"
 #include "proto/addr.h"
 
 static int failures;

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/rdv_mpi.c - the mpi rendezvous (see rdv.h): MPI_Init, one
+ * daemon/rdv/mpi.c - the mpi rendezvous (see rdv.h): MPI_Init, one
  * MPI_Iallgather of {hostname, address} records polled with sleeps,
  * MPI_Finalize.  Every MPI call of the project is in this file.  Called by
  * rdv.c only.
  */
-#include "daemon/rdv_int.h"
+#include "daemon/rdv/int.h"
 
 #include <errno.h>
 #include <stdbool.h>

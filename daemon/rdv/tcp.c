@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/rdv_tcp.c - the tcp://HOST:PORT rendezvous: daemons meet through a
+ * daemon/rdv/tcp.c - the tcp://HOST:PORT rendezvous: daemons meet through a
  * key-value store that speaks PyTorch's TCPStore protocol (ours,
  * `shuffled --store-listen`, or one a PyTorch program serves), through the
- * blocking client of store_client.c.
+ * blocking client of rdv/store_client.c.
  *
  * Keys (all under "/shuffle/": PyTorch's Python client puts "/" before
  * every key, so store.get("shuffle/next") there reads ours):
@@ -33,8 +33,8 @@
 #include <string.h>
 
 #include "daemon/errbuf.h"
-#include "daemon/rdv_int.h"
-#include "daemon/store_client.h"
+#include "daemon/rdv/int.h"
+#include "daemon/rdv/store_client.h"
 
 #define TCP_DEFAULT_NODES 1024u
 #define IO_MS 2000 /* bound on one store round trip during the rendezvous */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/rdv_types.h - the rendezvous' data types: a node's record, the
+ * daemon/rdv/types.h - the rendezvous' data types: a node's record, the
  * result of an exchange, who this node is.  Shared by the API (rdv.h) and
- * the kinds' files (rdv_int.h), so that the kinds need not include the API
+ * the kinds' files (rdv/int.h), so that the kinds need not include the API
  * they sit below.
  */
 #ifndef SHD_RDV_TYPES_H

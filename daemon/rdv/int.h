@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/rdv_int.h - what rdv.c, rdv_dir.c and rdv_mpi.c share, and nobody
+ * daemon/rdv/int.h - what rdv.c, rdv/dir.c and rdv/mpi.c share, and nobody
  * else sees: struct shd_rdv, the dir ident, the startup waits.  Calls go
- * one way: rdv.c -> rdv_dir.c and rdv.c -> rdv_mpi.c.
+ * one way: rdv.c -> rdv/dir.c and rdv.c -> rdv/mpi.c.
  */
 #ifndef SHD_RDV_INT_H
 #define SHD_RDV_INT_H
@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "daemon/rdv_types.h"
+#include "daemon/rdv/types.h"
 #include "proto/addr.h"
 
 #define NAME_MAX_DIR SHF_NODE_NAME_MAX /* node names: < 64 chars */
@@ -71,7 +71,7 @@ static inline bool expired(int64_t deadline)
 	return deadline >= 0 && now_ms() >= deadline;
 }
 
-/* rdv_dir.c: the dir kind */
+/* rdv/dir.c: the dir kind */
 /* Who I am, for my file (and the incarnation of every kind).  inc 0: draw
  * one. */
 void shd_rdv_dir_ident(struct ident *me, uint64_t inc);
@@ -81,14 +81,14 @@ int shd_rdv_dir_lookup(struct shd_rdv *r, uint32_t node, struct shd_rdv_node *ou
 int shd_rdv_dir_exchange(struct shd_rdv *r, const void *addr, size_t addr_len,
 			 struct shd_rdv_result *out, char *err, size_t errlen);
 
-/* rdv_mpi.c: the mpi kind, the only MPI user */
+/* rdv/mpi.c: the mpi kind, the only MPI user */
 int shd_rdv_mpi_open(struct shd_rdv *r, char *err, size_t errlen);
 int shd_rdv_mpi_exchange(struct shd_rdv *r, const void *addr, size_t addr_len,
 			 struct shd_rdv_result *out, char *err, size_t errlen);
 /* MPI_Finalize if we initialised MPI and no collective failed. */
 void shd_rdv_mpi_close(struct shd_rdv *r);
 
-/* rdv_tcp.c */
+/* rdv/tcp.c */
 int shd_rdv_tcp_parse(struct shd_rdv *r, const char *rest, char *err, size_t errlen);
 int shd_rdv_tcp_open(struct shd_rdv *r, uint32_t max_nodes, char *err, size_t errlen);
 int shd_rdv_tcp_exchange(struct shd_rdv *r, const void *addr, size_t addr_len,

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/rdv.c - rendezvous: the public API of rdv.h.  The spec grammar
+ * daemon/rdv/rdv.c - rendezvous: the public API of rdv.h.  The spec grammar
  * (shd_rdv_spec_check), dispatch by kind, results, the static kind
  * (inline list and @FILE) and the bind address.  The dir kind is in
- * rdv_dir.c, the mpi kind (every MPI call of the project) in rdv_mpi.c.
+ * rdv/dir.c, the mpi kind (every MPI call of the project) in rdv/mpi.c.
  */
-#include "daemon/rdv.h"
+#include "daemon/rdv/rdv.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "daemon/errbuf.h"
-#include "daemon/rdv_int.h"
+#include "daemon/rdv/int.h"
 #include "proto/addr.h"
 
 _Static_assert(SHD_RDV_HOST_MAX >= SHF_ADDR_HOST_MAX && SHD_RDV_PORT_MAX >= SHF_ADDR_PORT_MAX &&

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/rdv_dir.c - the dir rendezvous (dir:PATH:N and dir:PATH, see
+ * daemon/rdv/dir.c - the dir rendezvous (dir:PATH:N and dir:PATH, see
  * rdv.h): the address files, the writer's incarnation and staleness, the
  * node id claims.  Called by rdv.c only.
  */
-#include "daemon/rdv_int.h"
+#include "daemon/rdv/int.h"
 
 #include <dirent.h>
 #include <errno.h>

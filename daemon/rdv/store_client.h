@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/store_client.h - a blocking client of a TCPStore-protocol store
+ * daemon/rdv/store_client.h - a blocking client of a TCPStore-protocol store
  * (ours, `store_listen`, or one a PyTorch program serves), for the
  * daemon's rendezvous and the tests.  Speaks torch 1.13's dialect
  * (docs/protocol-store.md); keys are sent as given (torch's Python API

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/store_client.c - blocking TCPStore client: see store_client.h.
+ * daemon/rdv/store_client.c - blocking TCPStore client: see rdv/store_client.h.
  * Non-blocking socket + poll() against a deadline for every step.
  */
-#include "daemon/store_client.h"
+#include "daemon/rdv/store_client.h"
 
 #include <errno.h>
 #include <fcntl.h>

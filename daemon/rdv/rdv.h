@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/rdv.h - rendezvous: how daemons learn each other's fabric
+ * daemon/rdv/rdv.h - rendezvous: how daemons learn each other's fabric
  * addresses at startup and agree on node ids.  rdv.c (the API, the spec,
- * static), rdv_dir.c (dir) and rdv_mpi.c (mpi: every MPI call of the
- * project lives there), sharing daemon/rdv_int.h.
+ * static), rdv/dir.c (dir) and rdv/mpi.c (mpi: every MPI call of the
+ * project lives there), sharing daemon/rdv/int.h.
  *
  * Specs (the grammar is parsed in one place, rdv.c, for shd_rdv_spec_check()
  * at configuration load and for shd_rdv_open(): a spec accepted at load is
@@ -88,7 +88,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/rdv_types.h"
+#include "daemon/rdv/types.h"
 
 struct shd_rdv;
 
