@@ -9,7 +9,7 @@
 #include "daemon/client.h"
 #include "daemon/epoch.h"
 #include "daemon/events.h"
-#include "daemon/fanout.h"
+#include "daemon/admin/fanout.h"
 #include "daemon/job.h"
 #include "daemon/jobtab.h"
 #include "daemon/log.h"

@@ -16,9 +16,9 @@
 #include <unistd.h>
 
 #include "daemon/budget.h"
-#include "daemon/ctlcmd.h"
+#include "daemon/admin/ctlcmd.h"
 #include "daemon/events.h"
-#include "daemon/fanout.h"
+#include "daemon/admin/fanout.h"
 #include "daemon/jobtab.h"
 #include "daemon/log.h"
 #include "daemon/net.h"

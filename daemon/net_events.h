@@ -41,7 +41,7 @@ struct shd_net_events {
 	void (*mark_acked)(struct shd_client *c, bool lost);
 	/* node (up) sent a fan-out request (FAN_REQ) or a fragment of an
 	 * answer (FAN_ANS), checked by shf_wire_check(); the pointers inside
-	 * are valid during the call only (daemon/fanout.h). */
+	 * are valid during the call only (daemon/admin/fanout.h). */
 	void (*fan_req)(struct shd_daemon *d, uint32_t node, const struct shf_wire_fan_req *r);
 	void (*fan_ans)(struct shd_daemon *d, uint32_t node, const struct shf_wire_fan_ans *a);
 };

@@ -28,7 +28,7 @@
 
 #include "daemon/client.h"
 #include "daemon/closer.h"
-#include "daemon/ctlcmd.h"
+#include "daemon/admin/ctlcmd.h"
 #include "daemon/epoch.h"
 #include "daemon/job.h"
 #include "daemon/jobtab.h"

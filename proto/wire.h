@@ -93,7 +93,7 @@ enum shf_wire_kind {
 	SHF_WIRE_EPOCH = 6,     /* epoch barrier step of one job */
 	SHF_WIRE_DROP = 7,      /* records of a batch were dropped at the receiver */
 	SHF_WIRE_KIND_MAX,
-	/* the fan-out tree (daemon/fanout.c; docs/protocol-wire.md, "Fan-out"),
+	/* the fan-out tree (daemon/admin/fanout.c; docs/protocol-wire.md, "Fan-out"),
 	 * numbered apart (0x40-0x4f) */
 	SHF_WIRE_FAN_REQ = 0x40, /* a request for the receiver and its subtree */
 	SHF_WIRE_FAN_ANS = 0x41, /* one fragment of a subtree's combined answer */

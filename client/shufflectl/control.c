@@ -7,7 +7,7 @@
  *   shufflectl drain JOB         cut off every session of the job, refuse
  *                                its registrations: its ranks get -ECANCELED
  *
- * The daemon decides who may (daemon/control.h): root or the daemon's
+ * The daemon decides who may (daemon/admin/control.h): root or the daemon's
  * user for everything, a job's owner for cutoff and drain of that job;
  * anyone else is refused (exit 1, the daemon's words on stderr).
  *

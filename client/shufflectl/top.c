@@ -3,7 +3,7 @@
  * client/shufflectl/top.c - shufflectl top: live rates of the local
  * shuffled, per node and per job.
  *
- * Each sample is one "top" request (daemon/ctlcmd.c): the node's client
+ * Each sample is one "top" request (daemon/admin/ctlcmd.c): the node's client
  * counters, each job's (those the asker may see), the ring occupancy of
  * their live sessions and the daemon's clock (now_ns).  A rate is the
  * difference of a counter between two samples over the difference of the

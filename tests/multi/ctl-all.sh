@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/multi/ctl-all.sh [nokey] - runtime control --all through the
-# daemons' fan-out, by uid (daemon/control.c on every node).
+# daemons' fan-out, by uid (daemon/admin/control.c on every node).
 #
 # 4 loopback nodes with a cluster key (scripts/nodes' default).  Job
 # "ownjob" of uid 65534, one rank per node; job "cutjob" of uid 65534, one

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/multi/fanout.sh N [kill] - shufflectl --all through the daemons'
-# fan-out tree (daemon/fanout.c), on N loopback nodes, no ranks.
+# fan-out tree (daemon/admin/fanout.c), on N loopback nodes, no ranks.
 #
 # Checked, asking node 1 (daemon node id 0):
 #  - --all status|peers|jobs|clients|stats|ping --json: one answer per node

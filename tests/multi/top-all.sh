@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/multi/top-all.sh - shufflectl top --all: every node's top through
-# the daemons' fan-out (daemon/fanout.c), checked against known traffic.
+# the daemons' fan-out (daemon/admin/fanout.c), checked against known traffic.
 #
 # 4 loopback nodes, job "topall" of 8 ranks (2 per node, tclient traffic,
 # flushes and epochs), held open once done.  Then, asking node 1:

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/fanout.c - cluster-wide requests through a tree of daemons
+ * daemon/admin/fanout.c - cluster-wide requests through a tree of daemons
  * (fanout.h; docs/protocol-wire.md, "Fan-out").
  *
  * A pending request, on any node, is a struct fan_req: this node's own
@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "daemon/fabric.h" /* SHD_FABRIC_SMALL */
-#include "daemon/fanout.h"
+#include "daemon/admin/fanout.h"
 #include "daemon/list.h"
 #include "daemon/log.h"
 #include "daemon/loop.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/fanout.h - one request to every daemon that is up, through a
+ * daemon/admin/fanout.h - one request to every daemon that is up, through a
  * tree, and the answers combined on the way back (docs/protocol-wire.md,
  * "Fan-out"; shufflectl --all).
  *

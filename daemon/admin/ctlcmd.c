@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/ctlcmd.c - answers to shufflectl: JSON documents (schema
+ * daemon/admin/ctlcmd.c - answers to shufflectl: JSON documents (schema
  * "shuffle/1", docs/shufflectl.md), sent as CTL_REPLY chunks.  The same
  * document for "dump" goes to the log on SIGUSR1.
  *
@@ -19,10 +19,10 @@
 #include <unistd.h>
 
 #include "daemon/client.h"
-#include "daemon/control.h"
-#include "daemon/ctlcmd.h"
+#include "daemon/admin/control.h"
+#include "daemon/admin/ctlcmd.h"
 #include "daemon/epoch.h"
-#include "daemon/fanout.h"
+#include "daemon/admin/fanout.h"
 #include "daemon/jobtab.h"
 #include "daemon/log.h"
 #include "daemon/net.h"
@@ -482,7 +482,7 @@ int shd_ctlcmd(struct shd_daemon *d, struct shd_client *c, uint32_t id, const ch
 	return reply(c, id, o);
 }
 
-/* ---- --all: the fan-out's handler and its answer (daemon/fanout.h) ---- */
+/* ---- --all: the fan-out's handler and its answer (daemon/admin/fanout.h) ---- */
 
 /* The commands --all runs on every node: those that only read, and the
  * control commands (each node runs control.c's function for the asker's

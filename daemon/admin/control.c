@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/control.c - runtime control: the log level, cutting off a
+ * daemon/admin/control.c - runtime control: the log level, cutting off a
  * client, draining a job; the authorization rule (control.h).
  */
 #include <errno.h>
@@ -12,7 +12,7 @@
 
 #include "daemon/client.h"
 #include "daemon/config.h"
-#include "daemon/control.h"
+#include "daemon/admin/control.h"
 #include "daemon/jobtab.h"
 #include "daemon/log.h"
 #include "daemon/net.h"

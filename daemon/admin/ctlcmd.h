@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/ctlcmd.h - shufflectl's answers: JSON documents (schema
+ * daemon/admin/ctlcmd.h - shufflectl's answers: JSON documents (schema
  * "shuffle/1", docs/shufflectl.md).
  */
 #ifndef SHD_CTLCMD_H
@@ -19,7 +19,7 @@ struct shd_fanout_ops;
  * failed (the caller ends the session). */
 int shd_ctlcmd(struct shd_daemon *d, struct shd_client *c, uint32_t id, const char *cmd,
 	       const char *args);
-/* The same for every node up (shufflectl --all; daemon/fanout.h): the
+/* The same for every node up (shufflectl --all; daemon/admin/fanout.h): the
  * combined answer comes later, when the fan-out completes (timeout_ms: its
  * bound, 0 the default), or an ERROR now.  The read commands status,
  * peers, jobs, clients, stats, ping, top, and the control commands

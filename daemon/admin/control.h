@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/control.h - runtime control (shufflectl log-level, cutoff,
+ * daemon/admin/control.h - runtime control (shufflectl log-level, cutoff,
  * drain) and who may use it.
  *
  * Each command is one function: the request's arguments (a JSON object,
