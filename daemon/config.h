@@ -134,7 +134,7 @@ struct shd_config {
 	uint32_t ack_delay_us; /* hold an ACK this long while credit is not short */
 	uint32_t max_inflight; /* batches in flight to all peers */
 	uint32_t fanout;       /* children per node of the fan-out tree (fanout.c) */
-	char routing[8];       /* "direct" (full mesh) or "2d" (grid: daemon/route.c) */
+	char routing[8];       /* "direct" (full mesh) or "2d" (grid: daemon/net/route.c) */
 	uint64_t batch_budget; /* memory for outgoing + parked batches */
 	uint32_t recv_buffers; /* pre-posted fabric receives */
 	char provider[64];     /* libfabric provider name, e.g. "tcp" */
@@ -159,7 +159,7 @@ struct shd_config {
 	uint64_t uid_mem_max;      /* regions + rank directories per uid (root exempt) */
 	uint64_t mem_max;          /* ... of all uids together (root exempt) */
 	uint32_t world_timeout_ms; /* shf_open() world wait when the client passes 0 */
-	char cluster_key[SHD_CONFIG_PATH_MAX]; /* key file (daemon/auth.h); "" none:
+	char cluster_key[SHD_CONFIG_PATH_MAX]; /* key file (daemon/net/auth.h); "" none:
 	                                        * peers are members but not authenticated */
 	/* key-value store (daemon/store.c): "HOST:PORT" to serve it on
 	 * (proto/addr.h, port required), "" off; and its bounds */

@@ -48,7 +48,7 @@ enum shd_epoch_state {
 
 /* Something waiting for room in a client's delivery ring, a peer's credit
  * or a batch buffer: a client whose next record waits (sched.c), or a
- * received batch parked on a full ring (net_rx.c). */
+ * received batch parked on a full ring (net/rx.c). */
 struct shd_waiter {
 	struct shd_list link; /* in the owner's waiter list */
 	void (*wake)(struct shd_waiter *w);
@@ -108,7 +108,7 @@ struct shd_client {
 	uint64_t mark_id;
 	uint32_t mark_what;
 	uint64_t mark_need;         /* remote: acks still owed for this mark */
-	uint64_t *sent_to;          /* net_tx.c: bitmap of nodes sent to since the last mark */
+	uint64_t *sent_to;          /* net/tx.c: bitmap of nodes sent to since the last mark */
 	/* the broadcast at the head of the send ring, part-done (relay.c):
 	 * its next rank to consider and the nodes that got their copy, so a
 	 * broadcast resumed after a full ring or missing credit reaches no

@@ -41,7 +41,7 @@
 #include "daemon/client.h"
 #include "daemon/epoch.h"
 #include "daemon/log.h"
-#include "daemon/net_tx.h"
+#include "daemon/net/tx.h"
 #include "proto/wire.h"
 
 #define PLACED SHF_WIRE_EPOCH_PLACED

@@ -45,7 +45,7 @@ static void on_peer_lost(struct shd_daemon *d, uint32_t node)
  * for their world get -EACCES and are unregistered, running ranks' epochs
  * and flushes fail with -EACCES (epoch.c, relay.c), later registrations
  * are refused (job.c), records received for the job are dropped and
- * counted (net_rx.c: rx_drops_owner).  The other node's ranks are never
+ * counted (net/rx.c: rx_drops_owner).  The other node's ranks are never
  * entered into the job, so nothing is routed to them.  Owners must be
  * equal: root's job does not merge with a user's either (a local root
  * client may join a user's job, which keeps its owner).

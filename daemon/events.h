@@ -7,7 +7,7 @@
 #ifndef SHD_EVENTS_H
 #define SHD_EVENTS_H
 
-#include "daemon/net_events.h"
+#include "daemon/net/events.h"
 
 extern const struct shd_net_events shd_events;
 

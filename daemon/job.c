@@ -18,7 +18,7 @@
 #include "daemon/job.h"
 #include "daemon/jobtab.h"
 #include "daemon/log.h"
-#include "daemon/net_tx.h"
+#include "daemon/net/tx.h"
 #include "daemon/sched.h"
 #include "daemon/stats.h"
 

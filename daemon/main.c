@@ -21,7 +21,7 @@
 #include "daemon/admin/fanout.h"
 #include "daemon/jobtab.h"
 #include "daemon/log.h"
-#include "daemon/net.h"
+#include "daemon/net/net.h"
 #include "daemon/notify.h"
 #include "daemon/pass.h"
 #include "daemon/session.h"

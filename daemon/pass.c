@@ -11,7 +11,7 @@
  *
  *   1. relay     drain the clients' send rings: local messages into
  *                delivery rings, remote ones into per-node batches
- *                (relay.c -> deliver.c, net_tx.c)
+ *                (relay.c -> deliver.c, net/tx.c)
  *   2. publish   one release store per dirty delivery ring, bells rung
  *                (deliver.c)
  *   3. network   close the batches that go now (linger_us 0, or an idle
@@ -37,7 +37,7 @@
  */
 #include "daemon/job.h"
 #include "daemon/deliver.h"
-#include "daemon/net.h"
+#include "daemon/net/net.h"
 #include "daemon/pass.h"
 #include "daemon/relay.h"
 #include "daemon/sched.h"

@@ -15,7 +15,7 @@
  *
  * A broadcast record (rank SHF_MSG_BCAST[_SELF]) goes to every local rank
  * of the job and once to every other node with ranks of it (that node's
- * daemon fans it out, net_rx.c), in rank order, through the same rings and
+ * daemon fans it out, net/rx.c), in rank order, through the same rings and
  * batches as sends: so it keeps per-pair order, takes the credit a send to
  * each node would, and the client's next flush or epoch covers it.  When a
  * ring or a peer's credit stops it part-way, the record is put back and
@@ -50,7 +50,7 @@
 #include "daemon/epoch.h"
 #include "daemon/jobtab.h"
 #include "daemon/log.h"
-#include "daemon/net_tx.h"
+#include "daemon/net/tx.h"
 #include "daemon/relay.h"
 #include "daemon/sched.h"
 #include "daemon/sleeper.h"

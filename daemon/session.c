@@ -33,7 +33,7 @@
 #include "daemon/job.h"
 #include "daemon/jobtab.h"
 #include "daemon/log.h"
-#include "daemon/net.h"
+#include "daemon/net/net.h"
 #include "daemon/region.h"
 #include "daemon/relay.h"
 #include "daemon/sched.h"

@@ -117,7 +117,7 @@
 	X(drops_down, COUNTER, "messages to this peer dropped because it was down")            \
 	X(sessions, COUNTER, "sessions established with this peer (1 + rejoins)")
 
-/* The libfabric endpoint (daemon/fabric.c), daemon-wide. */
+/* The libfabric endpoint (daemon/net/fabric.c), daemon-wide. */
 #define SHF_FABRIC_STATS(X)                                                                  \
 	X(sends, COUNTER, "fabric sends accepted")                                        \
 	X(sends_queued, COUNTER, "fabric sends queued because the provider said EAGAIN")  \

@@ -27,7 +27,7 @@
  * takes it only when both tags are the current ones, so nothing sent in an
  * earlier session (before a restart or a link flap) is ever taken in a
  * later one.  shf_wire_check() decodes the tags but does not judge them:
- * that is the peer protocol's (daemon/net.c, docs/protocol-wire.md).
+ * that is the peer protocol's (daemon/net/net.c, docs/protocol-wire.md).
  *
  * then a body whose size is exact for every kind, except BATCH (records
  * follow) and JOB_JOIN (rank ranges follow), whose size is given by fields
@@ -103,7 +103,7 @@ enum shf_wire_kind {
 	SHF_WIRE_EPOCH_UP = 0x60,    /* count: ranks of the sender's subtree in phase */
 	SHF_WIRE_EPOCH_DOWN = 0x61,  /* the phase is complete (count: the world) */
 	SHF_WIRE_EPOCH_ABORT = 0x62, /* the pending epoch fails (count: ESRCH or EHOSTDOWN) */
-	/* 2-D routing (daemon/route.c; docs/protocol-wire.md, "Forwarding"),
+	/* 2-D routing (daemon/net/route.c; docs/protocol-wire.md, "Forwarding"),
 	 * numbered apart (0x70-0x7f) */
 	SHF_WIRE_FWD = 0x70,      /* one whole message of another pair, one hop on */
 	SHF_WIRE_FWD_LOST = 0x71, /* the sender lost its link to a node it forwards for */
@@ -181,7 +181,7 @@ struct shf_wire_raw_heartbeat {
 	uint32_t reserved;    /* zero */
 	uint8_t nonce[SHF_WIRE_NONCE_BYTES]; /* the sender's random nonce, new with each of
 					       its session tags (src_session) */
-	uint8_t mac[SHF_WIRE_MAC_BYTES];     /* flags & MAC: the handshake MAC (daemon/auth.h)
+	uint8_t mac[SHF_WIRE_MAC_BYTES];     /* flags & MAC: the handshake MAC (daemon/net/auth.h)
 					       over both nodes, both tags, both nonces; else zero */
 };
 

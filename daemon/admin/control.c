@@ -15,7 +15,7 @@
 #include "daemon/admin/control.h"
 #include "daemon/jobtab.h"
 #include "daemon/log.h"
-#include "daemon/net.h"
+#include "daemon/net/net.h"
 #include "proto/ipc.h"
 
 static struct shd_ratelimit rl_refused = SHD_RATELIMIT_INIT(1000, 5);

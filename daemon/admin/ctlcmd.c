@@ -25,7 +25,7 @@
 #include "daemon/admin/fanout.h"
 #include "daemon/jobtab.h"
 #include "daemon/log.h"
-#include "daemon/net.h"
+#include "daemon/net/net.h"
 #include "daemon/stats.h"
 #include "proto/ipc.h"
 

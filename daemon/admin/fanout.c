@@ -20,13 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/fabric.h" /* SHD_FABRIC_SMALL */
+#include "daemon/net/fabric.h" /* SHD_FABRIC_SMALL */
 #include "daemon/admin/fanout.h"
 #include "daemon/list.h"
 #include "daemon/log.h"
 #include "daemon/loop.h"
-#include "daemon/net.h"
-#include "daemon/net_tx.h"
+#include "daemon/net/net.h"
+#include "daemon/net/tx.h"
 #include "proto/wire.h"
 
 #define NO_PARENT UINT32_MAX

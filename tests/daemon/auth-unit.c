@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/daemon/auth-unit.c - daemon/auth.c: the key file is refused unless
+ * tests/daemon/auth-unit.c - daemon/net/auth.c: the key file is refused unless
  * it is a regular 32-byte file owned by the effective uid with no
  * permission for group or others (each refusal names the file and the
  * fix); a MAC verifies under the same key and inputs and fails under
@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/auth.h"
+#include "daemon/net/auth.h"
 #include "tests/lib/check.h"
 
 static char dir[] = "/tmp/shf-auth-XXXXXX";

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/daemon/route-unit.c - daemon/route.c alone: the grid of
+ * tests/daemon/route-unit.c - daemon/net/route.c alone: the grid of
  * routing=2d.  For every node count 1..1100 and every pair: a pair is
  * linked directly exactly when it shares a row or a column; every other
  * pair has 1 or 2 intermediates, each a neighbour of both ends (so a
@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "daemon/route.h"
+#include "daemon/net/route.h"
 
 static int fails;
 #define CHECK(c, ...)                                                                        \

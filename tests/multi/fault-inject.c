@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/multi/fault-inject.c - the fault-injection hook of daemon/fabric.c,
+ * tests/multi/fault-inject.c - the fault-injection hook of daemon/net/fabric.c,
  * linked only into shuffled-fault (the daemon built with
  * -DSHD_FAULT_INJECTION; see tests/multi/meson.build).  The installed
  * shuffled has neither this file nor the call.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/multi/wire-inject.c - a fake node: it opens its own fabric endpoint
- * (daemon/fabric.c) at an address that a static rendezvous lists as node
+ * (daemon/net/fabric.c) at an address that a static rendezvous lists as node
  * `me`, keeps itself alive with heartbeats, and speaks the wire protocol
  * (proto/wire.h) to real daemons: badly on purpose, or in an order no real
  * daemon would choose.
@@ -22,7 +22,7 @@
  *   wire-inject --me ID --nodes N --bind HOST:PORT --peer ID=HOST:PORT...
  *               [--key FILE] [--hb-ms MS] [--timeout MS] MODE [ARGS]
  *
- * --key FILE: the cluster key (daemon/auth.h): its heartbeats carry the
+ * --key FILE: the cluster key (daemon/net/auth.h): its heartbeats carry the
  * handshake MAC as a daemon's do, so daemons that have the key take it as
  * a member.  Without it, daemons with a key never do.
  *
@@ -69,7 +69,7 @@
  *
  *   bundle T D    (with --2d: the daemons route in 2-D, node `me` is in T's
  *                 row or column, D in T's other line, so that me -> D goes
- *                 through T) FWD_BUNDLE (routing=2d, daemon/net_tx.c): do
+ *                 through T) FWD_BUNDLE (routing=2d, daemon/net/tx.c): do
  *                 the handshake with T, send it a well-formed bundle of two
  *                 FWDs, each carrying a heartbeat probe of mine for D, and
  *                 wait until D's answer comes back (forwarded) while T's
@@ -97,8 +97,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/auth.h"
-#include "daemon/fabric.h"
+#include "daemon/net/auth.h"
+#include "daemon/net/fabric.h"
 #include "proto/wire.h"
 
 #define MAX_NODES 16
@@ -388,7 +388,7 @@ static void send_heartbeat(uint32_t node, int64_t t_ms)
 	uint8_t b[SHF_WIRE_HEARTBEAT_BYTES];
 	struct shf_wire_heartbeat hb = {.time_ns = (uint64_t)t_ms * 1000000u, .incarnation = g.incarnation};
 	memcpy(hb.nonce, g.my_nonce[node], SHD_AUTH_NONCE_BYTES);
-	if (g.auth) { /* as daemon/net_tx.c's shd_net_heartbeat() */
+	if (g.auth) { /* as daemon/net/tx.c's shd_net_heartbeat() */
 		struct shd_auth_hb m = {g.me, node, g.my_session[node], g.peer_session[node],
 					g.my_nonce[node],
 					g.have_peer_nonce[node] ? g.peer_nonce[node] : NULL};

@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/fabric.h"
+#include "daemon/net/fabric.h"
 #include "daemon/rdv/rdv.h"
 #include "proto/wire.h"
 #include "tests/lib/check.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/netunit/fake-fabric.c - daemon/fabric.h without libfabric (see
+ * tests/netunit/fake-fabric.c - daemon/net/fabric.h without libfabric (see
  * fake-fabric.h).  One endpoint per process; not thread-safe.
  */
 #include <errno.h>

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/netunit/fake-fabric.h - a scriptable stand-in for daemon/fabric.c.
+ * tests/netunit/fake-fabric.h - a scriptable stand-in for daemon/net/fabric.c.
  *
- * fake-fabric.c implements every shd_fabric_* function of daemon/fabric.h
+ * fake-fabric.c implements every shd_fabric_* function of daemon/net/fabric.h
  * without libfabric.  It records every send the daemon makes (node, bytes,
  * copy of the message), and lets a test:
  *   - refuse the Nth send synchronously with an error, or answer -EAGAIN
@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "daemon/fabric.h"
+#include "daemon/net/fabric.h"
 
 #define FAKE_ANY_NODE UINT32_MAX
 #define FAKE_ANY_KIND 0

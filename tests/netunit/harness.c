@@ -17,7 +17,7 @@
 #include "daemon/jobtab.h"
 #include "daemon/log.h"
 #include "daemon/loop.h"
-#include "daemon/net.h"
+#include "daemon/net/net.h"
 #include "daemon/sched.h"
 #include "proto/shm.h"
 #include "tests/netunit/harness.h"

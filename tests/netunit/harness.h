@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/netunit/harness.h - one daemon's net (daemon/net.c, net_tx.c,
- * net_rx.c, with the real deliver.c, jobtab.c and sched.c) over the fake
+ * tests/netunit/harness.h - one daemon's net (daemon/net/net.c, net/tx.c,
+ * net/rx.c, with the real deliver.c, jobtab.c and sched.c) over the fake
  * fabric (fake-fabric.h) and a fake event loop, with net's upward events
  * recorded.
  *
@@ -36,9 +36,9 @@
 
 #include "daemon/daemon.h"
 #include "daemon/deliver.h"
-#include "daemon/net.h"
-#include "daemon/net_int.h"
-#include "daemon/net_tx.h"
+#include "daemon/net/net.h"
+#include "daemon/net/int.h"
+#include "daemon/net/tx.h"
 #include "proto/wire.h"
 #include "tests/lib/check.h"
 #include "tests/netunit/fake-fabric.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/netunit/latency.c - the two latency rules of the network step
- * (net.c shd_net_after_publish, net_tx.c, net_rx.c).
+ * (net.c shd_net_after_publish, net/tx.c, net/rx.c).
  *
  * linger_us 0: a batch opened by the relay leaves at the end of that
  * same pass (the network step), with no timer and no second loop

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/netunit/rx-down.c - the sender of parked batches fails (net_rx.c:
+ * tests/netunit/rx-down.c - the sender of parked batches fails (net/rx.c:
  * shd_net_rx_down, with net.c's shd_net_reap and on_recv).
  *
  * Three nodes; local ranks 0 and 1 with 4096-byte rings.  Checks:

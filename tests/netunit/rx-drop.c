@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/netunit/rx-drop.c - received records that have nowhere to go
- * (net_rx.c: place_batch's DROP reports), and DROP reports received.
+ * (net/rx.c: place_batch's DROP reports), and DROP reports received.
  *
  * Three nodes; job of world 8: ranks 0, 1 here, 2, 3 on node 1, 4 on node
  * 2, 5-7 nowhere.  Checks:

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/netunit/rx-order.c - placing received batches (net_rx.c) and when
+ * tests/netunit/rx-order.c - placing received batches (net/rx.c) and when
  * they are acknowledged.
  *
  * Three nodes; local ranks 0 and 1 (rings with room to spare).  Checks:

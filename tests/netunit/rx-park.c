@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/netunit/rx-park.c - a received batch that meets a full delivery
- * ring (net_rx.c: parking, rx_wake, shd_net_rx_drain).
+ * ring (net/rx.c: parking, rx_wake, shd_net_rx_drain).
  *
  * Rank 0's ring holds 4 messages of 1000 bytes.  Checks:
  *   - batch 1 (6 records for rank 0, then 1 for rank 1): 4 are placed, the

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/netunit/sessions-auth.c - the session rules with a cluster key
- * (net.c: session_admit, hb_proves; net_tx.c: shd_net_heartbeat;
+ * (net.c: session_admit, hb_proves; net/tx.c: shd_net_heartbeat;
  * docs/protocol-wire.md, "Authentication").  The daemon is node 0 with a
  * key; node 1 plays a peer, with the right key or another.
  *
@@ -24,7 +24,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "daemon/auth.h"
+#include "daemon/net/auth.h"
 #include "tests/netunit/harness.h"
 
 static char dir[] = "/tmp/shf-sauth-XXXXXX";

@@ -17,7 +17,7 @@
  *      the fabric's small-message path) completing with an error;
  *   3. a heartbeat that starts a session while every send slot is busy
  *      (the fabric answers -EAGAIN): the daemon's reply waits in the retry
- *      queue and goes out once a slot frees (net_int.h: heartbeats go to a
+ *      queue and goes out once a slot frees (net/int.h: heartbeats go to a
  *      peer in any state but FAILED; join() answers "at once").
  * Each check is reported without stopping; the exit status is 1 if any
  * failed.
@@ -74,7 +74,7 @@ static void late_batch(void)
 	SOFT_CHECK(p->state == PEER_UP,
 		   "the new session (UP since the handshake) is now in state %d (%s): the "
 		   "error completion of a batch posted in the session before the restart "
-		   "failed it (net_tx.c shd_net_send_done: status < 0 && p->state == PEER_UP "
+		   "failed it (net/tx.c shd_net_send_done: status < 0 && p->state == PEER_UP "
 		   "-> shd_net_peer_fail, whatever the session the message belonged to)",
 		   (int)p->state, p->down_why);
 	shd_net_reap(D);
@@ -100,7 +100,7 @@ static void late_small(void)
 	fake_complete_now((size_t)hb, -ECONNRESET);
 	SOFT_CHECK(p->state == PEER_UP,
 		   "the new session is now in state %d (%s): the error completion of a heartbeat "
-		   "sent in the session before the restart failed it (net_tx.c "
+		   "sent in the session before the restart failed it (net/tx.c "
 		   "shd_net_send_done, NET_MSG_INLINE: the per-peer context has no session)",
 		   (int)p->state, p->down_why);
 	fake_complete_all_now(0);
@@ -125,7 +125,7 @@ static void busy_reply(void)
 	h_run();
 	SOFT_CHECK(fake_count(1, SHF_WIRE_HEARTBEAT) == hbs + 1,
 		   "%zu heartbeats to node 1 once a slot freed, want 1: the reply that tells it "
-		   "our tag was dropped from the retry queue (net_tx.c shd_net_retry_posts drops "
+		   "our tag was dropped from the retry queue (net/tx.c shd_net_retry_posts drops "
 		   "every queued message of a peer that is not UP, JOINING included)",
 		   fake_count(1, SHF_WIRE_HEARTBEAT) - hbs);
 	fake_complete_all_now(0);

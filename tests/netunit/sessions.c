@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/netunit/sessions.c - the peer sessions of wire version 2 (net.c:
- * session_admit, join, become_up, on_heartbeat, shd_net_reap; net_tx.c:
+ * session_admit, join, become_up, on_heartbeat, shd_net_reap; net/tx.c:
  * shd_net_heartbeat, shd_net_session_reset, shd_net_announce_peer).
  *
  *   A. stale messages: with node 1 UP, a BATCH, an ACK, a JOB_JOIN, a DROP

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/netunit/tx-batch.c - the sending half's batches (net_tx.c).
+ * tests/netunit/tx-batch.c - the sending half's batches (net/tx.c).
  *
  * Checks, with batch_bytes 256 and 48-byte messages (64 bytes each on the
  * wire) toward node 1, peer_credits 2:

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/netunit/tx-fail.c - sends that fail, and the peers step after them
- * (net_tx.c: post, shd_net_send_done, charge_batch, shd_net_tx_down;
+ * (net/tx.c: post, shd_net_send_done, charge_batch, shd_net_tx_down;
  * net.c: shd_net_reap).
  *
  * Four nodes, batch_bytes 1024 (16 records of 48 bytes), peer_credits 2;

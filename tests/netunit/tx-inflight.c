@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/netunit/tx-inflight.c - max_inflight, the credit all peers share
- * (net_tx.c: has_credit, try_send, the credit_wait list in shd_net_tx_ack).
+ * (net/tx.c: has_credit, try_send, the credit_wait list in shd_net_tx_ack).
  *
  * Four nodes, max_inflight 1, peer_credits 8, one 4-record batch per
  * append burst.  Checks:
@@ -90,7 +90,7 @@ int main(void)
 	CHECK(fake_count(FAKE_ANY_NODE, SHF_WIRE_BATCH) == 4 && n->inflight == 1);
 
 	h_step("B: ACK from node 1 with nodes 2, 3 and 1 waiting for max_inflight "
-	       "(net_tx.c shd_net_tx_ack, the credit_wait walk)");
+	       "(net/tx.c shd_net_tx_ack, the credit_wait walk)");
 	h_recv_ack(1, 2);
 	h_step("B: after the ACK");
 	CHECKF(fake_count(FAKE_ANY_NODE, SHF_WIRE_BATCH) == 5, "%zu batches sent",

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/fabric.c - the libfabric endpoint (every libfabric call of the
+ * daemon/net/fabric.c - the libfabric endpoint (every libfabric call of the
  * project is in this file).
  *
  * Resources: receive buffers (one aligned slab cut into recv_buffers
@@ -17,7 +17,7 @@
  * once per call; within one pass the first -FI_EAGAIN for a node skips the
  * node's later entries.  The FIFO is bounded by send_slots.
  */
-#include "daemon/fabric.h"
+#include "daemon/net/fabric.h"
 
 #include <errno.h>
 #include <stdarg.h>

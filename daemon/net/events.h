@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/net_events.h - what the network tells the modules above it: the
+ * daemon/net/events.h - what the network tells the modules above it: the
  * table given to shd_net_open() (net.h), implemented by daemon/events.c.
  */
 #ifndef SHD_NET_EVENTS_H

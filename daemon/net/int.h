@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/net_int.h - what net.c, net_tx.c and net_rx.c share, and nobody
- * else sees.  Calls among them go one way: net.c -> net_rx.c -> net_tx.c.
+ * daemon/net/int.h - what net.c, net/tx.c and net/rx.c share, and nobody
+ * else sees.  Calls among them go one way: net.c -> net/rx.c -> net/tx.c.
  */
 #ifndef SHD_NET_INT_H
 #define SHD_NET_INT_H
@@ -9,13 +9,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "daemon/auth.h"
+#include "daemon/net/auth.h"
 #include "daemon/daemon.h"
-#include "daemon/fabric.h"
+#include "daemon/net/fabric.h"
 #include "daemon/log.h"
-#include "daemon/net_events.h"
+#include "daemon/net/events.h"
 #include "daemon/rdv/rdv.h"
-#include "daemon/route.h"
+#include "daemon/net/route.h"
 #include "proto/wire.h"
 
 /* What a struct net_msg is, and so who owns its buffer. */
@@ -89,7 +89,7 @@ struct shd_peer {
 	uint64_t peer_session;      /* its tag (JOINING, UP); 0 unknown */
 	uint64_t next_session;      /* FAILED: the new tag it already sent; 0 none */
 	uint64_t next_incarnation;
-	/* the handshake's authentication (daemon/auth.h) */
+	/* the handshake's authentication (daemon/net/auth.h) */
 	uint8_t my_nonce[SHD_AUTH_NONCE_BYTES];   /* new with each my_session */
 	uint8_t peer_nonce[SHD_AUTH_NONCE_BYTES]; /* its nonce, from its last heartbeat */
 	bool have_peer_nonce;
@@ -103,7 +103,7 @@ struct shd_peer {
 	char down_why[96];          /* PEER_FAILED: why */
 	struct shd_list down_link;  /* in net->downq while PEER_FAILED */
 	uint32_t gen;               /* session generation: + 1 at each session reset */
-	/* routing=2d (daemon/route.h): a peer that is not a neighbour is
+	/* routing=2d (daemon/net/route.h): a peer that is not a neighbour is
 	 * reached through an intermediate (FWD) */
 	uint32_t via_out;           /* the intermediate our last message took
 				       (SHD_ROUTE_NONE: sent directly) */
@@ -132,7 +132,7 @@ struct shd_peer {
 				       * per generation parity: a completion
 				       * tells its generation (two resets with
 				       * a send still in flight would alias) */
-	/* sending (net_tx.c) */
+	/* sending (net/tx.c) */
 	struct net_msg *open;       /* batch being filled */
 	struct shf_wire_batch_enc enc;
 	uint64_t open_since_ns;
@@ -145,7 +145,7 @@ struct shd_peer {
 	struct shd_list waiters;    /* shd_waiters: clients waiting for this peer */
 	struct shd_list marks;      /* struct net_mark */
 	struct shd_list credit_link;/* in net->credit_wait: sendq blocked by max_inflight */
-	/* forwarding to it (routing=2d, net_tx.c): the FWDs of other pairs
+	/* forwarding to it (routing=2d, net/tx.c): the FWDs of other pairs
 	 * this node passes on to it, gathered into one FWD_BUNDLE */
 	struct net_msg *fwd_open;   /* bundle being filled (a pool buffer, from
 				       buf - net->room); NULL: none */
@@ -156,7 +156,7 @@ struct shd_peer {
 				       the end of this progress round */
 	uint64_t fwd_since_ns;      /* when its first FWD went in */
 	struct shd_list fwd_link;   /* in net->fwd_linger while fwd_open */
-	/* receiving (net_rx.c) */
+	/* receiving (net/rx.c) */
 	uint64_t seq_recv;          /* last batch fully placed */
 	uint64_t ack_sent;          /* last seq acknowledged to it */
 	uint32_t ack_dropped;       /* records dropped since the last ACK */
@@ -235,7 +235,7 @@ struct net_fwd {
 	uint8_t buf[];         /* the whole FWD */
 };
 
-/* net_tx.c */
+/* net/tx.c */
 /* The node a message for p goes to first: p itself, or (routing=2d) an
  * intermediate; sets p->via_out. */
 uint32_t shd_net_hop(struct shd_net *n, struct shd_peer *p);
@@ -290,7 +290,7 @@ void shd_net_tx_pass_end(struct shd_net *n);
 void shd_net_tx_down(struct shd_peer *p);
 void shd_net_tx_close(struct shd_net *n);
 
-/* net_rx.c */
+/* net/rx.c */
 int shd_net_rx_batch(struct shd_peer *p, void *buf, const struct shf_wire_hdr *h);
 void shd_net_rx_drain(struct shd_peer *p);
 /* The pass's network step: send the ACKs owed (all of them, or with

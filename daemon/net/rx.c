@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/net_rx.c - the receiving half of the peer protocol.
+ * daemon/net/rx.c - the receiving half of the peer protocol.
  *
  * A batch is placed record by record into local delivery rings (deliver.c).
  * A full ring parks the batch: it is copied out of the fabric's receive
@@ -23,7 +23,7 @@
 
 #include "daemon/deliver.h"
 #include "daemon/jobtab.h"
-#include "daemon/net_int.h"
+#include "daemon/net/int.h"
 #include "daemon/sched.h"
 
 static void send_drop(struct shd_peer *p, uint64_t job, uint64_t seq, int32_t src, int32_t dst,

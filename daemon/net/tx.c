@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/net_tx.c - the sending half of the peer protocol.
+ * daemon/net/tx.c - the sending half of the peer protocol.
  *
  * Batches: one open batch per destination node, filled by the relay
  * (shd_net_append) and closed when it reaches batch_bytes, when its oldest
@@ -20,7 +20,7 @@
  * which copies them into its own registered slot: no allocation, unless
  * every slot is busy (then a copy waits in the retry queue, in order).
  *
- * Routing (routing=2d, daemon/route.h): a message for a peer that is not
+ * Routing (routing=2d, daemon/net/route.h): a message for a peer that is not
  * in this node's row or column is stamped with that pair's tags as usual,
  * then wrapped in a FWD header (written into the 32 bytes of room before
  * every pool buffer and small-message copy) and sent to the intermediate
@@ -54,8 +54,8 @@
 #include <unistd.h>
 
 #include "daemon/jobtab.h"
-#include "daemon/net_int.h"
-#include "daemon/net_tx.h"
+#include "daemon/net/int.h"
+#include "daemon/net/tx.h"
 #include "daemon/sched.h"
 
 void shd_net_kick(struct shd_net *n)
@@ -483,7 +483,7 @@ void shd_net_heartbeat(struct shd_peer *p, uint64_t now)
 	struct shf_wire_heartbeat hb = {.time_ns = now, .incarnation = n->incarnation};
 	memcpy(hb.nonce, p->my_nonce, sizeof(hb.nonce));
 	if (n->auth) {
-		/* the handshake MAC (daemon/auth.h) over the tags it is stamped
+		/* the handshake MAC (daemon/net/auth.h) over the tags it is stamped
 		 * with; UNKNOWN and DOWN: a probe, its tag unknown (stamped 0) */
 		struct shd_auth_hb m = {n->d->node_id, p->node, p->my_session, p->peer_session,
 					p->my_nonce, p->have_peer_nonce ? p->peer_nonce : NULL};

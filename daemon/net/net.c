@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/net.c - the peer protocol's frame: opening the endpoint and the
+ * daemon/net/net.c - the peer protocol's frame: opening the endpoint and the
  * rendezvous, dispatching received wire messages, liveness, the peers step
  * of the pass, fabric progress, and the peers' JSON (net.h).  The sending
- * half is net_tx.c, the receiving half net_rx.c.
+ * half is net/tx.c, the receiving half net/rx.c.
  *
  * Sessions and liveness (docs/protocol-wire.md, "Sessions"): every pair of
  * daemons runs a session, named by one random tag from each side; a
@@ -29,9 +29,9 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "daemon/net.h"
+#include "daemon/net/net.h"
 #include "daemon/jobtab.h"
-#include "daemon/net_int.h"
+#include "daemon/net/int.h"
 #include "daemon/stats.h"
 
 struct shd_ratelimit shd_net_rl_wire = SHD_RATELIMIT_INIT(1000, 5);

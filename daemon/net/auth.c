@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/auth.c - the cluster key and the handshake MAC (auth.h), over
+ * daemon/net/auth.c - the cluster key and the handshake MAC (auth.h), over
  * libsodium: crypto_auth (HMAC-SHA-512-256), randombytes, sodium_memcmp.
  */
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/auth.h"
+#include "daemon/net/auth.h"
 #include "proto/wire.h"
 
 _Static_assert(SHD_AUTH_KEY_BYTES == crypto_auth_KEYBYTES, "key size");

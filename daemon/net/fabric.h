@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/fabric.h - the daemon's one network endpoint.  Every libfabric
+ * daemon/net/fabric.h - the daemon's one network endpoint.  Every libfabric
  * call of the project lives in fabric.c; the rest of the daemon sees only
  * this API, which depends on neither libfabric's nor libevent's headers.
  *
@@ -79,7 +79,7 @@ struct shd_fabric_cb {
 	 * SHD_FABRIC_NODE_UNKNOWN: the relay takes the node from the wire
 	 * header and, when node is known, checks that they agree.  Return 0 to
 	 * give the buffer back (it is reposted), SHD_FABRIC_KEEP to keep it
-	 * until shd_fabric_repost().  The daemon never keeps one (net_rx.c
+	 * until shd_fabric_repost().  The daemon never keeps one (net/rx.c
 	 * copies a batch that must wait, so receive buffers never run out);
 	 * tests/net exercises KEEP. */
 	int (*on_recv)(void *arg, uint32_t node, void *buf, size_t len);
@@ -142,7 +142,7 @@ bool shd_fabric_has_node(const struct shd_fabric *f, uint32_t node);
 int shd_fabric_send(struct shd_fabric *f, uint32_t node, const void *buf, size_t len, void *ctx);
 
 /* Like shd_fabric_send() for len <= SHD_FABRIC_SMALL + SHD_FABRIC_HOP_ROOM (every control
- * message of net_tx.c: acks, heartbeats, joins, leaves, epochs, drops;
+ * message of net/tx.c: acks, heartbeats, joins, leaves, epochs, drops;
  * the slots' copy buffers are one registered region): the bytes are copied into the send slot, so buf is free again
  * when the call returns.  -EMSGSIZE above SHD_FABRIC_SMALL + SHD_FABRIC_HOP_ROOM. */
 int shd_fabric_send_small(struct shd_fabric *f, uint32_t node, const void *buf, size_t len,

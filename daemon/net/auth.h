@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/auth.h - the cluster key and the peer handshake's MAC.  The only
+ * daemon/net/auth.h - the cluster key and the peer handshake's MAC.  The only
  * user of libsodium in the project.
  *
  * Every daemon of a cluster reads the same key (SHD_AUTH_KEY_BYTES random

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/route.h - which daemon a message for a node goes to first: every
+ * daemon/net/route.h - which daemon a message for a node goes to first: every
  * routing decision among daemons, and nothing else (no state, no I/O).
  *
  * routing=direct: every node is a neighbour (a full mesh).

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/net.h - the peer protocol between daemons: per-node batches,
+ * daemon/net/net.h - the peer protocol between daemons: per-node batches,
  * credits and acks, flush marks, heartbeats and peer loss, and the job and
  * epoch messages.  Built on fabric.h (libfabric) and rdv.h (rendezvous).
  *
@@ -11,10 +11,10 @@
  * peers step (shd_net_reap), never inside the caller's update.
  *
  * Files: net.h + net.c (open/close, receive dispatch, liveness, the peers
- * step, progress), net_tx.h + net_tx.c (the sending API: batches, credits,
- * buffer pool, posting, marks, control messages), net_rx.c (placing
- * received batches, parking, ACK and DROP), net_events.h (the events
- * table), net_int.h (their shared structs).
+ * step, progress), net/tx.h + net/tx.c (the sending API: batches, credits,
+ * buffer pool, posting, marks, control messages), net/rx.c (placing
+ * received batches, parking, ACK and DROP), net/events.h (the events
+ * table), net/int.h (their shared structs).
  */
 #ifndef SHD_NET_H
 #define SHD_NET_H
@@ -24,7 +24,7 @@
 
 #include "daemon/daemon.h"
 
-#include "daemon/net_events.h"
+#include "daemon/net/events.h"
 
 /* Open the endpoint and run the rendezvous.  Sets d->node_id, d->n_nodes
  * and d->net (left NULL when the daemon is alone).  ev must outlive net. */

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/route.c - the grid of routing=2d (route.h).  Pure arithmetic on
- * node ids: the network (net_tx.c, net.c) asks it where a message goes.
+ * daemon/net/route.c - the grid of routing=2d (route.h).  Pure arithmetic on
+ * node ids: the network (net/tx.c, net.c) asks it where a message goes.
  */
-#include "daemon/route.h"
+#include "daemon/net/route.h"
 
 void shd_route_init(struct shd_route *r, bool grid, uint32_t n_nodes, uint32_t self)
 {

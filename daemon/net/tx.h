@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/net_tx.h - the network's sending API, used by the relay (records
+ * daemon/net/tx.h - the network's sending API, used by the relay (records
  * and marks), jobs (announcements) and epochs (counts).  See net.h for the
- * module and net_tx.c for batches, credits and buffers.
+ * module and net/tx.c for batches, credits and buffers.
  */
 #ifndef SHD_NET_TX_H
 #define SHD_NET_TX_H
