@@ -7,7 +7,7 @@
 #ifndef SHD_EVENTS_H
 #define SHD_EVENTS_H
 
-#include "daemon/net/events.h"
+#include "daemon/net/upcalls.h"
 
 extern const struct shd_net_events shd_events;
 

@@ -13,7 +13,7 @@
 #include "daemon/daemon.h"
 #include "daemon/net/fabric.h"
 #include "daemon/log.h"
-#include "daemon/net/events.h"
+#include "daemon/net/upcalls.h"
 #include "daemon/rdv/rdv.h"
 #include "daemon/net/route.h"
 #include "proto/wire.h"
@@ -224,7 +224,27 @@ struct shd_net {
 	uint32_t n_joins, cap_joins;
 };
 
+/* net/session.c: the session rules, a peer's address */
+/* Wire warnings of every part of net/: a line now and then. */
 extern struct shd_ratelimit shd_net_rl_wire;
+/* A store lookup (learning an address, the tcp refresh) blocks the loop
+ * for at most LOOKUP_MS; all lookups of one second together too. */
+#define LOOKUP_MS 300
+void shd_net_set_state(struct shd_peer *p, enum peer_state st);
+/* p (UNKNOWN, DOWN or JOINING) sent a heartbeat of session tag s. */
+void shd_net_join(struct shd_peer *p, uint64_t s, uint64_t incarnation);
+/* Its address is known (published, or learned from the store). */
+bool shd_net_has_address(const struct shd_peer *p);
+/* A sender not in the address vector claims to be p: look p up in the
+ * store or the directory (rate-limited); true when an address was
+ * learned. */
+bool shd_net_learn_address(struct shd_peer *p);
+/* The session rules: true when h (from p) is to be processed. */
+bool shd_net_session_admit(struct shd_peer *p, const struct shf_wire_hdr *h);
+/* One routing per set: true when h (from p) may be taken. */
+bool shd_net_routing_ok(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h);
+/* Put p back into the address vector so that it can be probed and rejoin. */
+void shd_net_reinsert(struct shd_peer *p);
 
 /* A message this node forwards, waiting for a pool buffer (a copy). */
 struct net_fwd {

@@ -3,16 +3,17 @@
  * daemon/net/net.c - the peer protocol's frame: opening the endpoint and the
  * rendezvous, dispatching received wire messages, liveness, the peers step
  * of the pass, fabric progress, and the peers' JSON (net.h).  The sending
- * half is net/tx.c, the receiving half net/rx.c.
+ * half is net/tx.c, the receiving half net/rx.c, the session rules
+ * net/session.c.
  *
  * Sessions and liveness (docs/protocol-wire.md, "Sessions"): every pair of
  * daemons runs a session, named by one random tag from each side; a
- * message is taken only with both current tags (session_admit()).  A peer
- * starts UNKNOWN and is probed; three heartbeats make it UP.  Every message
- * counts as a sign of life; a heartbeat goes to every peer each
- * heartbeat_ms, but (peer_idle_ms) to an idle or quiet one: see lazy()
- * and docs/protocol-wire.md, "Idle peers".  A peer silent for peer_timeout_ms, whose send fails, or
- * that starts a new session (it restarted, or declared us down) fails
+ * message is taken only with both current tags (shd_net_session_admit()).
+ * A peer starts UNKNOWN and is probed; three heartbeats make it UP.  Every
+ * message counts as a sign of life; a heartbeat goes to every peer each
+ * heartbeat_ms, but (peer_idle_ms) to an idle or quiet one: see lazy() and
+ * docs/protocol-wire.md, "Idle peers".  A peer silent for peer_timeout_ms,
+ * whose send fails, or that starts a new session (it restarted, or declared us down) fails
  * (PEER_FAILED).  At the next peers step it is carried out: what was queued
  * for it is dropped and reported, parked batches from it are dropped and
  * counted, its marks complete with possible loss, and ev->peer_lost makes
@@ -34,292 +35,21 @@
 #include "daemon/net/int.h"
 #include "daemon/stats.h"
 
-struct shd_ratelimit shd_net_rl_wire = SHD_RATELIMIT_INIT(1000, 5);
-/* foreign senders and failed handshakes: a line now and then, not one per
- * probe (a peer with another key probes every second, forever) */
+/* foreign senders: a line now and then, not one per probe */
 static struct shd_ratelimit rl_foreign = SHD_RATELIMIT_INIT(10000, 2);
-static struct shd_ratelimit rl_auth = SHD_RATELIMIT_INIT(10000, 2);
-static struct shd_ratelimit rl_route = SHD_RATELIMIT_INIT(10000, 2);
-
-/* ------------------------------------------------------------- receiving */
-
-static void set_state(struct shd_peer *p, enum peer_state st)
-{
-	p->state = st;
-	p->state_since_ns = shd_now_ns();
-}
-
-/* Both tags agree: the session is established. */
-static void become_up(struct shd_peer *p)
-{
-	struct shd_net *n = p->net;
-	set_state(p, PEER_UP);
-	p->last_heard_ns = shd_now_ns();
-	p->last_used_ns = p->last_heard_ns; /* a new session is a use */
-	p->st.sessions++;
-	n->ev->peer_up(n->d, p->node, p->host);
-	shd_net_heartbeat(p, shd_now_ns()); /* so that it agrees too, at once */
-	shd_net_announce_peer(p);           /* our ranks, for jobs it may not know */
-	if (n->route.grid && shd_route_neighbor(&n->route, p->node)) {
-		/* the way to the nodes behind it is open: probe them now
-		 * rather than at the next probe period */
-		for (uint32_t i = 0; i < n->n_nodes; i++) {
-			struct shd_peer *q = &n->peers[i];
-			if ((q->state == PEER_UNKNOWN || q->state == PEER_DOWN) &&
-			    shd_route_is_via(&n->route, n->d->node_id, i, p->node)) {
-				q->last_probe_ns = shd_now_ns();
-				shd_net_heartbeat(q, q->last_probe_ns);
-			}
-		}
-	}
-}
-
-/* p (UNKNOWN, DOWN or JOINING) sent a heartbeat of session tag s. */
-static void join(struct shd_peer *p, uint64_t s, uint64_t incarnation)
-{
-	if (p->state != PEER_JOINING || p->peer_session != s) {
-		p->peer_session = s;
-		p->incarnation = incarnation;
-		set_state(p, PEER_JOINING);
-		p->last_heard_ns = shd_now_ns();
-	}
-	shd_net_heartbeat(p, shd_now_ns()); /* tell it our tag */
-}
-
-static void stale(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h)
-{
-	n->d->st.wire_stale++;
-	shd_log_rl(&shd_net_rl_wire, SHD_LOG_DEBUG, "node %u: %s of another session dropped "
-		   "(state %d)", p->node, shf_wire_kind_name(h->kind), (int)p->state);
-}
-
-/* A handshake that does not prove the cluster key: refused and counted. */
-static void auth_failed(struct shd_net *n, struct shd_peer *p, const char *why)
-{
-	n->d->st.auth_failed++;
-	shd_log_rl(&rl_auth, SHD_LOG_WARN, "node %u (%s, %s): authentication failed: %s; its "
-		   "handshake is refused (same cluster_key file on every node?)", p->node, p->host,
-		   p->addr, why);
-}
-
-/*
- * With a key: does heartbeat h prove that its sender holds the cluster key
- * and saw our current nonce (a MAC over both nodes, both tags, both
- * nonces)?  Refused ones are counted (auth_failed) unless they merely come
- * too early: a probe that cannot carry our nonce yet (no ECHO: its sender
- * never heard from us in this session of ours) is not a failure, only not
- * a proof.  Without a key: only that the peer has none either.
- */
-static bool hb_proves(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h,
-		      bool count_early)
-{
-	const struct shf_wire_heartbeat *hb = &h->u.heartbeat;
-	if (!n->auth) {
-		if (hb->flags & SHF_WIRE_HB_MAC) {
-			auth_failed(n, p, "it uses a cluster key, this daemon has none");
-			return false;
-		}
-		return true;
-	}
-	if (!(hb->flags & SHF_WIRE_HB_MAC)) {
-		auth_failed(n, p, "it has no cluster key");
-		return false;
-	}
-	if (!(hb->flags & SHF_WIRE_HB_ECHO)) {
-		if (count_early)
-			auth_failed(n, p, "its heartbeat does not answer our nonce");
-		else
-			stale(n, p, h);
-		return false;
-	}
-	struct shd_auth_hb m = {h->src_node, h->dst_node, h->src_session, h->dst_session,
-				hb->nonce, p->my_nonce};
-	if (!shd_auth_verify(n->auth, &m, hb->mac)) {
-		auth_failed(n, p, "wrong MAC (another cluster key, or forged)");
-		return false;
-	}
-	return true;
-}
 
 #define STORE_WAIT_MS 5000
 
-static bool has_address(const struct shd_peer *p)
-{
-	return p->raw_len || p->port[0];
-}
-
-static void reinsert(struct shd_peer *p);
-
-/* A sender not in the address vector claims to be p (tcp, dir without N:
- * a node that published itself after our rendezvous, or moved): look p up
- * in the store or the directory, at most once a second per node.  A store
- * lookup blocks the loop for up to LOOKUP_MS, and anyone can claim any
- * id: all lookups together get at most LOOKUP_MS of each second (when the
- * store answers, that is hundreds of lookups; when it does not, one), so
- * claims cannot stall the loop into missing its own heartbeats.  A new address found there
- * is put into the address vector; the message that prompted the lookup is
- * dropped all the same (the caller counts it foreign): only what comes
- * from the published address is taken, and the node's next heartbeat, or
- * our probe's answer, does.  true when an address was learned. */
-#define LOOKUP_MS 300
-
-static bool learn_address(struct shd_peer *p)
-{
-	struct shd_net *n = p->net;
-	uint64_t now = shd_now_ns();
-	if (!n->rdv || now - p->last_lookup_ns < 1000000000u)
-		return false;
-	if (now - n->lookup_window_ns >= 1000000000u) {
-		n->lookup_window_ns = now;
-		n->lookup_spent_ns = 0;
-	}
-	uint64_t left_ns = (uint64_t)LOOKUP_MS * 1000000u - n->lookup_spent_ns;
-	if (n->lookup_spent_ns >= (uint64_t)LOOKUP_MS * 1000000u || left_ns < 1000000u) {
-		n->d->st.lookups_deferred++; /* this second's budget is spent */
-		return false;
-	}
-	p->last_lookup_ns = now;
-	struct shd_rdv_node rn;
-	char err[256] = "";
-	int r = shd_rdv_lookup(n->rdv, p->node, (int)(left_ns / 1000000u), &rn, err, sizeof(err));
-	n->lookup_spent_ns += shd_now_ns() - now;
-	if (r < 0) {
-		shd_log_rl(&shd_net_rl_wire, SHD_LOG_WARN, "node %u contacted us but its address "
-			   "is not known: %s", p->node, r == -ENOENT ? "not in the store (yet)" : err);
-		return false;
-	}
-	if (p->raw_len == rn.addr_len && !memcmp(p->raw_addr, rn.addr, rn.addr_len))
-		return false; /* the address we have: the sender is not at it */
-	bool moved = has_address(p);
-	if (moved)
-		shd_fabric_remove(n->fab, p->node);
-	snprintf(p->host, sizeof(p->host), "%s", rn.host);
-	p->raw_len = rn.addr_len;
-	memcpy(p->raw_addr, rn.addr, rn.addr_len);
-	shd_fabric_addr_str(n->fab, p->raw_addr, p->raw_len, p->addr, sizeof(p->addr));
-	reinsert(p);
-	shd_info("node %u (%s) %s: %s", p->node, p->host, moved ? "has a new address"
-								: "joined the set", p->addr);
-	if (p->state == PEER_UNKNOWN || p->state == PEER_DOWN) {
-		p->last_probe_ns = now; /* probe it there now: its answer is taken */
-		shd_net_heartbeat(p, now);
-	}
-	return true;
-}
-
-/*
- * The session rules (docs/protocol-wire.md, "Sessions").  A message is
- * taken only when its tags are the current ones of an UP peer; a heartbeat
- * with a new tag starts (or, from an UP peer, restarts) a session; anything
- * else belongs to another session and is dropped (wire_stale).  Returns
- * true when h is to be processed.
- */
-static bool session_admit(struct shd_peer *p, const struct shf_wire_hdr *h)
-{
-	struct shd_net *n = p->net;
-	uint64_t s = h->src_session, t = h->dst_session;
-	bool hb = h->kind == SHF_WIRE_HEARTBEAT;
-	uint64_t inc = hb ? h->u.heartbeat.incarnation : 0;
-	if (s == 0 || (t != 0 && t != p->my_session)) {
-		stale(n, p, h);
-		return false;
-	}
-	switch (p->state) {
-	case PEER_UP:
-		if (s == p->peer_session && t == p->my_session)
-			return true;
-		if (hb && s != p->peer_session) {
-			/* with a key, only a heartbeat proving the key over our
-			 * current nonce ends a session (a restarted peer learns
-			 * our nonce from the heartbeats we keep sending it) */
-			if (!hb_proves(n, p, h, false))
-				return false;
-			/* it restarted, or declared us down: this session ends, the
-			 * next one starts once the old one is carried out */
-			p->next_session = s;
-			p->next_incarnation = inc;
-			shd_net_peer_fail(p, inc != p->incarnation ? "it restarted"
-								  : "it started a new session");
-			return false;
-		}
-		break;
-	case PEER_FAILED:
-		if (hb && s != p->peer_session) {
-			/* remembered, answered once the old session is carried out */
-			p->next_session = s;
-			p->next_incarnation = inc;
-			return false;
-		}
-		break;
-	case PEER_UNKNOWN:
-	case PEER_DOWN:
-	case PEER_JOINING:
-		if (!hb && !n->auth && p->state == PEER_JOINING && s == p->peer_session &&
-		    t == p->my_session) {
-			/* without a key any message of the session completes the
-			 * handshake; with one, only a heartbeat proving the key */
-			become_up(p);
-			return true; /* data may follow the handshake at once */
-		}
-		if (hb) {
-			if (t == p->my_session) { /* it knows us already: the handshake's end */
-				if (!hb_proves(n, p, h, true))
-					return false;
-				join(p, s, inc);
-				become_up(p);
-				return true;
-			}
-			/* a probe: answered, which grants nothing; with a key it
-			 * must at least carry one (another mode never joins) */
-			if ((h->u.heartbeat.flags & SHF_WIRE_HB_MAC) != (n->auth ? SHF_WIRE_HB_MAC : 0u)) {
-				auth_failed(n, p, n->auth ? "it has no cluster key"
-							  : "it uses a cluster key, this daemon has none");
-				return false;
-			}
-			join(p, s, inc);
-			return false;
-		}
-		break;
-	case PEER_STATE_MAX:
-		break;
-	}
-	stale(n, p, h);
-	return false;
-}
+/* ------------------------------------------------------------- receiving */
 
 static int take(struct shd_net *n, struct shd_peer *p, void *buf, struct shf_wire_hdr *hp);
-
-/* One routing per set (routing=direct or 2d), checked at join like the
- * cluster key: a heartbeat of the other kind is refused, and so is
- * anything that comes directly from a node that is not a neighbour under
- * 2d, or a FWD under direct.  true: go on. */
-static bool routing_ok(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h)
-{
-	bool grid = n->route.grid;
-	const char *why = NULL;
-	if (h->kind == SHF_WIRE_HEARTBEAT && !!(h->u.heartbeat.flags & SHF_WIRE_HB_2D) != grid)
-		why = grid ? "it routes direct, this daemon 2d" : "it routes 2d, this daemon direct";
-	else if ((h->kind == SHF_WIRE_FWD || h->kind == SHF_WIRE_FWD_LOST ||
-		  h->kind == SHF_WIRE_FWD_BUNDLE) && !grid)
-		why = "it forwards (routing=2d), this daemon routes direct";
-	else if (grid && !shd_route_neighbor(&n->route, p->node))
-		why = "it is not in this node's row or column but sent directly "
-		      "(routing=2d here; is its routing or node count another?)";
-	if (!why)
-		return true;
-	n->d->st.routing_refused++;
-	shd_log_rl(&rl_route, SHD_LOG_WARN, "node %u (%s, %s): %s refused: %s; routing must be "
-		   "the same on every daemon", p->node, p->host, p->addr, shf_wire_kind_name(h->kind),
-		   why);
-	return false;
-}
 
 static int fwd_one(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h);
 
 /* FWD from neighbour p: its session checked first, then fwd_one(). */
 static int on_fwd(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h)
 {
-	if (!session_admit(p, h))
+	if (!shd_net_session_admit(p, h))
 		return 0;
 	p->last_heard_ns = shd_now_ns();
 	return fwd_one(n, p, h);
@@ -329,7 +59,7 @@ static int on_fwd(struct shd_net *n, struct shd_peer *p, const struct shf_wire_h
  * each FWD in it is taken as if it had come alone (in order). */
 static int on_bundle(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h)
 {
-	if (!session_admit(p, h))
+	if (!shd_net_session_admit(p, h))
 		return 0;
 	p->last_heard_ns = shd_now_ns();
 	uint32_t off = 0, len;
@@ -386,7 +116,7 @@ static int fwd_one(struct shd_net *n, struct shd_peer *p, const struct shf_wire_
 		}
 		struct shd_peer *o = &n->peers[f->inner_src];
 		struct shf_wire_hdr in;
-		if (shf_wire_check(f->msg, f->len, n->n_nodes, me, &in) != 0 || !has_address(o))
+		if (shf_wire_check(f->msg, f->len, n->n_nodes, me, &in) != 0 || !shd_net_has_address(o))
 			return 0; /* (checked whole by shf_wire_check of the FWD) */
 		o->via_in = p->node;
 		return take(n, o, (void *)f->msg, &in);
@@ -452,18 +182,18 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 	 * lookup puts it in), or anyone else: dropped either way. */
 	if (node == SHD_FABRIC_NODE_UNKNOWN && n->by_address) {
 		if (n->rdv && !p->port[0])
-			learn_address(p);
+			shd_net_learn_address(p);
 		d->st.wire_foreign++;
 		shd_log_rl(&rl_foreign, SHD_LOG_WARN, "a %s claiming to be node %u from an "
 			   "address that is not its own: dropped", shf_wire_kind_name(h.kind),
 			   h.src_node);
 		return 0;
 	}
-	if (!has_address(p)) {
+	if (!shd_net_has_address(p)) {
 		d->st.wire_foreign++; /* (no sources) cannot be answered: not a member yet */
 		return 0;
 	}
-	if (!routing_ok(n, p, &h))
+	if (!shd_net_routing_ok(n, p, &h))
 		return 0;
 	p->linked = true; /* it sent to us directly, from its own address */
 	if (h.kind == SHF_WIRE_FWD)
@@ -503,7 +233,7 @@ static int take(struct shd_net *n, struct shd_peer *p, void *buf, struct shf_wir
 			shd_net_use(p);
 		}
 	}
-	if (!session_admit(p, &h))
+	if (!shd_net_session_admit(p, &h))
 		return 0;
 	p->last_heard_ns = shd_now_ns();
 	if (h.kind == SHF_WIRE_HEARTBEAT && (h.u.heartbeat.flags & SHF_WIRE_HB_IDLE)) {
@@ -570,20 +300,6 @@ static void on_error(void *arg, uint32_t node, int err, const char *msg)
 
 /* ------------------------------------------------------------- liveness */
 
-/* Put p back into the address vector (a down removed it, dropping what the
- * fabric still queued for it), so that it can be probed and rejoin. */
-static void reinsert(struct shd_peer *p)
-{
-	struct shd_net *n = p->net;
-	if (!p->raw_len && !p->port[0])
-		return; /* its address was never known (dir without N) */
-	int r = p->raw_len ? shd_fabric_insert(n->fab, p->raw_addr, p->raw_len, p->node)
-			   : shd_fabric_insert_svc(n->fab, p->host, p->port, p->node);
-	if (r < 0 && r != -EEXIST)
-		shd_err("node %u (%s): cannot put it back into the address vector: %s; it cannot "
-			"rejoin", p->node, p->host, strerror(-r));
-}
-
 /* routing=2d: neighbour p is carried out.  Every session that may have
  * gone through it ends (what it held is reported lost like the
  * destination's own loss; the next session takes the other intermediate
@@ -616,7 +332,7 @@ void shd_net_reap(struct shd_daemon *d)
 	while (!shd_list_empty(&n->downq)) {
 		struct shd_peer *p = shd_container_of(n->downq.next, struct shd_peer, down_link);
 		shd_list_del(&p->down_link);
-		set_state(p, PEER_DOWN);
+		shd_net_set_state(p, PEER_DOWN);
 		shd_warn("peer node %u (%s) down: %s", p->node, p->host, p->down_why);
 		shd_net_tx_down(p);
 		shd_net_rx_down(p);
@@ -627,10 +343,10 @@ void shd_net_reap(struct shd_daemon *d)
 		/* a new session later: fresh numbers and a new tag of ours, so
 		 * nothing of this one is ever taken in the next */
 		shd_net_session_reset(p);
-		reinsert(p);
+		shd_net_reinsert(p);
 		if (p->next_session) {
 			/* it already opened its next session: answer it now */
-			join(p, p->next_session, p->next_incarnation);
+			shd_net_join(p, p->next_session, p->next_incarnation);
 			p->next_session = 0;
 		}
 	}
@@ -810,7 +526,7 @@ static void on_heartbeat(int fd, void *arg)
 			    now - p->last_heard_ns > (uint64_t)d->cfg.peer_timeout_ms * 1000000u) {
 				if (p->state == PEER_JOINING) {
 					/* the handshake never finished: nothing was exchanged */
-					set_state(p, PEER_DOWN);
+					shd_net_set_state(p, PEER_DOWN);
 					p->peer_session = 0;
 					continue;
 				}
@@ -825,7 +541,7 @@ static void on_heartbeat(int fd, void *arg)
 			break;
 		case PEER_UNKNOWN:
 		case PEER_DOWN:
-			if (has_address(p) && now - p->last_probe_ns >= probe_ns) {
+			if (shd_net_has_address(p) && now - p->last_probe_ns >= probe_ns) {
 				p->last_probe_ns = now;
 				shd_net_heartbeat(p, now);
 			}
@@ -938,7 +654,7 @@ json_t *shd_net_json(struct shd_daemon *d)
 		if (i == d->node_id)
 			continue;
 		const struct shd_peer *p = &n->peers[i];
-		if (!has_address(p) && p->state == PEER_UNKNOWN)
+		if (!shd_net_has_address(p) && p->state == PEER_UNKNOWN)
 			continue; /* tcp: an id nobody has claimed, or not learned yet */
 		json_t *o = json_object();
 		json_object_set_new(o, "node", json_integer(i));
@@ -987,7 +703,7 @@ int shd_net_not_up(struct shd_daemon *d, char *buf, size_t len)
 	buf[0] = '\0';
 	for (uint32_t i = 0; i < n->n_nodes; i++) {
 		const struct shd_peer *p = &n->peers[i];
-		if (i == d->node_id || p->state == PEER_UP || (!has_address(p) && !p->host[0]))
+		if (i == d->node_id || p->state == PEER_UP || (!shd_net_has_address(p) && !p->host[0]))
 			continue;
 		char item[96];
 		snprintf(item, sizeof(item), "%s%u (%.40s, %s)", count ? ", " : "nodes not up: ", i,
@@ -1191,7 +907,7 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 		p->net = n;
 		p->node = i;
 		p->via_out = p->via_in = SHD_ROUTE_NONE;
-		set_state(p, PEER_UNKNOWN); /* until its heartbeat and ours cross */
+		shd_net_set_state(p, PEER_UNKNOWN); /* until its heartbeat and ours cross */
 		p->last_heard_ns = now;
 		shd_net_session_reset(p);
 		snprintf(p->host, sizeof(p->host), "%s", res.nodes[i].host);
@@ -1253,7 +969,7 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 		   d->node_id, d->n_nodes, res.nodes[d->node_id].host, shd_fabric_provider(n->fab),
 		   me);
 	for (uint32_t i = 0; i < n->n_nodes; i++)
-		if (i != d->node_id && has_address(&n->peers[i]))
+		if (i != d->node_id && shd_net_has_address(&n->peers[i]))
 			shd_info("peer node %u: %s %s", i, n->peers[i].host, n->peers[i].addr);
 	if (!n->auth)
 		shd_warn("peers are not authenticated (no cluster_key): any process that can "

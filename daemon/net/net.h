@@ -13,7 +13,7 @@
  * Files: net.h + net.c (open/close, receive dispatch, liveness, the peers
  * step, progress), net/tx.h + net/tx.c (the sending API: batches, credits,
  * buffer pool, posting, marks, control messages), net/rx.c (placing
- * received batches, parking, ACK and DROP), net/events.h (the events
+ * received batches, parking, ACK and DROP), net/upcalls.h (the events
  * table), net/int.h (their shared structs).
  */
 #ifndef SHD_NET_H
@@ -24,7 +24,7 @@
 
 #include "daemon/daemon.h"
 
-#include "daemon/net/events.h"
+#include "daemon/net/upcalls.h"
 
 /* Open the endpoint and run the rendezvous.  Sets d->node_id, d->n_nodes
  * and d->net (left NULL when the daemon is alone).  ev must outlive net. */

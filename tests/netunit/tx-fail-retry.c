@@ -3,7 +3,7 @@
  * tests/netunit/tx-fail-retry.c - batches that wait for a fabric send slot
  * (net->retry, after -EAGAIN) when their peer goes down.
  *
- * net/events.h promises for ev->peer_lost: "node is down; what was queued
+ * net/upcalls.h promises for ev->peer_lost: "node is down; what was queued
  * for it is already dropped and reported".  Three nodes; every send slot
  * is busy (the fake fabric answers -EAGAIN), so node 1's batches 1 (rank 0:
  * 4 records) and 2 (rank 1: 2 records, closed by rank 0's mark) and node

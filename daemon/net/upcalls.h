@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/net/events.h - what the network tells the modules above it: the
+ * daemon/net/upcalls.h - what the network tells the modules above it: the
  * table given to shd_net_open() (net.h), implemented by daemon/events.c.
  */
-#ifndef SHD_NET_EVENTS_H
-#define SHD_NET_EVENTS_H
+#ifndef SHD_NET_UPCALLS_H
+#define SHD_NET_UPCALLS_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * daemon/net/session.c - a peer's session rules (docs/protocol-wire.md,
+ * "Sessions"): which message a session admits, the handshake that proves
+ * the cluster key, the one routing per set, and a peer's address (learned
+ * from the store or the directory, put back into the address vector).
+ * net.c dispatches what these admit; declarations in net/int.h.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon/net/int.h"
+#include "daemon/stats.h"
+
+struct shd_ratelimit shd_net_rl_wire = SHD_RATELIMIT_INIT(1000, 5);
+/* failed handshakes and refused routing: a line now and then, not one per
+ * probe (a peer with another key probes every second, forever) */
+static struct shd_ratelimit rl_auth = SHD_RATELIMIT_INIT(10000, 2);
+static struct shd_ratelimit rl_route = SHD_RATELIMIT_INIT(10000, 2);
+
+void shd_net_set_state(struct shd_peer *p, enum peer_state st)
+{
+	p->state = st;
+	p->state_since_ns = shd_now_ns();
+}
+
+/* Both tags agree: the session is established. */
+static void become_up(struct shd_peer *p)
+{
+	struct shd_net *n = p->net;
+	shd_net_set_state(p, PEER_UP);
+	p->last_heard_ns = shd_now_ns();
+	p->last_used_ns = p->last_heard_ns; /* a new session is a use */
+	p->st.sessions++;
+	n->ev->peer_up(n->d, p->node, p->host);
+	shd_net_heartbeat(p, shd_now_ns()); /* so that it agrees too, at once */
+	shd_net_announce_peer(p);           /* our ranks, for jobs it may not know */
+	if (n->route.grid && shd_route_neighbor(&n->route, p->node)) {
+		/* the way to the nodes behind it is open: probe them now
+		 * rather than at the next probe period */
+		for (uint32_t i = 0; i < n->n_nodes; i++) {
+			struct shd_peer *q = &n->peers[i];
+			if ((q->state == PEER_UNKNOWN || q->state == PEER_DOWN) &&
+			    shd_route_is_via(&n->route, n->d->node_id, i, p->node)) {
+				q->last_probe_ns = shd_now_ns();
+				shd_net_heartbeat(q, q->last_probe_ns);
+			}
+		}
+	}
+}
+
+/* p (UNKNOWN, DOWN or JOINING) sent a heartbeat of session tag s. */
+void shd_net_join(struct shd_peer *p, uint64_t s, uint64_t incarnation)
+{
+	if (p->state != PEER_JOINING || p->peer_session != s) {
+		p->peer_session = s;
+		p->incarnation = incarnation;
+		shd_net_set_state(p, PEER_JOINING);
+		p->last_heard_ns = shd_now_ns();
+	}
+	shd_net_heartbeat(p, shd_now_ns()); /* tell it our tag */
+}
+
+static void stale(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h)
+{
+	n->d->st.wire_stale++;
+	shd_log_rl(&shd_net_rl_wire, SHD_LOG_DEBUG, "node %u: %s of another session dropped "
+		   "(state %d)", p->node, shf_wire_kind_name(h->kind), (int)p->state);
+}
+
+/* A handshake that does not prove the cluster key: refused and counted. */
+static void auth_failed(struct shd_net *n, struct shd_peer *p, const char *why)
+{
+	n->d->st.auth_failed++;
+	shd_log_rl(&rl_auth, SHD_LOG_WARN, "node %u (%s, %s): authentication failed: %s; its "
+		   "handshake is refused (same cluster_key file on every node?)", p->node, p->host,
+		   p->addr, why);
+}
+
+/*
+ * With a key: does heartbeat h prove that its sender holds the cluster key
+ * and saw our current nonce (a MAC over both nodes, both tags, both
+ * nonces)?  Refused ones are counted (auth_failed) unless they merely come
+ * too early: a probe that cannot carry our nonce yet (no ECHO: its sender
+ * never heard from us in this session of ours) is not a failure, only not
+ * a proof.  Without a key: only that the peer has none either.
+ */
+static bool hb_proves(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h,
+		      bool count_early)
+{
+	const struct shf_wire_heartbeat *hb = &h->u.heartbeat;
+	if (!n->auth) {
+		if (hb->flags & SHF_WIRE_HB_MAC) {
+			auth_failed(n, p, "it uses a cluster key, this daemon has none");
+			return false;
+		}
+		return true;
+	}
+	if (!(hb->flags & SHF_WIRE_HB_MAC)) {
+		auth_failed(n, p, "it has no cluster key");
+		return false;
+	}
+	if (!(hb->flags & SHF_WIRE_HB_ECHO)) {
+		if (count_early)
+			auth_failed(n, p, "its heartbeat does not answer our nonce");
+		else
+			stale(n, p, h);
+		return false;
+	}
+	struct shd_auth_hb m = {h->src_node, h->dst_node, h->src_session, h->dst_session,
+				hb->nonce, p->my_nonce};
+	if (!shd_auth_verify(n->auth, &m, hb->mac)) {
+		auth_failed(n, p, "wrong MAC (another cluster key, or forged)");
+		return false;
+	}
+	return true;
+}
+
+bool shd_net_has_address(const struct shd_peer *p)
+{
+	return p->raw_len || p->port[0];
+}
+
+/* A sender not in the address vector claims to be p (tcp, dir without N:
+ * a node that published itself after our rendezvous, or moved): look p up
+ * in the store or the directory, at most once a second per node.  A store
+ * lookup blocks the loop for up to LOOKUP_MS, and anyone can claim any
+ * id: all lookups together get at most LOOKUP_MS of each second (when the
+ * store answers, that is hundreds of lookups; when it does not, one), so
+ * claims cannot stall the loop into missing its own heartbeats.  A new address found there
+ * is put into the address vector; the message that prompted the lookup is
+ * dropped all the same (the caller counts it foreign): only what comes
+ * from the published address is taken, and the node's next heartbeat, or
+ * our probe's answer, does.  true when an address was learned. */
+bool shd_net_learn_address(struct shd_peer *p)
+{
+	struct shd_net *n = p->net;
+	uint64_t now = shd_now_ns();
+	if (!n->rdv || now - p->last_lookup_ns < 1000000000u)
+		return false;
+	if (now - n->lookup_window_ns >= 1000000000u) {
+		n->lookup_window_ns = now;
+		n->lookup_spent_ns = 0;
+	}
+	uint64_t left_ns = (uint64_t)LOOKUP_MS * 1000000u - n->lookup_spent_ns;
+	if (n->lookup_spent_ns >= (uint64_t)LOOKUP_MS * 1000000u || left_ns < 1000000u) {
+		n->d->st.lookups_deferred++; /* this second's budget is spent */
+		return false;
+	}
+	p->last_lookup_ns = now;
+	struct shd_rdv_node rn;
+	char err[256] = "";
+	int r = shd_rdv_lookup(n->rdv, p->node, (int)(left_ns / 1000000u), &rn, err, sizeof(err));
+	n->lookup_spent_ns += shd_now_ns() - now;
+	if (r < 0) {
+		shd_log_rl(&shd_net_rl_wire, SHD_LOG_WARN, "node %u contacted us but its address "
+			   "is not known: %s", p->node, r == -ENOENT ? "not in the store (yet)" : err);
+		return false;
+	}
+	if (p->raw_len == rn.addr_len && !memcmp(p->raw_addr, rn.addr, rn.addr_len))
+		return false; /* the address we have: the sender is not at it */
+	bool moved = shd_net_has_address(p);
+	if (moved)
+		shd_fabric_remove(n->fab, p->node);
+	snprintf(p->host, sizeof(p->host), "%s", rn.host);
+	p->raw_len = rn.addr_len;
+	memcpy(p->raw_addr, rn.addr, rn.addr_len);
+	shd_fabric_addr_str(n->fab, p->raw_addr, p->raw_len, p->addr, sizeof(p->addr));
+	shd_net_reinsert(p);
+	shd_info("node %u (%s) %s: %s", p->node, p->host, moved ? "has a new address"
+								: "joined the set", p->addr);
+	if (p->state == PEER_UNKNOWN || p->state == PEER_DOWN) {
+		p->last_probe_ns = now; /* probe it there now: its answer is taken */
+		shd_net_heartbeat(p, now);
+	}
+	return true;
+}
+
+/*
+ * The session rules (docs/protocol-wire.md, "Sessions").  A message is
+ * taken only when its tags are the current ones of an UP peer; a heartbeat
+ * with a new tag starts (or, from an UP peer, restarts) a session; anything
+ * else belongs to another session and is dropped (wire_stale).  Returns
+ * true when h is to be processed.
+ */
+bool shd_net_session_admit(struct shd_peer *p, const struct shf_wire_hdr *h)
+{
+	struct shd_net *n = p->net;
+	uint64_t s = h->src_session, t = h->dst_session;
+	bool hb = h->kind == SHF_WIRE_HEARTBEAT;
+	uint64_t inc = hb ? h->u.heartbeat.incarnation : 0;
+	if (s == 0 || (t != 0 && t != p->my_session)) {
+		stale(n, p, h);
+		return false;
+	}
+	switch (p->state) {
+	case PEER_UP:
+		if (s == p->peer_session && t == p->my_session)
+			return true;
+		if (hb && s != p->peer_session) {
+			/* with a key, only a heartbeat proving the key over our
+			 * current nonce ends a session (a restarted peer learns
+			 * our nonce from the heartbeats we keep sending it) */
+			if (!hb_proves(n, p, h, false))
+				return false;
+			/* it restarted, or declared us down: this session ends, the
+			 * next one starts once the old one is carried out */
+			p->next_session = s;
+			p->next_incarnation = inc;
+			shd_net_peer_fail(p, inc != p->incarnation ? "it restarted"
+								  : "it started a new session");
+			return false;
+		}
+		break;
+	case PEER_FAILED:
+		if (hb && s != p->peer_session) {
+			/* remembered, answered once the old session is carried out */
+			p->next_session = s;
+			p->next_incarnation = inc;
+			return false;
+		}
+		break;
+	case PEER_UNKNOWN:
+	case PEER_DOWN:
+	case PEER_JOINING:
+		if (!hb && !n->auth && p->state == PEER_JOINING && s == p->peer_session &&
+		    t == p->my_session) {
+			/* without a key any message of the session completes the
+			 * handshake; with one, only a heartbeat proving the key */
+			become_up(p);
+			return true; /* data may follow the handshake at once */
+		}
+		if (hb) {
+			if (t == p->my_session) { /* it knows us already: the handshake's end */
+				if (!hb_proves(n, p, h, true))
+					return false;
+				shd_net_join(p, s, inc);
+				become_up(p);
+				return true;
+			}
+			/* a probe: answered, which grants nothing; with a key it
+			 * must at least carry one (another mode never joins) */
+			if ((h->u.heartbeat.flags & SHF_WIRE_HB_MAC) != (n->auth ? SHF_WIRE_HB_MAC : 0u)) {
+				auth_failed(n, p, n->auth ? "it has no cluster key"
+							  : "it uses a cluster key, this daemon has none");
+				return false;
+			}
+			shd_net_join(p, s, inc);
+			return false;
+		}
+		break;
+	case PEER_STATE_MAX:
+		break;
+	}
+	stale(n, p, h);
+	return false;
+}
+
+/* One routing per set (routing=direct or 2d), checked at join like the
+ * cluster key: a heartbeat of the other kind is refused, and so is
+ * anything that comes directly from a node that is not a neighbour under
+ * 2d, or a FWD under direct.  true: go on. */
+bool shd_net_routing_ok(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h)
+{
+	bool grid = n->route.grid;
+	const char *why = NULL;
+	if (h->kind == SHF_WIRE_HEARTBEAT && !!(h->u.heartbeat.flags & SHF_WIRE_HB_2D) != grid)
+		why = grid ? "it routes direct, this daemon 2d" : "it routes 2d, this daemon direct";
+	else if ((h->kind == SHF_WIRE_FWD || h->kind == SHF_WIRE_FWD_LOST ||
+		  h->kind == SHF_WIRE_FWD_BUNDLE) && !grid)
+		why = "it forwards (routing=2d), this daemon routes direct";
+	else if (grid && !shd_route_neighbor(&n->route, p->node))
+		why = "it is not in this node's row or column but sent directly "
+		      "(routing=2d here; is its routing or node count another?)";
+	if (!why)
+		return true;
+	n->d->st.routing_refused++;
+	shd_log_rl(&rl_route, SHD_LOG_WARN, "node %u (%s, %s): %s refused: %s; routing must be "
+		   "the same on every daemon", p->node, p->host, p->addr, shf_wire_kind_name(h->kind),
+		   why);
+	return false;
+}
+
+/* Put p back into the address vector (a down removed it, dropping what the
+ * fabric still queued for it), so that it can be probed and rejoin. */
+void shd_net_reinsert(struct shd_peer *p)
+{
+	struct shd_net *n = p->net;
+	if (!p->raw_len && !p->port[0])
+		return; /* its address was never known (dir without N) */
+	int r = p->raw_len ? shd_fabric_insert(n->fab, p->raw_addr, p->raw_len, p->node)
+			   : shd_fabric_insert_svc(n->fab, p->host, p->port, p->node);
+	if (r < 0 && r != -EEXIST)
+		shd_err("node %u (%s): cannot put it back into the address vector: %s; it cannot "
+			"rejoin", p->node, p->host, strerror(-r));
+}
