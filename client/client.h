@@ -238,6 +238,7 @@ struct shf_ctx {
 	int timeout_ms;           /* resolved: > 0, or -1 forever */
 	bool thread_mode;         /* callbacks on our thread, else shf_poll() */
 	shf_deliver_fn fn;        /* the application's callback, and its argument */
+	shf_deliver_many_fn fn_many; /* or its batch callback (opts.deliver_many) */
 	void *arg;
 	char job[SHF_JOB_MAX];    /* sanitised job name (for debug output) */
 	pthread_t thread;         /* the delivery thread, if thread_started */

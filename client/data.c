@@ -22,6 +22,7 @@
  * shf_close() in poll mode, on the calling thread.
  */
 #include <errno.h>
+#include <limits.h>
 #include <linux/membarrier.h>
 #include <poll.h>
 #include <sched.h>
@@ -178,14 +179,32 @@ static inline void send_leave(struct shf_ctx *c, bool fast)
 
 /* ------------------------------------------------------------- delivery */
 
+/* Hand recs[0..n) to the batch callback; count them once it returned
+ * (deliver_lock held: the only writer of the delivery counters). */
+static void deliver_many(struct shf_ctx *c, const struct shf_rec *recs, unsigned n)
+{
+	if (!n)
+		return;
+	c->fn_many(c->arg, recs, n);
+	uint64_t bytes = 0;
+	for (unsigned i = 0; i < n; i++)
+		bytes += recs[i].len;
+	stat_add1w(&c->st.delivered_msgs, n);
+	stat_add1w(&c->st.delivered_bytes, bytes);
+}
+
 int shc_deliver_batch(struct shf_ctx *c, unsigned max)
 {
 	if (shc_is_dead(c))
 		return shc_dead_err(c);
 	struct shf_ctx *outer = shc_in_cb;
 	uint64_t done0 = c->deliver.done; /* deliver_lock held: ours */
-	unsigned n = 0;
+	unsigned n = 0, k = 0;
 	bool bad = false;
+	/* batch callback: views of up to SHC_BATCH records still in the ring */
+	struct shf_rec recs[SHC_BATCH];
+	if (max > SHC_BATCH)
+		max = SHC_BATCH;
 	/* poll mode: nobody else watches the socket while callbacks run here */
 	uint64_t checked = c->thread_mode ? 0 : shc_now_ns();
 	shc_in_cb = c;
@@ -215,8 +234,13 @@ int shc_deliver_batch(struct shf_ctx *c, unsigned max)
 			break;
 		}
 		uint32_t len = v.len - SHF_MSG_HDR_BYTES;
-		c->fn(c->arg, h.rank, c->rank, h.type, v.data + SHF_MSG_HDR_BYTES, len);
 		n++;
+		if (c->fn_many) {
+			recs[k++] = (struct shf_rec){h.rank, c->rank, h.type, len,
+						     v.data + SHF_MSG_HDR_BYTES};
+			continue;
+		}
+		c->fn(c->arg, h.rank, c->rank, h.type, v.data + SHF_MSG_HDR_BYTES, len);
 		/* counted per record, as soon as its callback returned;
 		 * deliver_lock held: the only writer */
 		stat_add1w(&c->st.delivered_msgs, 1);
@@ -228,6 +252,10 @@ int shc_deliver_batch(struct shf_ctx *c, unsigned max)
 		if (shc_is_dead(c))
 			break; /* closed or lost meanwhile: stop handing out records */
 	}
+	/* the records checked before a corrupt one are good: hand them out */
+	deliver_many(c, recs, k);
+	if (k && checked && shc_now_ns() - checked > 1000000u)
+		shc_sock_check(c);
 	shc_in_cb = outer;
 	if (bad)
 		return shc_dead_err(c);
@@ -509,6 +537,89 @@ SHF_EXPORT int shf_send(struct shf_ctx *c, int dst, uint32_t type, const void *d
 	if (!data && len)
 		return shc_fail(-EINVAL, "data is NULL and len is %u", len);
 	return send_record(c, dst, type, data, len, flags & SHF_NONBLOCK);
+}
+
+/* shf_send_many()'s check of msgs[i], as shf_send() checks its arguments. */
+static int check_msg(const struct shf_ctx *c, const struct shf_msg *m, unsigned i)
+{
+	if (m->dst < 0 || m->dst >= c->world)
+		return shc_fail(-ESRCH, "msgs[%u]: rank %d is outside the world [0, %d)", i,
+				m->dst, c->world);
+	if (m->len > c->max_msg)
+		return shc_fail(-EMSGSIZE, "msgs[%u]: %u bytes exceed the daemon's max_msg of %u",
+				i, m->len, c->max_msg);
+	if (!m->data && m->len)
+		return shc_fail(-EINVAL, "msgs[%u]: data is NULL and len is %u", i, m->len);
+	return 0;
+}
+
+/* Publish what is written so far; ring the daemon's bell if it sleeps. */
+static void send_push(struct shf_ctx *c)
+{
+	if (send_publish(c))
+		shf_bell_ring(c->daemon_bell);
+}
+
+SHF_EXPORT int shf_send_many(struct shf_ctx *c, const struct shf_msg *msgs, unsigned n,
+			     unsigned flags)
+{
+	if (!c)
+		return shc_fail(-EINVAL, "no context");
+	if (shc_is_dead(c))
+		return shc_dead_err(c);
+	if (flags & ~SHF_NONBLOCK)
+		return shc_fail(-EINVAL, "unknown flags 0x%x", flags & ~SHF_NONBLOCK);
+	if (n == 0)
+		return 0;
+	if (!msgs)
+		return shc_fail(-EINVAL, "msgs is NULL and n is %u", n);
+	if (n > INT_MAX)
+		return shc_fail(-EINVAL, "n %u is over INT_MAX", n);
+	for (unsigned i = 0; i < n; i++) {
+		int r = check_msg(c, &msgs[i], i);
+		if (r)
+			return r;
+	}
+	bool nonblock = flags & SHF_NONBLOCK;
+	bool fast = send_enter(c);
+	if (c->check_sock) {
+		c->check_sock = false;
+		shc_sock_check(c);
+	}
+	unsigned i = 0;
+	uint64_t bytes = 0;
+	int r = 0;
+	for (; i < n; i++) {
+		const struct shf_msg *m = &msgs[i];
+		uint32_t plen = SHF_MSG_HDR_BYTES + m->len;
+		void *p = shf_ring_reserve(&c->send, plen, SHF_REC_MSG);
+		if (!p) {
+			/* full (or broken): what is written goes first, so that
+			 * the daemon can make room while this waits */
+			send_push(c);
+			r = send_reserve(c, SHF_REC_MSG, plen, nonblock, SEND_DEADLINE_LAZY, &p,
+					 &fast);
+			if (r)
+				break;
+		}
+		struct shf_msg_hdr h = {m->dst, m->type};
+		memcpy(p, &h, sizeof(h));
+		if (m->len)
+			memcpy((char *)p + SHF_MSG_HDR_BYTES, m->data, m->len);
+		bytes += m->len;
+	}
+	if (i)
+		send_push(c);
+	if (!c->thread_mode && (c->send_count += i) >= 256) {
+		c->send_count = 0;
+		c->check_sock = true;
+	}
+	stat_add1w(&c->st.sent_msgs, i);
+	stat_add1w(&c->st.sent_bytes, bytes);
+	send_leave(c, fast);
+	if (i == 0)
+		return r;
+	return (int)i; /* r (-EAGAIN, -ETIMEDOUT, dead) stays in the error detail */
 }
 
 SHF_EXPORT int shf_bcast(struct shf_ctx *c, uint32_t type, const void *data, uint32_t len,

@@ -13,6 +13,7 @@
  * count and the region's size and layout.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -40,12 +41,13 @@
 
 /* ---------------------------------------------------------------- open */
 
-SHF_EXPORT void shf_opts_init(struct shf_opts *o)
+/* The version-1 layout: struct shf_opts up to deliver_many. */
+#define OPTS_V1_BYTES offsetof(struct shf_opts, deliver_many)
+
+static void opts_init(struct shf_opts *o, size_t bytes, unsigned version)
 {
-	if (!o)
-		return;
-	memset(o, 0, sizeof(*o));
-	o->version = SHF_API_VERSION;
+	memset(o, 0, bytes);
+	o->version = version;
 	o->socket_path = NULL;
 	o->job = NULL;
 	o->rank = -1;
@@ -53,6 +55,25 @@ SHF_EXPORT void shf_opts_init(struct shf_opts *o)
 	o->ring_bytes = 0;
 	o->delivery_thread = 1;
 	o->timeout_ms = 0;
+}
+
+/* shf_opts_init() exists twice: programs built against SHUFFLE_1 pass the
+ * smaller version-1 struct, which the 1.2 default must not overrun. */
+SHF_EXPORT void shc_opts_init_v1(struct shf_opts *o);
+SHF_EXPORT void shc_opts_init_v2(struct shf_opts *o);
+__asm__(".symver shc_opts_init_v1, shf_opts_init@SHUFFLE_1");
+__asm__(".symver shc_opts_init_v2, shf_opts_init@@SHUFFLE_1.2");
+
+SHF_EXPORT void shc_opts_init_v1(struct shf_opts *o)
+{
+	if (o)
+		opts_init(o, OPTS_V1_BYTES, 1);
+}
+
+SHF_EXPORT void shc_opts_init_v2(struct shf_opts *o)
+{
+	if (o)
+		opts_init(o, sizeof(*o), SHF_API_VERSION);
 }
 
 static void close_fd(int *fd)
@@ -379,18 +400,24 @@ static int make_event_fd(struct shf_ctx *c)
 SHF_EXPORT int shf_open(const struct shf_opts *o, shf_deliver_fn fn, void *arg,
 			struct shf_ctx **ctx_p)
 {
-	struct shf_opts defaults;
-	if (!o) {
-		shf_opts_init(&defaults);
-		o = &defaults;
-	}
+	struct shf_opts oo;
 	if (!ctx_p)
 		return shc_fail(-EINVAL, "ctx_p is NULL");
-	if (o->version != SHF_API_VERSION)
-		return shc_fail(-EINVAL, "opts.version is %u, this library speaks %u (use "
+	if (!o) {
+		shc_opts_init_v2(&oo);
+	} else if (o->version == 1) { /* built against 1.0/1.1: the shorter struct */
+		shc_opts_init_v2(&oo);
+		memcpy(&oo, o, OPTS_V1_BYTES);
+		oo.version = SHF_API_VERSION;
+	} else if (o->version == SHF_API_VERSION) {
+		oo = *o;
+	} else {
+		return shc_fail(-EINVAL, "opts.version is %u, this library speaks 1 and %u (use "
 				"shf_opts_init())", o->version, SHF_API_VERSION);
-	if (!fn)
-		return shc_fail(-EINVAL, "no delivery callback");
+	}
+	o = &oo;
+	if (!fn && !o->deliver_many)
+		return shc_fail(-EINVAL, "no delivery callback (fn or opts.deliver_many)");
 	if (o->timeout_ms < -1)
 		return shc_fail(-EINVAL, "opts.timeout_ms %d: use > 0, 0 (default) or -1 (forever)",
 				o->timeout_ms);
@@ -414,6 +441,7 @@ SHF_EXPORT int shf_open(const struct shf_opts *o, shf_deliver_fn fn, void *arg,
 	c->rank = rank;
 	c->world = world;
 	c->fn = fn;
+	c->fn_many = o->deliver_many;
 	c->arg = arg;
 	c->thread_mode = o->delivery_thread != 0;
 	c->timeout_ms = o->timeout_ms == 0 ? SHC_DEFAULT_TIMEOUT_MS : o->timeout_ms;

@@ -16,7 +16,9 @@
 extern "C" {
 #endif
 
-#define SHF_API_VERSION 1u
+/* 2 since 1.2 (shf_opts.deliver_many); a program built against 1 keeps
+ * working: shf_opts_init@SHUFFLE_1 fills the version-1 layout. */
+#define SHF_API_VERSION 2u
 
 /* shf_send() flags */
 #define SHF_NONBLOCK 0x1u /* return -EAGAIN instead of waiting for ring space */
@@ -30,6 +32,29 @@ extern "C" {
 #define SHF_FLUSH_DELIVERY 3u /* my delivery ring at call time has been consumed */
 
 struct shf_ctx; /* opaque */
+
+/* Since 1.2: one record of shf_send_many(). */
+struct shf_msg {
+	int dst;           /* destination rank */
+	uint32_t type;     /* the application's tag, handed to the receiver */
+	const void *data;  /* len bytes; may be NULL when len is 0 */
+	uint32_t len;
+};
+
+/* Since 1.2: one delivered record, as a batch callback sees it.  `data`
+ * points into the delivery ring and is valid only until the callback
+ * returns. */
+struct shf_rec {
+	int src;           /* the sender's rank */
+	int dst;           /* this rank */
+	uint32_t type;
+	uint32_t len;
+	const void *data;
+};
+
+/* Since 1.2: batch delivery.  recs[0..n) are consecutive records of the
+ * delivery ring, in arrival order (per-source order kept), n >= 1. */
+typedef void (*shf_deliver_many_fn)(void *arg, const struct shf_rec *recs, unsigned n);
 
 struct shf_opts {
 	unsigned version;        /* SHF_API_VERSION */
@@ -48,6 +73,10 @@ struct shf_opts {
 	uint32_t ring_bytes;     /* 0: daemon default; per direction, power of two */
 	int delivery_thread;     /* 1: callbacks on a library thread; 0: shf_poll() */
 	int timeout_ms;          /* open/send/flush/epoch; 0: default (60 s); -1: forever */
+	/* version >= 2: non-NULL: records are handed out in batches to this
+	 * function (with shf_open's arg) instead of one by one to shf_open's
+	 * fn, which may then be NULL.  Thread and poll mode alike. */
+	shf_deliver_many_fn deliver_many;
 };
 
 /*
@@ -88,6 +117,20 @@ int shf_open(const struct shf_opts *o, shf_deliver_fn fn, void *arg, struct shf_
  * daemon's max_msg, -ESRCH for a rank outside the world. */
 int shf_send(struct shf_ctx *c, int dst, uint32_t type, const void *data, uint32_t len,
 	     unsigned flags);
+
+/* Since 1.2 (SHUFFLE_1.2): send n records with one entry into the send
+ * ring and one publication (while they fit; a full ring publishes what is
+ * written and waits, or with SHF_NONBLOCK stops there).  Every record is
+ * checked as shf_send() checks it before anything is sent: a bad one fails
+ * the call (-EINVAL, -ESRCH, -EMSGSIZE), naming its index in
+ * shf_error_detail().  Returns the number of records sent, in order from
+ * msgs[0]: n, or fewer when SHF_NONBLOCK found the ring full or the
+ * timeout passed while records were already sent (the rest were not sent;
+ * the next call reports what stops them).  Nothing sent: -EAGAIN or
+ * -ETIMEDOUT as shf_send().  Order, flow control, flushes and epochs treat
+ * each record as one shf_send(), mixed in any order with shf_send() and
+ * shf_bcast().  n == 0 returns 0. */
+int shf_send_many(struct shf_ctx *c, const struct shf_msg *msgs, unsigned n, unsigned flags);
 
 /* Since 1.1 (SHUFFLE_1.1): send `len` bytes once to every rank of the job
  * but the caller (every rank with SHF_BCAST_SELF).  One record in the send

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/bench/bench-shuffle.c - the shuffle mode of shuffle-bench: every
- * message is one shf_send() to the node daemon; delivery runs the harness
- * check in the callback.  Only the public API (include/shuffle.h) is used.
+ * message is one shf_send() to the node daemon (--batch N: N of them go
+ * in one shf_send_many(), and delivery is by batch callback); delivery
+ * runs the harness check in the callback.  Only the public API (include/shuffle.h) is used.
  *
  * The run ends with shf_epoch(), the API's "everything anyone sent has been
  * delivered" point.  With -e N an epoch also runs every N sends; in time
@@ -32,6 +33,9 @@ struct bench_shuffle_extra bench_shuffle_extra;
 
 static struct shf_ctx *ctx;
 static char *msgbuf;
+/* --batch N: N payloads and their records for one shf_send_many() */
+static char *slab;
+static struct shf_msg *batch;
 
 static void on_deliver(void *arg, int src, int dst, uint32_t type, const void *data,
 		       uint32_t len)
@@ -45,6 +49,12 @@ static void on_deliver(void *arg, int src, int dst, uint32_t type, const void *d
 	bench_check(b, src, data, len);
 }
 
+static void on_deliver_many(void *arg, const struct shf_rec *recs, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		on_deliver(arg, recs[i].src, recs[i].dst, recs[i].type, recs[i].data, recs[i].len);
+}
+
 static int sh_setup(struct bench *b)
 {
 	struct shf_opts so;
@@ -54,6 +64,8 @@ static int sh_setup(struct bench *b)
 	so.delivery_thread = !b->o.poll_mode;
 	so.ring_bytes = b->o.ring_bytes;
 	so.timeout_ms = TIMEOUT_MS;
+	if (b->o.batch)
+		so.deliver_many = on_deliver_many;
 	int r = shf_open(&so, on_deliver, b, &ctx);
 	if (r < 0)
 		bench_die(b, "shf_open: %s (%s)", shf_strerror(r), shf_error_detail());
@@ -61,7 +73,37 @@ static int sh_setup(struct bench *b)
 	if (!msgbuf)
 		bench_die(b, "out of memory");
 	bench_prefill(msgbuf, b->o.size);
+	if (b->o.batch) {
+		slab = malloc((size_t)b->o.batch * b->o.size);
+		batch = calloc(b->o.batch, sizeof(*batch));
+		if (!slab || !batch)
+			bench_die(b, "out of memory");
+		for (uint32_t i = 0; i < b->o.batch; i++) {
+			bench_prefill(slab + (size_t)i * b->o.size, b->o.size);
+			batch[i] = (struct shf_msg){0, MSG_TYPE, slab + (size_t)i * b->o.size,
+						    b->o.size};
+		}
+	}
 	return 0;
+}
+
+/* --batch: the first n records of batch[], all of them sent in order. */
+static void send_batch(struct bench *b, unsigned n)
+{
+	unsigned flags = b->o.nonblock ? SHF_NONBLOCK : 0;
+	unsigned done = 0;
+	while (done < n) {
+		int r = shf_send_many(ctx, batch + done, n - done, flags);
+		if (r > 0) {
+			done += (unsigned)r;
+			continue;
+		}
+		if (r != -EAGAIN)
+			bench_die(b, "shf_send_many of %u: %s (%s)", n - done, shf_strerror(r),
+				  shf_error_detail());
+		if (!b->o.poll_mode || shf_poll(ctx, 0) <= 0)
+			sched_yield();
+	}
 }
 
 static void send_one(struct bench *b, int dst)
@@ -90,12 +132,27 @@ static void epoch(struct bench *b)
 static int sh_run(struct bench *b)
 {
 	bool agree = b->o.epoch_every && !b->o.count; /* time mode: stop at an epoch */
+	unsigned queued = 0; /* --batch: records in batch[] not sent yet */
 	for (;;) {
 		if (agree ? false : bench_send_done(b))
 			break;
 		int dst = bench_next_dst(b);
-		bench_fill(b, msgbuf, dst);
-		send_one(b, dst);
+		if (b->o.batch) {
+			/* bench_fill counts the record as sent; it goes with the
+			 * batch, before any flush or epoch below */
+			batch[queued].dst = dst;
+			bench_fill(b, slab + (size_t)queued * b->o.size, dst);
+			bool last = b->o.count && b->sent >= b->o.count;
+			bool mark = (b->o.flush_every && b->sent % b->o.flush_every == 0) ||
+				    (b->o.epoch_every && b->sent % b->o.epoch_every == 0);
+			if (++queued == b->o.batch || last || mark) {
+				send_batch(b, queued);
+				queued = 0;
+			}
+		} else {
+			bench_fill(b, msgbuf, dst);
+			send_one(b, dst);
+		}
 		if (b->o.poll_mode && (b->sent & 63) == 0) {
 			int r = shf_poll(ctx, 0);
 			if (r < 0)
@@ -118,6 +175,8 @@ static int sh_run(struct bench *b)
 			}
 		}
 	}
+	if (queued)
+		send_batch(b, queued);
 	epoch(b);
 	struct shf_stats st;
 	if (shf_stats_get(ctx, &st) == 0) {
@@ -138,6 +197,8 @@ static void sh_teardown(struct bench *b)
 			shf_strerror(r));
 	ctx = NULL;
 	free(msgbuf);
+	free(slab);
+	free(batch);
 }
 
 const struct bench_mode_ops bench_shuffle_ops = {

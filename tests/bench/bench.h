@@ -64,6 +64,8 @@ struct bench_opts {
 	bool nonblock;         /* shuffle: SHF_NONBLOCK, retry on -EAGAIN */
 	bool poll_mode;        /* shuffle: delivery_thread = 0, shf_poll() */
 	uint32_t ring_bytes;   /* shuffle: per-direction ring size (0: daemon default) */
+	uint32_t batch;        /* shuffle: shf_send_many() of this many records and batch
+				  delivery (opts.deliver_many); 0: shf_send() one by one */
 	enum bench_mode mode;
 	uint32_t window;       /* mpi-isend: outstanding sends and pre-posted receives */
 	uint32_t agg_bytes;    /* mpi-agg: buffer per destination */

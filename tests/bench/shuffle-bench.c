@@ -114,6 +114,7 @@ static void usage(FILE *f)
 		"      --agg-inflight N mpi-agg: buffers in flight and posted receives (16)\n"
 		"      --round N        mpi-alltoallv: messages per rank per round (65536)\n"
 		"      --seed N         destination sequence seed (1)\n"
+		"      --batch N        shuffle: shf_send_many() of N records and batch delivery\n"
 		"      --label TEXT     copied into the JSON output\n"
 		"      --json           one JSON object on stdout (rank 0)\n"
 		"Environment: SHF_SOCKET / SHF_NODE pick the node's daemon and name the node;\n"
@@ -151,7 +152,7 @@ static int parse_name(const char *s, const char *const *names, int n, const char
 static void parse_opts(struct bench_opts *o, int argc, char **argv)
 {
 	enum { O_NONBLOCK = 256, O_POLL, O_RING, O_AGG_BYTES, O_AGG_INFLIGHT, O_ROUND, O_SEED,
-	       O_LABEL, O_JSON };
+	       O_LABEL, O_JSON, O_BATCH };
 	static const struct option lo[] = {
 		{"count", required_argument, NULL, 'n'},
 		{"seconds", required_argument, NULL, 't'},
@@ -172,6 +173,7 @@ static void parse_opts(struct bench_opts *o, int argc, char **argv)
 		{"agg-inflight", required_argument, NULL, O_AGG_INFLIGHT},
 		{"round", required_argument, NULL, O_ROUND},
 		{"seed", required_argument, NULL, O_SEED},
+		{"batch", required_argument, NULL, O_BATCH},
 		{"label", required_argument, NULL, O_LABEL},
 		{"json", no_argument, NULL, O_JSON},
 		{"help", no_argument, NULL, 'h'},
@@ -223,6 +225,7 @@ static void parse_opts(struct bench_opts *o, int argc, char **argv)
 		case O_AGG_INFLIGHT: o->agg_inflight = (uint32_t)parse_u64(optarg, "agg-inflight"); break;
 		case O_ROUND: o->round = (uint32_t)parse_u64(optarg, "round"); break;
 		case O_SEED: o->seed = parse_u64(optarg, "seed"); break;
+		case O_BATCH: o->batch = (uint32_t)parse_u64(optarg, "batch"); break;
 		case O_LABEL: o->label = optarg; break;
 		case O_JSON: o->json = true; break;
 		case 'h': usage(stdout); exit(0);
@@ -250,6 +253,10 @@ static void parse_opts(struct bench_opts *o, int argc, char **argv)
 				      o->poll_mode)) {
 		fprintf(stderr, "shuffle-bench: -m bcast takes a count (-n), and neither -f, -e "
 			"nor --poll\n");
+		exit(2);
+	}
+	if (o->batch > 65536 || (o->batch && o->mode == MODE_BCAST)) {
+		fprintf(stderr, "shuffle-bench: --batch is at most 65536, and not with -m bcast\n");
 		exit(2);
 	}
 	if (!SHUFFLE_MODE(o->mode) && (o->flush_every || o->epoch_every || o->nonblock ||
@@ -493,6 +500,7 @@ static void print_json(const struct bench *b, const struct summary *s)
 	json_object_set_new(j, "label", json_string(o->label));
 	json_object_set_new(j, "pattern", json_string(pattern_names[o->pattern]));
 	json_object_set_new(j, "payload", json_integer(o->size));
+	json_object_set_new(j, "batch", json_integer(o->batch));
 	json_object_set_new(j, "ranks", json_integer(b->world));
 	json_object_set_new(j, "nodes", json_integer(b->nodes));
 	json_object_set_new(j, "hosts", json_integer(b->hosts));

@@ -8,8 +8,11 @@
 # node received the copies of every other node's broadcasts.
 # BCAST_EXTRA: more bc-client arguments (info=0 runs against a daemon
 # without NODE_INFO).
+# ARGS after N K: more bc-client arguments (many=1 batchcb=1: half the
+# sends as shf_send_many, batch delivery).
 N=$1 K=$2
-T="multi-bcast-$N"
+shift 2
+T="multi-bcast-$N${1:+-many}"
 # shellcheck source=tests/multi/common.sh
 . "$(dirname "$0")/common.sh"
 BCCLIENT=${SHF_TEST_BCCLIENT:-$NODES_BUILD/tests/node/bc-client}
@@ -21,7 +24,7 @@ t_note "$N nodes up, $K ranks each"
 export SHF_JOB=bcast
 for r in $(seq 0 $((W - 1))); do
   SHF_RANK=$r SHF_WORLD=$W nodes_client $((r / K + 1)) "rank$r" "$BCCLIENT" exact \
-    per_node="$K" ops=$OPS size=100 ${BCAST_EXTRA-}
+    per_node="$K" ops=$OPS size=100 ${BCAST_EXTRA-} "$@"
 done
 NODES_SYNC_TIMEOUT_MS=90000 t_release_held $(seq 0 $((W - 1)))
 nodes_wait_all || t_fail "a rank failed"

@@ -75,7 +75,11 @@ static struct {
 	uint32_t size;
 	int timeout;
 	int info; /* exact: check shf_node_info() first */
-} cfg = {.info = 1, .per_node = 1, .ops = 300, .count = 2000, .size = 64, .timeout = 60000};
+	int many;    /* exact: half the sends go as one shf_send_many() per op */
+	int batchcb; /* deliver through opts.deliver_many */
+	int poll;    /* poll mode (delivery_thread 0) */
+	int threads; /* many-threads: sending threads */
+} cfg = {.threads = 4, .info = 1, .per_node = 1, .ops = 300, .count = 2000, .size = 64, .timeout = 60000};
 
 static int g_rank = -1, g_world;
 
@@ -131,10 +135,24 @@ static void on_msg(void *arg, int src, int dst, uint32_t type, const void *data,
 	pthread_mutex_unlock(&rx.mu);
 }
 
+static void on_many(void *arg, const struct shf_rec *recs, unsigned n)
+{
+	if (n == 0 || n > 256) {
+		pthread_mutex_lock(&rx.mu);
+		if (!rx.bad++)
+			snprintf(rx.why, sizeof(rx.why), "batch callback with n %u", n);
+		pthread_mutex_unlock(&rx.mu);
+	}
+	for (unsigned i = 0; i < n; i++)
+		on_msg(arg, recs[i].src, recs[i].dst, recs[i].type, recs[i].data, recs[i].len);
+}
+
 static struct shf_ctx *open_ctx(int delivery_thread, uint32_t ring)
 {
 	struct shf_opts o;
 	shf_opts_init(&o);
+	if (cfg.batchcb)
+		o.deliver_many = on_many;
 	o.delivery_thread = delivery_thread;
 	o.ring_bytes = ring;
 	o.timeout_ms = cfg.timeout;
@@ -202,11 +220,12 @@ static void check_node_info(struct shf_ctx *c)
 
 static int mode_exact(void)
 {
-	struct shf_ctx *c = open_ctx(1, 0);
+	struct shf_ctx *c = open_ctx(!cfg.poll, 0);
 	if (cfg.info)
 		check_node_info(c);
 	uint8_t *buf = calloc(1, cfg.size);
-	if (!buf)
+	struct shf_msg *msgs = calloc(MAX_WORLD, sizeof(*msgs));
+	if (!buf || !msgs)
 		FAIL("out of memory");
 	for (long k = 0; k < cfg.ops; k++) {
 		fill(buf, k);
@@ -215,6 +234,20 @@ static int mode_exact(void)
 		case 0: r = shf_bcast(c, T_BCAST, buf, cfg.size, 0); break;
 		case 2: r = shf_bcast(c, T_BCAST, buf, cfg.size, SHF_BCAST_SELF); break;
 		default:
+			if (cfg.many && k % 2) {
+				/* one call to every other rank, between the
+				 * broadcasts and plain sends around it */
+				unsigned n = 0;
+				for (int d = 0; d < g_world; d++)
+					if (d != g_rank)
+						msgs[n++] = (struct shf_msg){d, T_SEND, buf, cfg.size};
+				r = shf_send_many(c, msgs, n, 0);
+				if (r == (int)n)
+					r = 0;
+				else if (r >= 0)
+					FAIL("op %ld: shf_send_many sent %d of %u", k, r, n);
+				break;
+			}
 			for (int d = 0; d < g_world && !r; d++)
 				if (d != g_rank)
 					r = shf_send(c, d, T_SEND, buf, cfg.size, 0);
@@ -263,6 +296,177 @@ static int mode_exact(void)
 	if (r)
 		FAIL("shf_close: %s", shf_strerror(r));
 	free(buf);
+	free(msgs);
+	return 0;
+}
+
+/* ------------------------------------------------------------ many-check */
+
+/* shf_send_many()'s checks, world 1: every bad record fails the whole call
+ * before anything is sent, naming its index; then a good call delivers. */
+static void expect_fail(struct shf_ctx *c, const struct shf_msg *m, unsigned n, unsigned flags,
+			int want, const char *detail)
+{
+	int r = shf_send_many(c, m, n, flags);
+	if (r != want)
+		FAIL("shf_send_many: %d (%s), expected %d", r, shf_strerror(r), want);
+	if (detail && !strstr(shf_error_detail(), detail))
+		FAIL("shf_send_many: detail \"%s\" does not name \"%s\"", shf_error_detail(),
+		     detail);
+}
+
+static int mode_many_check(void)
+{
+	struct shf_ctx *c = open_ctx(!cfg.poll, 0);
+	if (g_world != 1)
+		FAIL("many-check runs alone (world 1)");
+	uint8_t big[8] = {0}, buf[64];
+	struct shf_msg m[4];
+	for (int i = 0; i < 4; i++) {
+		fill(buf, i);
+		m[i] = (struct shf_msg){0, T_SEND, buf, sizeof(struct bmsg)};
+	}
+	if (shf_send_many(c, m, 0, 0) != 0)
+		FAIL("n 0 did not return 0");
+	if (shf_send_many(c, NULL, 0, 0) != 0)
+		FAIL("NULL msgs with n 0 did not return 0");
+	expect_fail(c, NULL, 2, 0, -EINVAL, "msgs is NULL");
+	expect_fail(c, m, 4, 0x80, -EINVAL, "unknown flags");
+	m[2].dst = 1;
+	expect_fail(c, m, 4, 0, -ESRCH, "msgs[2]");
+	m[2].dst = -1;
+	expect_fail(c, m, 4, 0, -ESRCH, "msgs[2]");
+	m[2].dst = 0;
+	m[3].data = NULL;
+	expect_fail(c, m, 4, 0, -EINVAL, "msgs[3]");
+	m[3].data = buf;
+	m[1].data = big;
+	m[1].len = UINT32_MAX; /* over any max_msg */
+	expect_fail(c, m, 4, 0, -EMSGSIZE, "msgs[1]");
+	m[1] = m[0];
+	/* nothing of the refused calls was sent */
+	int r = shf_epoch(c, cfg.timeout);
+	if (r)
+		FAIL("shf_epoch: %s", shf_strerror(r));
+	pthread_mutex_lock(&rx.mu);
+	long got = rx.n[0];
+	pthread_mutex_unlock(&rx.mu);
+	if (got)
+		FAIL("%ld records of refused calls arrived", got);
+	/* a NULL payload of length 0 is fine */
+	struct shf_msg z = {0, T_SEND, NULL, 0};
+	r = shf_send_many(c, &z, 1, 0);
+	if (r != 1)
+		FAIL("a record of length 0: %d (%s)", r, shf_strerror(r));
+	/* ops 0..3 in one call */
+	for (int i = 0; i < 4; i++) {
+		fill(buf + 16 * i, i);
+		m[i] = (struct shf_msg){0, T_SEND, buf + 16 * i, 16};
+	}
+	r = shf_send_many(c, m, 4, SHF_NONBLOCK);
+	if (r != 4)
+		FAIL("4 good records: %d (%s)", r, shf_strerror(r));
+	r = shf_epoch(c, cfg.timeout);
+	if (r)
+		FAIL("shf_epoch: %s", shf_strerror(r));
+	pthread_mutex_lock(&rx.mu);
+	if (rx.bad != 1) /* the empty record is a bad delivery to on_msg: counted once */
+		FAIL("%ld bad deliveries (%s), expected the one empty record", rx.bad, rx.why);
+	if (rx.n[0] != 4)
+		FAIL("%ld records arrived, expected 4", rx.n[0]);
+	for (int i = 0; i < 4; i++)
+		if (rx.got[0][i] != i)
+			FAIL("record %d is op %" PRId64, i, rx.got[0][i]);
+	pthread_mutex_unlock(&rx.mu);
+	struct shf_stats st;
+	shf_stats_get(c, &st);
+	if (st.sent_msgs != 5 || st.delivered_msgs != 5)
+		FAIL("stats: sent %" PRIu64 ", delivered %" PRIu64 ", expected 5 and 5",
+		     st.sent_msgs, st.delivered_msgs);
+	printf("rank %d: many-check: ok\n", g_rank);
+	r = shf_close(c);
+	if (r)
+		FAIL("shf_close: %s", shf_strerror(r));
+	return 0;
+}
+
+/* ---------------------------------------------------------- many-threads */
+
+/* cfg.threads threads each send cfg.ops batches of 7 records to every rank
+ * with shf_send_many() (world ranks in one process each: run it with
+ * world 1 or more); op numbers carry the thread in the top bits, so each
+ * thread's records must arrive once each, in its order. */
+static struct shf_ctx *mt_ctx;
+
+static void *mt_sender(void *arg)
+{
+	long t = (long)(intptr_t)arg;
+	uint8_t bufs[7][sizeof(struct bmsg)];
+	struct shf_msg m[7];
+	for (long k = 0; k < cfg.ops; k++) {
+		for (int i = 0; i < 7; i++) {
+			struct bmsg b = {BC_MAGIC, g_rank, (t << 40) | (k * 7 + i)};
+			memcpy(bufs[i], &b, sizeof(b));
+			m[i] = (struct shf_msg){(int)((k + i) % g_world), T_SEND, bufs[i],
+						sizeof(b)};
+		}
+		int r = shf_send_many(mt_ctx, m, 7, 0);
+		if (r != 7)
+			FAIL("thread %ld: shf_send_many: %d (%s)", t, r, shf_error_detail());
+	}
+	return NULL;
+}
+
+static int mode_many_threads(void)
+{
+	mt_ctx = open_ctx(!cfg.poll, 0);
+	if (cfg.threads < 1 || cfg.threads > 16)
+		FAIL("threads=%d", cfg.threads);
+	pthread_t th[16];
+	for (long t = 0; t < cfg.threads; t++)
+		if (pthread_create(&th[t], NULL, mt_sender, (void *)(intptr_t)t))
+			FAIL("pthread_create");
+	for (int t = 0; t < cfg.threads; t++)
+		pthread_join(th[t], NULL);
+	int r = shf_epoch(mt_ctx, cfg.timeout);
+	if (r)
+		FAIL("shf_epoch: %s (%s)", shf_strerror(r), shf_error_detail());
+	pthread_mutex_lock(&rx.mu);
+	if (rx.bad)
+		FAIL("%ld bad deliveries, first: %s", rx.bad, rx.why);
+	long total = 0;
+	for (int s = 0; s < g_world; s++) {
+		int64_t next[16] = {0};
+		for (long i = 0; i < rx.n[s]; i++) {
+			int64_t v = rx.got[s][i], t = v >> 40, seq = v & ((1LL << 40) - 1);
+			if (t < 0 || t >= cfg.threads || seq < next[t])
+				FAIL("from rank %d: record %ld (thread %" PRId64 ", %" PRId64
+				     ") out of order or duplicated", s, i, t, seq);
+			/* the records of thread t meant for me: every k*7+i with
+			 * (k + i) % world == my rank, in order */
+			while (next[t] < seq) {
+				int64_t kk = next[t] / 7, ii = next[t] % 7;
+				if ((kk + ii) % g_world == g_rank)
+					FAIL("from rank %d thread %" PRId64 ": record %" PRId64
+					     " lost", s, t, next[t]);
+				next[t]++;
+			}
+			next[t] = seq + 1;
+		}
+		total += rx.n[s];
+	}
+	long want = 0;
+	for (long k = 0; k < cfg.ops; k++)
+		for (int i = 0; i < 7; i++)
+			want += (k + i) % g_world == g_rank;
+	if (total != want * (long)cfg.threads * g_world)
+		FAIL("%ld records arrived, expected %ld", total, want * (long)cfg.threads * g_world);
+	pthread_mutex_unlock(&rx.mu);
+	printf("rank %d: many-threads: ok (%ld records)\n", g_rank, total);
+	fflush(stdout);
+	r = shf_close(mt_ctx);
+	if (r)
+		FAIL("shf_close: %s", shf_strerror(r));
 	return 0;
 }
 
@@ -403,7 +607,7 @@ static int mode_left(void)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: bc-client exact|lost|left [key=value ...]\n");
+		fprintf(stderr, "usage: bc-client exact|lost|left|many-check|many-threads [key=value ...]\n");
 		return 2;
 	}
 	cfg.mode = argv[1];
@@ -427,6 +631,14 @@ int main(int argc, char **argv)
 			cfg.info = (int)v;
 		else if (!strncmp(a, "timeout=", 8))
 			cfg.timeout = (int)v;
+		else if (!strncmp(a, "many=", 5))
+			cfg.many = (int)v;
+		else if (!strncmp(a, "batchcb=", 8))
+			cfg.batchcb = (int)v;
+		else if (!strncmp(a, "poll=", 5))
+			cfg.poll = (int)v;
+		else if (!strncmp(a, "threads=", 8))
+			cfg.threads = (int)v;
 		else {
 			fprintf(stderr, "bc-client: unknown argument %s\n", a);
 			return 2;
@@ -437,6 +649,10 @@ int main(int argc, char **argv)
 	tc_setup("bc-client", &g_rank);
 	if (!strcmp(cfg.mode, "exact"))
 		return mode_exact();
+	if (!strcmp(cfg.mode, "many-check"))
+		return mode_many_check();
+	if (!strcmp(cfg.mode, "many-threads"))
+		return mode_many_threads();
 	if (!strcmp(cfg.mode, "lost"))
 		return mode_lost();
 	if (!strcmp(cfg.mode, "left"))

@@ -29,8 +29,11 @@ int main(int argc, char **argv)
 		char er[32], ew[32];
 		td_fmt(er, sizeof(er), "SHF_RANK=%d", r);
 		td_fmt(ew, sizeof(ew), "SHF_WORLD=%d", W);
-		const char *args[] = {td_prog("SHF_TEST_BCCLIENT"), "exact", pn, ops, "size=100",
-				      "timeout=60000", NULL};
+		/* ARGV[2..]: more bc-client arguments (many=1, batchcb=1, poll=1) */
+		const char *args[10] = {td_prog("SHF_TEST_BCCLIENT"), "exact", pn, ops, "size=100",
+					"timeout=60000", NULL};
+		for (int a = 2, k = 6; a < argc && k < 9; a++, k++)
+			args[k] = argv[a];
 		const char *env[] = {"SHF_JOB=bc1", er, ew, NULL};
 		pids[r] = td_spawn(args, env, NULL, NULL);
 	}

@@ -30,13 +30,18 @@ int main(void)
 		(void (*)(void))shf_error_detail,
 		/* SHUFFLE_1.1 */
 		(void (*)(void))shf_bcast,     (void (*)(void))shf_node_info,
+		/* SHUFFLE_1.2 */
+		(void (*)(void))shf_send_many,
 	};
+	struct shf_msg m = {0, 0, NULL, 0};
+	struct shf_rec rec = {0, 0, 0, 0, NULL};
+	shf_deliver_many_fn many = NULL;
 	unsigned flags[] = {SHF_NONBLOCK, SHF_FLUSH_ORIGIN, SHF_FLUSH_REMOTE, SHF_FLUSH_DELIVERY,
 			    SHF_BCAST_SELF};
 	struct shf_node_info ni = {0, 0, 0, NULL, 0, NULL, 0};
 	shf_opts_init(&o);
 	if (o.version != SHF_API_VERSION || o.rank != -1 || o.world != -1 || !o.delivery_thread ||
-	    o.timeout_ms != 0 || o.socket_path || o.job || o.ring_bytes) {
+	    o.timeout_ms != 0 || o.socket_path || o.job || o.ring_bytes || o.deliver_many) {
 		fprintf(stderr, "shf_opts_init: unexpected defaults\n");
 		return 1;
 	}
@@ -49,7 +54,8 @@ int main(void)
 	if (!fn || flags[0] == 0 || (SHF_BCAST_SELF & SHF_NONBLOCK) != 0 || ni.local_ranks ||
 	    shf_bcast(NULL, 0, NULL, 0, 0) != -EINVAL || shf_node_info(NULL, &ni) != -EINVAL ||
 	    sizeof(s.sent_msgs) != 8 || shf_close(NULL) != 0 ||
-	    shf_strerror(0)[0] == '\0') {
+	    shf_strerror(0)[0] == '\0' || shf_send_many(NULL, &m, 1, 0) != -EINVAL || rec.data ||
+	    many) {
 		fprintf(stderr, "basic checks failed\n");
 		return 1;
 	}
