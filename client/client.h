@@ -256,11 +256,6 @@ struct shf_ctx {
 	_Atomic bool send_shared;  /* sticky: another thread used it, mutex only */
 	_Atomic bool send_busy;    /* the owner is inside its lock-free section */
 	struct shf_ring send;      /* our producer view of SHF_SHM_SEND */
-	/* Set once at registration, read-only after: the daemon pays for the
-	 * wake-ups of this send ring (REGISTER_OK SHF_REG_OK_SLEEPER_PAYS after
-	 * our SHF_REG_GLOBAL_MB), so we publish without the [D2] fence
-	 * (shf_ring_publish_light, docs/ring.md [M1]/[M2]). */
-	bool sleeper_pays;
 	/* Last mark / epoch id handed out; the leader reads it to refuse a
 	 * reply for a mark never sent.  Relaxed on both sides: it orders
 	 * nothing.  A reply to mark N exists only after N's MARK record was

@@ -97,33 +97,21 @@ static int lock_until(pthread_mutex_t *m, int64_t deadline)
  */
 static pthread_once_t membarrier_once = PTHREAD_ONCE_INIT;
 static bool membarrier_ok;
-static bool membarrier_global_ok;
 
-/* Also registers for the daemon's membarrier(GLOBAL_EXPEDITED): the
- * sleeper-pays mode of the send ring (docs/ring.md [M1]/[M2]).  Both
- * registrations are per process and for good; either may be refused
- * (old kernel, seccomp) without affecting the other. */
+/* Per process and for good; may be refused (old kernel, seccomp): then
+ * the bias is never given. */
 static void membarrier_register(void)
 {
 	long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
 	membarrier_ok = q > 0 && (q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
 			syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-	membarrier_global_ok =
-		q > 0 && (q & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
-		syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
 }
 
-bool shc_global_mb_ok(void)
-{
-	pthread_once(&membarrier_once, membarrier_register);
-	return membarrier_global_ok;
-}
-
-/* Publish the send ring's reservations: without the [D2] fence when the
- * daemon pays for the wake-ups (c->sleeper_pays, fixed at registration). */
+/* Publish the send ring's reservations ([P1], then the [D2] fence and the
+ * daemon's flag: its bell is rung when it sleeps). */
 static inline bool send_publish(struct shf_ctx *c)
 {
-	return c->sleeper_pays ? shf_ring_publish_light(&c->send) : shf_ring_publish(&c->send);
+	return shf_ring_publish(&c->send);
 }
 
 void shc_send_lock_init(struct shf_ctx *c)

@@ -13,10 +13,6 @@
  * membarrier(2) can revoke it (data.c).  Called once, before the context
  * is shared. */
 void shc_send_lock_init(struct shf_ctx *c);
-/* True when this process registered MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED
- * (at the first shf_open(), with the PRIVATE_EXPEDITED registration), so a
- * daemon may pay for its send rings' wake-ups (SHF_REG_GLOBAL_MB). */
-bool shc_global_mb_ok(void);
 
 /* Deliver up to `max` records; deliver_lock held.  Count, or -ENOTCONN. */
 int shc_deliver_batch(struct shf_ctx *c, unsigned max);

@@ -216,12 +216,12 @@ static int open_hello(struct shf_ctx *c, int64_t deadline)
 	return 0;
 }
 
-/* REGISTER, then map the region and bind both rings.  legacy: send an
- * older client's 80-byte body (no flags).  *old_daemon_p (may be NULL) is
- * set when the daemon refused the full body as malformed (-EPROTO): a
- * daemon older than the flags, which has cut the session off. */
+/* REGISTER, then map the region and bind both rings.  The body is the
+ * 80-byte one without flags (SHF_IPC_REGISTER_V0_BYTES): the only flag,
+ * SHF_REG_GLOBAL_MB of the retired fence-free send path, is never asked
+ * for, and daemons before and after the flags take this body alike. */
 static int open_register(struct shf_ctx *c, uint32_t ring_bytes, int world_timeout_ms,
-			 int64_t deadline, bool legacy, bool *old_daemon_p)
+			 int64_t deadline)
 {
 	struct shf_ipc_register m;
 	memset(&m, 0, sizeof(m));
@@ -231,14 +231,8 @@ static int open_register(struct shf_ctx *c, uint32_t ring_bytes, int world_timeo
 	m.ring_bytes = ring_bytes;
 	/* 0 lets the daemon apply its own world_timeout_ms */
 	m.timeout_ms = world_timeout_ms;
-	/* SHF_SEND_FENCE=1 keeps the [D2] fence on every publish: the daemon
-	 * is not asked to pay (docs/api.md, "Environment") */
-	const char *fence = secure_getenv("SHF_SEND_FENCE");
-	bool keep_fence = fence && *fence && strcmp(fence, "0") != 0;
-	if (!keep_fence && !legacy && shc_global_mb_ok())
-		m.flags |= SHF_REG_GLOBAL_MB;
 	int r = shf_ipc_send(c->sock, SHF_IPC_REGISTER, ID_REGISTER, &m,
-			     legacy ? SHF_IPC_REGISTER_V0_BYTES : sizeof(m), NULL, 0);
+			     SHF_IPC_REGISTER_V0_BYTES, NULL, 0);
 	if (r)
 		return shc_fail(r == -EPIPE || r == -ECONNRESET ? -ENOTCONN : r,
 				"cannot send REGISTER: %s", strerror(-r));
@@ -252,10 +246,7 @@ static int open_register(struct shf_ctx *c, uint32_t ring_bytes, int world_timeo
 		for (unsigned i = 0; i < nfds; i++)
 			close(fds[i]);
 		if (h.type == SHF_IPC_ERROR && (h.id == ID_REGISTER || h.id == 0)) {
-			int e = open_error(c, "register");
-			if (e == -EPROTO && !legacy && old_daemon_p)
-				*old_daemon_p = true;
-			return e;
+			return open_error(c, "register");
 		}
 		if (h.type == SHF_IPC_REGISTER_OK && h.id == ID_REGISTER)
 			return shc_fail(-EPROTO, "REGISTER_OK carried %u fds, expected %u", nfds,
@@ -270,11 +261,6 @@ static int open_register(struct shf_ctx *c, uint32_t ring_bytes, int world_timeo
 
 	struct shf_ipc_register_ok ok;
 	memcpy(&ok, c->rx.buf + sizeof(h), sizeof(ok));
-	/* set before the send ring is bound, never changed after */
-	c->sleeper_pays = (m.flags & SHF_REG_GLOBAL_MB) && (ok.flags & SHF_REG_OK_SLEEPER_PAYS);
-	shc_debug("send ring of rank %d: %s", c->rank,
-		  c->sleeper_pays ? "published without the [D2] fence (the daemon pays)"
-				  : "published with the [D2] fence");
 	r = -EPROTO;
 	if (ok.rank != c->rank || ok.world != c->world) {
 		shc_fail(r, "REGISTER_OK for rank %d of %d, asked for %d of %d", ok.rank, ok.world,
@@ -462,22 +448,9 @@ SHF_EXPORT int shf_open(const struct shf_opts *o, shf_deliver_fn fn, void *arg,
 		  rank, world, shc_launcher_name(shc_env_launcher()), path, o->ring_bytes,
 		  c->thread_mode ? "thread" : "poll");
 
-	bool old_daemon = false;
 	r = open_hello(c, deadline);
 	if (!r)
-		r = open_register(c, o->ring_bytes, o->timeout_ms, deadline, false, &old_daemon);
-	if (r == -EPROTO && old_daemon) {
-		/* A daemon older than REGISTER's flags refuses the 88-byte body
-		 * and cuts the session off: once more, as an older client (with
-		 * the fence).  Anything else it refuses fails as before. */
-		shc_debug("open: the daemon refused REGISTER with flags; registering again "
-			  "without them");
-		close(c->sock);
-		c->sock = -1;
-		if (!(r = open_connect(c, o->socket_path, path, sizeof(path))) &&
-		    !(r = open_hello(c, deadline)))
-			r = open_register(c, o->ring_bytes, o->timeout_ms, deadline, true, NULL);
-	}
+		r = open_register(c, o->ring_bytes, o->timeout_ms, deadline);
 	if (r || (r = open_ready(c, ready_deadline)))
 		goto fail;
 	if (c->thread_mode)

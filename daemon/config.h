@@ -40,9 +40,6 @@ enum shd_config_opt {
 	SHD_OPT_BATCH_BYTES,
 	SHD_OPT_LINGER_US,
 	SHD_OPT_LINGER_IDLE,
-	SHD_OPT_POLL_US,
-	SHD_OPT_SLEEPER_PAYS,
-	SHD_OPT_SLEEPER_WAIT_US,
 	SHD_OPT_PEER_CREDITS,
 	SHD_OPT_ACK_DELAY_US,
 	SHD_OPT_MAX_INFLIGHT,
@@ -127,9 +124,6 @@ struct shd_config {
 	uint32_t batch_bytes;  /* a batch is sent when it reaches this size */
 	uint32_t linger_us;    /* ... or when its oldest record is this old */
 	uint32_t linger_idle;  /* 1: linger even when nothing is in flight to the node */
-	uint32_t poll_us;      /* poll a send ring this long after its last record */
-	uint32_t sleeper_pays; /* 1: offer clients the fence-free send path (sleeper.c) */
-	uint32_t sleeper_wait_us; /* ... and barrier this long after arming their rings */
 	uint32_t peer_credits; /* batches in flight to one peer */
 	uint32_t ack_delay_us; /* hold an ACK this long while credit is not short */
 	uint32_t max_inflight; /* batches in flight to all peers */

@@ -93,9 +93,6 @@ struct shd_client {
 	struct shd_list dirty_link; /* in d->dirty while deliver has unpublished records */
 	struct shd_waiter wait;     /* linked while its next record waits for room */
 	bool blocked;               /* head-of-line: waiting for a delivery ring or credit */
-	uint64_t polled_ns;         /* relay.c: when its send ring last gave a record (poll_us) */
-	bool fence_free;            /* its send ring is published without [D2]: sleeper.c pays */
-	struct shd_list sleep_link; /* in d->sleepers while armed and owed a membarrier */
 	struct shd_list waiters;    /* shd_waiters for room in my delivery ring */
 
 	/* teardown (client.c queues, session.c frees at the pass's reap step) */
@@ -227,10 +224,6 @@ struct shd_daemon {
 	struct shd_list marks;          /* clients whose MARK reply waits for the publish */
 	struct shd_list doomed;         /* clients to free at the reap step */
 	struct shd_list ended;          /* jobs that may be freed at the reap step */
-	/* the sleeper pays (sleeper.c) */
-	bool sleeper_ok;                /* membarrier GLOBAL_EXPEDITED works and is offered */
-	struct shd_ev *sleeper_timer;   /* one-shot: membarrier, re-check d->sleepers */
-	struct shd_list sleepers;       /* fence-free clients armed since the last barrier */
 
 	struct shd_list clients;        /* every session */
 	unsigned n_clients;

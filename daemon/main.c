@@ -25,7 +25,6 @@
 #include "daemon/notify.h"
 #include "daemon/pass.h"
 #include "daemon/session.h"
-#include "daemon/sleeper.h"
 #include "daemon/store.h"
 
 /* "nodes up 3/4, jobs 2, clients 17": the service's STATUS= line */
@@ -153,8 +152,7 @@ int main(int argc, char **argv)
 	shd_list_init(&d->jobs);
 	int rc = 1;
 	struct shd_store *store = NULL; /* --store-listen: the key-value store */
-	if ((r = shd_loop_new(&d->loop)) < 0 || (r = shd_pass_init(d)) < 0 ||
-	    (r = shd_sleeper_init(d)) < 0) {
+	if ((r = shd_loop_new(&d->loop)) < 0 || (r = shd_pass_init(d)) < 0) {
 		shd_err("cannot set up the event loop: %s", strerror(-r));
 		goto out;
 	}
@@ -200,7 +198,6 @@ out:
 	shd_store_close(store);
 	shd_jobtab_free_all(d);
 	shd_budget_fini(d);
-	shd_sleeper_fini(d);
 	shd_pass_fini(d);
 	shd_loop_free(d->loop);
 	shd_notice("shuffled stopped");

@@ -26,17 +26,8 @@
  * records before it are published here and acknowledged by every peer the
  * client sent to (net's marks).
  *
- * A send ring found empty is polled again, for poll_us after the last
- * record it gave (the client stays in the run queue, so the loop goes
- * round without sleeping), before its bell is armed and the daemon sleeps
- * on it: while records keep coming, the client skips the bell's eventfd
- * write and the daemon its wake-up; once they stop, it sleeps within
- * poll_us (default 0: at once).  send_polls / send_sleeps count the two
- * ways.
- *
- * A fence-free client's ring (sleeper_pays) is handed to sleeper.c when
- * it is armed: its [D1] re-check alone does not see every publish, the
- * membarrier and re-check there do ([M1]/[M2], docs/ring.md).
+ * A send ring found empty is armed ([D1]) and re-checked; the daemon then
+ * sleeps on its bell (send_sleeps counts them).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -53,7 +44,6 @@
 #include "daemon/net/tx.h"
 #include "daemon/relay.h"
 #include "daemon/sched.h"
-#include "daemon/sleeper.h"
 #include "proto/shm.h"
 #include "proto/wire.h"
 
@@ -66,7 +56,6 @@ void shd_relay_detach(struct shd_client *c)
 	shd_list_del(&c->wait.link);
 	shd_list_del(&c->mark_link);
 	shd_list_del(&c->doom_link);
-	shd_sleeper_forget(c);
 	c->blocked = false;
 	/* whoever waited for my ring retries: their records to me now drop */
 	shd_deliver_wake(c);
@@ -249,7 +238,6 @@ static enum relay_result relay_client(struct shd_daemon *d, struct shd_client *s
 	uint64_t used = shf_ring_used(&s->send); /* before draining: the high-water mark */
 	if (used > s->st.send_ring_hwm)
 		s->st.send_ring_hwm = used;
-	bool took = false;
 	for (unsigned n = 0; n < RELAY_BUDGET; n++) {
 		int r = shf_ring_peek(&s->send, &v);
 		if (r < 0) {
@@ -260,7 +248,6 @@ static enum relay_result relay_client(struct shd_daemon *d, struct shd_client *s
 			res = RELAY_IDLE;
 			break;
 		}
-		took = true;
 		if (v.kind == SHF_REC_MARK) {
 			res = take_mark(d, s, &v);
 			if (res != RELAY_MORE)
@@ -324,8 +311,6 @@ static enum relay_result relay_client(struct shd_daemon *d, struct shd_client *s
 		s->st.msgs_in++;
 		s->st.bytes_in += len;
 	}
-	if (took && d->cfg.poll_us)
-		s->polled_ns = shd_now_ns();
 	if (res != RELAY_CUT && shf_ring_release(&s->send))
 		shf_bell_ring(s->bell_space);
 	return res;
@@ -334,7 +319,6 @@ static enum relay_result relay_client(struct shd_daemon *d, struct shd_client *s
 void shd_relay_run(struct shd_daemon *d)
 {
 	struct shd_list todo;
-	uint64_t now = 0, window = (uint64_t)d->cfg.poll_us * 1000u;
 	shd_list_init(&todo);
 	shd_list_splice_tail(&todo, &d->runq);
 	while (!shd_list_empty(&todo)) {
@@ -356,26 +340,11 @@ void shd_relay_run(struct shd_daemon *d)
 				shd_client_reap_later(s);
 				continue;
 			}
-			if (window) {
-				if (!now)
-					now = shd_now_ns();
-				if (now - s->polled_ns < window) {
-					/* records came lately: poll again next time round */
-					s->st.send_polls++;
-					shd_list_add_tail(&d->runq, &s->run_link);
-					break;
-				}
-			}
-			/* sleep on the bell: arm, then re-check (no lost wake-up);
-			 * a fence-free client's ring also waits for the
-			 * membarrier and a last re-check ([M2], sleeper.c) */
-			if (!shf_ring_cons_arm(&s->send)) {
+			/* sleep on the bell: arm, then re-check (no lost wake-up) */
+			if (!shf_ring_cons_arm(&s->send))
 				shd_list_add_tail(&d->runq, &s->run_link);
-			} else {
+			else
 				s->st.send_sleeps++;
-				if (s->fence_free)
-					shd_sleeper_armed(s);
-			}
 			break;
 		case RELAY_BLOCKED:
 			break;

@@ -53,7 +53,6 @@ void shd_sched_client_init(struct shd_client *c)
 	shd_list_init(&c->doom_link);
 	shd_list_init(&c->waiters);
 	shd_list_init(&c->wait.link);
-	shd_list_init(&c->sleep_link);
 	c->wait.wake = client_unblock;
 }
 

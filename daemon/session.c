@@ -38,7 +38,6 @@
 #include "daemon/relay.h"
 #include "daemon/sched.h"
 #include "daemon/session.h"
-#include "daemon/sleeper.h"
 #include "daemon/stats.h"
 #include "proto/shm.h"
 
@@ -422,12 +421,10 @@ static void on_register(struct shd_client *c, uint32_t id, const struct shf_ipc_
 		shd_job_leave(c, false, false);
 		return;
 	}
-	/* the sleeper pays for this ring only if the client registered for
-	 * the daemon's membarrier and the kernel here has it (sleeper.c) */
-	c->fence_free = (m->flags & SHF_REG_GLOBAL_MB) && shd_sleeper_can_pay(d);
-	c->st.fence_free = c->fence_free;
+	/* flags 0: a 1.0/1.1 client's SHF_REG_GLOBAL_MB is taken, but nobody
+	 * pays for its wake-ups here: it keeps the [D2] fence */
 	struct shf_ipc_register_ok ok = {c->region_bytes, c->rank, c->job->world, d->cfg.max_msg,
-					 c->fence_free ? SHF_REG_OK_SLEEPER_PAYS : 0};
+					 0};
 	int fds[SHF_IPC_REG_FDS] = {memfd, c->bell_daemon, c->bell_deliver, c->bell_space};
 	r = shf_ipc_send(c->sock, SHF_IPC_REGISTER_OK, id, &ok, sizeof(ok), fds, SHF_IPC_REG_FDS);
 	close(memfd);

@@ -85,11 +85,13 @@ struct shf_ipc_register {
 };
 #define SHF_WORLD_MAX (1 << 24)
 #define SHF_IPC_REGISTER_V0_BYTES 80u /* a REGISTER body without flags */
-/* REGISTER flags: this process registered
- * MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, so a daemon's
- * membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) reaches every thread of it;
- * it will publish its send ring without the [D2] fence if the daemon pays
- * (REGISTER_OK flag SHF_REG_OK_SLEEPER_PAYS; docs/ring.md, [M1]/[M2]). */
+/* REGISTER flags.  SHF_REG_GLOBAL_MB: sent by 1.0/1.1 clients that
+ * registered MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, asking to publish
+ * their send ring without the [D2] fence while the daemon paid with a
+ * membarrier before sleeping ("the sleeper pays", removed in 0.3,
+ * docs/ring.md "The fence per burst").  Daemons since 0.3 take the flag
+ * and never answer SHF_REG_OK_SLEEPER_PAYS, so such a client keeps the
+ * fence; this library sends the 80-byte body, without flags. */
 #define SHF_REG_GLOBAL_MB 1u
 #define SHF_REG_FLAGS_KNOWN SHF_REG_GLOBAL_MB
 
@@ -109,10 +111,8 @@ struct shf_ipc_register_ok {
 	uint32_t max_msg;
 	uint32_t flags; /* SHF_REG_OK_*; 0 from older daemons; unknown bits ignored */
 };
-/* REGISTER_OK flags: the daemon pays for this client's send ring (it
- * asked with SHF_REG_GLOBAL_MB, and membarrier GLOBAL_EXPEDITED works
- * here): before the daemon sleeps on the ring it runs that membarrier and
- * re-checks it, so the client may publish without the [D2] fence. */
+/* REGISTER_OK flags: SHF_REG_OK_SLEEPER_PAYS was "the daemon pays for
+ * this send ring"; never sent since 0.3 (see SHF_REG_GLOBAL_MB). */
 #define SHF_REG_OK_SLEEPER_PAYS 1u
 
 struct shf_ipc_ready {

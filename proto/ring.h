@@ -23,13 +23,6 @@
  *        D1/D2 are a Dekker pair: at least one side sees the other's store,
  *        so either the waiter sees the new index or the waker sees the flag
  *        and rings the eventfd.  No wake-up is lost.
- *   [M1] waker, when the sleeper pays (shf_ring_publish_light): store
- *        index; compiler barrier; load wait flag.  No fence: pairs with
- *   [M2] sleeper: [D1], then later membarrier(GLOBAL_EXPEDITED) (a full
- *        barrier on every running thread of the waker's process), then
- *        re-load the index (shf_ring_cons_recheck) before sleeping for
- *        good.  Either the waker's store is before its barrier (the
- *        re-load sees it) or its flag load is after it (it sees the flag).
  *   [R]  relaxed, pairs with nothing: initialisation before the region is
  *        shared, a side's own index, statistics, clearing a flag
  *
@@ -290,24 +283,6 @@ static inline bool shf_ring_publish(struct shf_ring *r)
 }
 
 /*
- * shf_ring_publish() without the [D2] fence, for a producer whose consumer
- * pays instead ([M1]/[M2], docs/ring.md "The sleeper pays"): the consumer
- * runs membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) after its [D1] and
- * re-checks the ring with shf_ring_cons_recheck() before it sleeps without
- * a timeout.  Only valid when this process registered
- * MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED and the consumer said it pays;
- * otherwise a wake-up can be lost.  On x86 the release store and the
- * relaxed load are plain movs: no locked instruction on the send path.
- */
-static inline bool shf_ring_publish_light(struct shf_ring *r)
-{
-	if (!ring_publish_head(r))
-		return false;
-	atomic_signal_fence(memory_order_seq_cst); /* [M1]: the compiler's order only */
-	return ring_take_cons_wait(r);              /* [M1] */
-}
-
-/*
  * Producer going to sleep for space: arm, then re-check.  Returns true if
  * it may sleep (still no room for a `len`-byte record and a worst-case pad
  * in front of it), false if room appeared (the flag is cleared again).
@@ -466,29 +441,6 @@ static inline bool shf_ring_cons_arm(struct shf_ring *r)
 		return false;
 	}
 	return true;
-}
-
-/* True while the consumer's flag is still set (nobody took it since
- * shf_ring_cons_arm()): the ring still needs the sleeper's [M2]. */
-static inline bool shf_ring_cons_armed(const struct shf_ring *r)
-{
-	return atomic_load_explicit(&r->ctl->cons_wait, memory_order_relaxed) != 0; /* [R] */
-}
-
-/*
- * The sleeper's re-check of [M2], after its membarrier(GLOBAL_EXPEDITED):
- * re-load head.  Returns true when records came (or the ring is broken):
- * the flag is cleared and the consumer must take them instead of sleeping.
- * A producer that published before the barrier is visible now, or it saw
- * the flag and rings the bell: false means the consumer may sleep.
- */
-static inline bool shf_ring_cons_recheck(struct shf_ring *r)
-{
-	if (shf_ring_cons_avail(r) || r->err) {                                 /* [C1], [M2] */
-		atomic_store_explicit(&r->ctl->cons_wait, 0, memory_order_relaxed); /* [R] */
-		return true;
-	}
-	return false;
 }
 
 /*

@@ -26,8 +26,6 @@
 	X(ring_full_stalls, COUNTER, "times this client's next record waited for a full delivery ring") \
 	X(credit_stalls, COUNTER, "times this client's next record waited for network credit") \
 	X(send_sleeps, COUNTER, "times the daemon found the send ring empty and slept on its bell") \
-	X(send_polls, COUNTER, "times the daemon found the send ring empty and polled it again (poll_us)") \
-	X(fence_free, GAUGE, "1: the client publishes its send ring without the [D2] fence and the daemon pays with membarrier before sleeping on it (sleeper_pays)") \
 	X(drops_dead, COUNTER, "messages from this client dropped: destination rank gone")    \
 	X(drops_down, COUNTER, "messages from this client dropped: destination node down")    \
 	X(flushes, COUNTER, "remote flushes completed")                                       \
@@ -38,8 +36,6 @@
 /* Daemon-wide counters that have no per-client meaning. */
 #define SHF_DAEMON_STATS(X)                                                                  \
 	X(clients_attached, COUNTER, "client sessions registered")                           \
-	X(sleep_barriers, COUNTER, "membarrier(GLOBAL_EXPEDITED) calls before sleeping on fence-free send rings (sleeper_pays)") \
-	X(sleep_barrier_wakes, COUNTER, "fence-free send rings found with records after such a membarrier (a wake-up the client's missing fence would have lost)") \
 	X(disc_bye, COUNTER, "clients detached cleanly (BYE)")                                \
 	X(disc_hup, COUNTER, "clients that went away without BYE (socket closed, killed)")   \
 	X(disc_proto, COUNTER, "clients cut off for a protocol violation (bad message)")     \

@@ -22,23 +22,10 @@
  * Stale rings from earlier iterations are drained before each "turn", so
  * they cannot hide one.
  *
- * Usage: ring-lost-wakeup [iterations-per-phase [seconds [MODE]]]
+ * Usage: ring-lost-wakeup [iterations-per-phase [seconds]]
  *        (defaults 20000 and 10: whichever limit comes first)
  *
- * MODE (phase 1 only; phase 2 is always fenced):
- *   fence            shf_ring_publish ([D2]) against shf_ring_cons_arm ([D1])
- *   light            the sleeper pays ([M1]/[M2]): the producer registered
- *                    MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED and publishes
- *                    with shf_ring_publish_light; the consumer, after a
- *                    successful arm, runs membarrier(GLOBAL_EXPEDITED) and
- *                    shf_ring_cons_recheck before it sleeps (as
- *                    daemon/sleeper.c); exit 77 without the command
- *   light-nobarrier  the same without the membarrier: a lost wake-up is
- *                    expected (shows that the barrier is what closes it;
- *                    not a registered test)
  */
-#include <linux/membarrier.h>
-#include <sys/syscall.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -64,8 +51,6 @@ struct lw_shared {
 };
 
 static struct lw_shared *sh;
-enum lw_mode { LW_FENCE, LW_LIGHT, LW_LIGHT_NOBARRIER };
-static enum lw_mode mode = LW_FENCE;
 static int cons_bell, prod_bell;
 
 static inline void relax(void)
@@ -135,7 +120,7 @@ static int sleep_on(struct lw_phase *ph, int efd, uint64_t i, const char *who)
 }
 
 struct stats {
-	uint64_t iters, slept, rechecked, barrier_saw; /* barrier_saw: [M2] found it */
+	uint64_t iters, slept, rechecked;
 };
 
 /* ---- phase 1: the consumer (parent) sleeps, the producer (child) wakes */
@@ -159,15 +144,6 @@ static int cons_phase1(struct shf_ring *c, uint64_t *rng, double deadline, uint6
 		atomic_store_explicit(&ph->turn, i, memory_order_release);
 		tiny_delay(rng);
 		bool sleep = shf_ring_cons_arm(c);
-		if (sleep && mode != LW_FENCE) {
-			/* the sleeper pays: barrier, then look once more ([M2]) */
-			if (mode == LW_LIGHT)
-				CHECK(syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0);
-			if (shf_ring_cons_armed(c) && shf_ring_cons_recheck(c)) {
-				st->barrier_saw++;
-				sleep = false;
-			}
-		}
 		if (sleep) {
 			st->slept++;
 			if (sleep_on(ph, cons_bell, i, "consumer"))
@@ -204,7 +180,7 @@ static int prod_phase1(struct shf_ring *p, uint64_t *rng)
 			return -1;
 		}
 		memcpy(d, &i, 8);
-		if (mode == LW_FENCE ? shf_ring_publish(p) : shf_ring_publish_light(p))
+		if (shf_ring_publish(p))
 			shf_bell_ring(cons_bell);
 		atomic_store_explicit(&ph->done, i, memory_order_release);
 	}
@@ -282,20 +258,6 @@ int main(int argc, char **argv)
 {
 	uint64_t max = t_count_arg(argc, argv, 1, "SHF_RING_LOST_WAKEUP_ITERS", 20000);
 	uint64_t secs = t_count_arg(argc, argv, 2, "SHF_RING_LOST_WAKEUP_SECS", 10);
-	const char *m = argc > 3 ? argv[3] : "fence";
-	if (!strcmp(m, "light"))
-		mode = LW_LIGHT;
-	else if (!strcmp(m, "light-nobarrier"))
-		mode = LW_LIGHT_NOBARRIER;
-	else
-		CHECKF(!strcmp(m, "fence"), "unknown mode %s", m);
-	if (mode != LW_FENCE) {
-		long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-		if (q < 0 || !(q & MEMBARRIER_CMD_GLOBAL_EXPEDITED)) {
-			fprintf(stderr, "SKIP: membarrier(GLOBAL_EXPEDITED) not available\n");
-			return 77;
-		}
-	}
 
 	struct t_region reg;
 	t_region_open(&reg, RING, shf_ring_max_payload(RING));
@@ -318,10 +280,6 @@ int main(int argc, char **argv)
 		if (getppid() != parent)
 			_exit(1);
 		shf_ring_init_producer(&p);
-		/* the producer's process registers, as the client library does */
-		if (mode != LW_FENCE)
-			CHECK(syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0,
-				      0) == 0);
 		uint64_t rng = 0x1234567887654321ull;
 		struct stats st = {0};
 		int rc = prod_phase1(&p, &rng);
@@ -339,9 +297,8 @@ int main(int argc, char **argv)
 	uint64_t rng = 0x0fedcba987654321ull;
 	struct stats st = {0};
 	int rc = cons_phase1(&c, &rng, t_now() + half, max, &st);
-	fprintf(stderr, "phase 1 (consumer sleeps, %s): %" PRIu64 " iterations, slept %" PRIu64
-		", data seen on re-check %" PRIu64 " (after the barrier: %" PRIu64 ")\n",
-		m, st.iters, st.slept, st.rechecked, st.barrier_saw);
+	fprintf(stderr, "phase 1 (consumer sleeps): %" PRIu64 " iterations, slept %" PRIu64
+		", data seen on re-check %" PRIu64 "\n", st.iters, st.slept, st.rechecked);
 	if (rc == 0)
 		rc = cons_phase2(&c, &rng, t_now() + half, max);
 	if (rc) {
