@@ -310,6 +310,10 @@ static void test_file(void)
 	file_case("[shuffled]\nbind =\n", 0, NULL, NULL); /* empty string value */
 	CHECK_STR(c.bind, "");
 	file_case("[shuffled]\nring-bytes = 8k\n", 0, NULL, NULL);
+	/* removed in 0.3: an old file still starts the daemon, the keys ignored */
+	file_case("[shuffled]\npoll_us = 50\nsleeper_pays = 1\nsleeper_wait_us = 9\nring_bytes = 16k\n",
+		  0, NULL, NULL);
+	CHECK(c.ring_bytes == 16384);
 
 	file_case("[shuffled]\nring_bytes = 3000\n", -EINVAL, "ring_bytes=3000: must be a power of two",
 		  "line 2");
