@@ -118,7 +118,7 @@ static const struct opt opts[SHD_OPT_MAX] = {
 		"Largest message payload accepted; at most ring_bytes/2 - 16.", NULL },
 	[SHD_OPT_BATCH_BYTES] = {
 		"batch_bytes", "SHF_BATCH_BYTES", T_SIZE, 0, FIELD(batch_bytes),
-		1 * KiB, 4 * MiB, "32K", "SIZE",
+		1 * KiB, 4 * MiB, "128K", "SIZE",
 		"A batch to a peer is sent when it holds this many bytes.", NULL },
 	[SHD_OPT_LINGER_US] = {
 		"linger_us", "SHF_LINGER_US", T_UINT, 0, FIELD(linger_us), 0, 1000000, "100", "USEC",

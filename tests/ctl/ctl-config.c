@@ -79,7 +79,7 @@ static void precedence(void)
 	CHECK(!strcmp(json_string_value(json_object_get(c, "source")), "command line"));
 	/* defaults are reported as defaults, whatever the value */
 	json_t *bb = json_object_get(cfg, "batch_bytes");
-	CHECK(json_integer_value(json_object_get(bb, "default")) == 32768);
+	CHECK(json_integer_value(json_object_get(bb, "default")) == 131072);
 	json_decref(doc);
 
 	/* the daemon behaves by what it reports: max_clients went to 100 */
