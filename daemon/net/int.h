@@ -21,8 +21,9 @@
 /* What a struct net_msg is, and so who owns its buffer. */
 enum net_msg_kind {
 	NET_MSG_BATCH,  /* a batch in a pool buffer; counts against credit */
-	NET_MSG_POOLED, /* a control message too large for the fabric's inline
-			   copy (JOB_JOIN), in a pool buffer */
+	NET_MSG_POOLED, /* a message of shd_net_send_msg() (the fan-out's FAN_REQ
+			   and FAN_ANS) larger than SHD_FABRIC_SMALL, in a
+			   pool buffer (JOB_JOIN is cut to fit the small path) */
 	NET_MSG_SMALL,  /* a small control message waiting for a send slot: a
 			   heap copy, freed once the fabric has copied it */
 	NET_MSG_INLINE, /* the per-peer context of small sends in flight: no

@@ -212,6 +212,7 @@ static void test_batch(void)
 	CHECK(chk_patched8(buf, n, 4, 4) == -EPROTO, "version 4 (no epoch tree)");
 	CHECK(chk_patched8(buf, n, 6, 0) == -EBADMSG, "kind 0");
 	CHECK(chk_patched8(buf, n, 6, SHF_WIRE_KIND_MAX) == -EBADMSG, "kind max");
+	CHECK(chk_patched8(buf, n, 6, 6) == -EBADMSG, "kind 6 (EPOCH of version 4)");
 	CHECK(chk_patched32(buf, n, 8, NODES) == -EBADMSG, "src out of range");
 	CHECK(chk_patched32(buf, n, 8, DST) == -EBADMSG, "src == dst");
 	CHECK(chk_patched32(buf, n, 12, 0) == -EBADMSG, "not for me");
@@ -365,16 +366,21 @@ static void test_small_kinds(void)
 	CHECK(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l) == -EINVAL, "positive reason");
 
 	struct shf_wire_epoch ep = {0x66, 3, SHF_WIRE_EPOCH_DRAINED, 12};
-	n = shf_wire_enc_epoch(b, sizeof(b), SRC, DST, &ep);
-	CHECK(n == SHF_WIRE_EPOCH_BYTES && chk(b, (size_t)n, &h) == 0 && h.kind == SHF_WIRE_EPOCH &&
+	n = shf_wire_enc_epoch_kind(b, sizeof(b), SHF_WIRE_EPOCH_UP, SRC, DST, &ep);
+	CHECK(n == SHF_WIRE_EPOCH_BYTES && chk(b, (size_t)n, &h) == 0 && h.kind == SHF_WIRE_EPOCH_UP &&
 		      h.u.epoch.job_hash == 0x66 && h.u.epoch.epoch == 3 &&
 		      h.u.epoch.phase == SHF_WIRE_EPOCH_DRAINED && h.u.epoch.count == 12,
 	      "epoch round trip");
 	ep.phase = SHF_WIRE_EPOCH_PHASE_MAX;
-	CHECK(shf_wire_enc_epoch(b, sizeof(b), SRC, DST, &ep) == -EINVAL, "bad phase");
+	CHECK(shf_wire_enc_epoch_kind(b, sizeof(b), SHF_WIRE_EPOCH_UP, SRC, DST, &ep) == -EINVAL,
+	      "bad phase");
 	ep.phase = 1;
 	ep.epoch = 0;
-	CHECK(shf_wire_enc_epoch(b, sizeof(b), SRC, DST, &ep) == -EINVAL, "epoch 0");
+	CHECK(shf_wire_enc_epoch_kind(b, sizeof(b), SHF_WIRE_EPOCH_UP, SRC, DST, &ep) == -EINVAL,
+	      "epoch 0");
+	ep.epoch = 3;
+	CHECK(shf_wire_enc_epoch_kind(b, sizeof(b), 6, SRC, DST, &ep) == -EINVAL,
+	      "kind 6 (EPOCH, gone)");
 
 	struct shf_wire_drop d = {0x77, 4, 1, 2, 10, -ESRCH};
 	n = shf_wire_enc_drop(b, sizeof(b), SRC, DST, &d);
@@ -550,8 +556,8 @@ static void test_stamp(void)
 			 "leave");
 	CHECK(shf_wire_get64(b + 32) == 7 && shf_wire_get32(b + 40) == 1, "leave body at 32");
 	struct shf_wire_epoch ep = {8, 9, SHF_WIRE_EPOCH_PLACED, 1};
-	stamp_round_trip(b, shf_wire_enc_epoch(b, sizeof(b), SRC, DST, &ep), SHF_WIRE_EPOCH,
-			 "epoch");
+	stamp_round_trip(b, shf_wire_enc_epoch_kind(b, sizeof(b), SHF_WIRE_EPOCH_UP, SRC, DST, &ep),
+			 SHF_WIRE_EPOCH_UP, "epoch");
 	CHECK(shf_wire_get64(b + 32) == 8 && shf_wire_get64(b + 40) == 9 &&
 		      shf_wire_get32(b + 48) == SHF_WIRE_EPOCH_PLACED && shf_wire_get32(b + 52) == 1,
 	      "epoch body at 32");
