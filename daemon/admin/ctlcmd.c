@@ -58,7 +58,7 @@ static json_t *client_json(const struct shd_client *c)
 	json_object_set_new(o, "id", u64(c->id));
 	json_object_set_new(o, "pid", json_integer(c->pid));
 	json_object_set_new(o, "uid", json_integer(c->uid));
-	json_object_set_new(o, "state", json_string(shd_sess_state_name(c->state)));
+	json_object_set_new(o, "state", json_string(shd_session_state_name(c->state)));
 	json_object_set_new(o, "job", c->job ? json_string(c->job->name) : json_null());
 	json_object_set_new(o, "rank", json_integer(c->job ? c->rank : -1));
 	json_object_set_new(o, "epoch", json_string(shd_epoch_state_name(c->epoch)));
@@ -591,7 +591,7 @@ int shd_ctlcmd_all(struct shd_daemon *d, struct shd_client *c, uint32_t id, cons
 	return 0;
 }
 
-void shd_dump_log(struct shd_daemon *d)
+void shd_ctlcmd_dump_log(struct shd_daemon *d)
 {
 	const struct view all = {true, 0}; /* the log is the operator's */
 	json_t *o = build(d, "dump", &all);

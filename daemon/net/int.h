@@ -296,7 +296,7 @@ struct net_msg *shd_net_pool_get(struct shd_net *n);
 void shd_net_pool_put(struct shd_net *n, struct net_msg *m);
 /* Send a small encoded control message (len from an shf_wire_enc_*:
  * <= 0 is an encoding failure, logged) to p if it is up. */
-void shd_net_ctl_send(struct shd_peer *p, const void *buf, long len);
+void shd_net_send_small(struct shd_peer *p, const void *buf, long len);
 void shd_net_retry_posts(struct shd_net *n);
 void shd_net_send_done(struct shd_net *n, struct net_msg *m, int status);
 void shd_net_tx_ack(struct shd_peer *p, const struct shf_wire_ack *a);

@@ -44,15 +44,15 @@ static struct shd_ratelimit rl_foreign = SHD_RATELIMIT_INIT(10000, 2);
 
 static int take(struct shd_net *n, struct shd_peer *p, void *buf, struct shf_wire_hdr *hp);
 
-static int fwd_one(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h);
+static int fwd_take(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h);
 
-/* FWD from neighbour p: its session checked first, then fwd_one(). */
+/* FWD from neighbour p: its session checked first, then fwd_take(). */
 static int on_fwd(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h)
 {
 	if (!shd_net_session_admit(p, h))
 		return 0;
 	p->last_heard_ns = shd_now_ns();
-	return fwd_one(n, p, h);
+	return fwd_take(n, p, h);
 }
 
 /* FWD_BUNDLE from neighbour p: its session admits the whole bundle, then
@@ -70,7 +70,7 @@ static int on_bundle(struct shd_net *n, struct shd_peer *p, const struct shf_wir
 			continue; /* (checked whole by shf_wire_check of the bundle) */
 		f.src_session = h->src_session; /* the bundle's tags, admitted */
 		f.dst_session = h->dst_session;
-		fwd_one(n, p, &f);
+		fwd_take(n, p, &f);
 	}
 	return 0;
 }
@@ -101,7 +101,7 @@ static void bad_bundle(struct shd_net *n, uint32_t node, const uint8_t *b, size_
  * destination, our neighbour), or we are the destination (take the
  * carried message as from its origin, which the route allows p to speak
  * for). */
-static int fwd_one(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h)
+static int fwd_take(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h)
 {
 	struct shd_daemon *d = n->d;
 	const struct shf_wire_fwd *f = &h->u.fwd;
