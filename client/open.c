@@ -171,22 +171,33 @@ static int open_connect(struct shf_ctx *c, const char *opt, char *path, size_t c
 	return 0;
 }
 
+/* HELLO (proto/ipc.c's exchange, shared with shufflectl): a refusal is
+ * the daemon's ERROR, even when it hung up before our HELLO went out. */
 static int open_hello(struct shf_ctx *c, int64_t deadline)
 {
-	struct shf_ipc_hello m = {SHF_IPC_VERSION, (uint32_t)getpid()};
-	int r = shf_ipc_send(c->sock, SHF_IPC_HELLO, ID_HELLO, &m, sizeof(m), NULL, 0);
-	if (r && r != -EPIPE && r != -ECONNRESET)
-		return shc_fail(r, "cannot send HELLO: %s", strerror(-r));
-	/* A daemon that refuses us (max_clients) says why and hangs up, maybe
-	 * before our HELLO went out: read its ERROR either way. */
-	long n = open_recv(c, r ? shc_deadline(0) : deadline, NULL, NULL, "HELLO_OK");
-	if (n < 0)
-		return (int)n;
+	enum shf_ipc_hello_step step;
+	long n = shf_ipc_hello(c->sock, ID_HELLO, shc_poll_ms(deadline), c->rx.buf,
+			       sizeof(c->rx.buf), &step);
 	struct shf_ipc_hdr h = rx_hdr(c);
-	if (h.type == SHF_IPC_ERROR && (h.id == ID_HELLO || h.id == 0))
+	if (n < 0) {
+		int r = (int)n;
+		if (step == SHF_IPC_HELLO_SEND)
+			return shc_fail(r, "cannot send HELLO: %s", strerror(-r));
+		if (step == SHF_IPC_HELLO_ANSWER)
+			return shc_fail(-EPROTO, "unexpected reply (type %u id %u) to HELLO", h.type,
+					h.id);
+		if (r == -ENOTCONN)
+			return shc_fail(r, "the daemon closed the connection while we waited for "
+					"HELLO_OK");
+		if (r == -ETIMEDOUT)
+			return shc_fail(r, "no HELLO_OK from the daemon within the timeout");
+		if (r == -EBADMSG || r == -EPROTO || r == -EMSGSIZE)
+			return shc_fail(-EPROTO, "malformed reply from the daemon while waiting for "
+					"HELLO_OK (%s)", strerror(-r));
+		return shc_fail(r, "control socket, waiting for HELLO_OK: %s", strerror(-r));
+	}
+	if (h.type == SHF_IPC_ERROR)
 		return open_error(c, "hello");
-	if (h.type != SHF_IPC_HELLO_OK || h.id != ID_HELLO)
-		return shc_fail(-EPROTO, "unexpected reply (type %u id %u) to HELLO", h.type, h.id);
 	struct shf_ipc_hello_ok ok;
 	memcpy(&ok, c->rx.buf + sizeof(h), sizeof(ok));
 	if (ok.version != SHF_IPC_VERSION)
