@@ -100,16 +100,9 @@
 #include "daemon/net/auth.h"
 #include "daemon/net/fabric.h"
 #include "proto/wire.h"
+#include "tests/lib/check.h"
 
 #define MAX_NODES 16
-
-#define FAIL(...)                                                                      \
-	do {                                                                           \
-		fprintf(stderr, "wire-inject: FAIL: ");                                \
-		fprintf(stderr, __VA_ARGS__);                                          \
-		fputc('\n', stderr);                                                   \
-		exit(1);                                                               \
-	} while (0)
 
 static struct {
 	struct shd_fabric *f;

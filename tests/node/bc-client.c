@@ -79,8 +79,6 @@ static struct {
 
 static int g_rank = -1, g_world;
 
-#define FAIL(...) tc_fail(__VA_ARGS__)
-
 struct bmsg {
 	uint32_t magic;
 	int32_t src;
@@ -161,23 +159,23 @@ static void check_node_info(struct shf_ctx *c)
 		ranks[i] = counts[i] = -7;
 	int r = shf_node_info(c, &ni);
 	if (r)
-		FAIL("shf_node_info: %s (%s)", shf_strerror(r), shf_error_detail());
+		tc_fail("shf_node_info: %s (%s)", shf_strerror(r), shf_error_detail());
 	if (ni.node != me || ni.nodes != nodes || ni.local_count != local)
-		FAIL("shf_node_info: node %d of %d, %d local; expected node %d of %d, %d local",
+		tc_fail("shf_node_info: node %d of %d, %d local; expected node %d of %d, %d local",
 		     ni.node, ni.nodes, ni.local_count, me, nodes, local);
 	for (int i = 0; i < local; i++)
 		if (ranks[i] != first + i)
-			FAIL("shf_node_info: local_ranks[%d] = %d, expected %d", i, ranks[i],
+			tc_fail("shf_node_info: local_ranks[%d] = %d, expected %d", i, ranks[i],
 			     first + i);
 	if (ranks[local] != -7)
-		FAIL("shf_node_info wrote past local_cap");
+		tc_fail("shf_node_info wrote past local_cap");
 	for (int n = 0; n < nodes; n++) {
 		int want = g_world - n * K < K ? g_world - n * K : K;
 		if (counts[n] != want)
-			FAIL("shf_node_info: node_counts[%d] = %d, expected %d", n, counts[n], want);
+			tc_fail("shf_node_info: node_counts[%d] = %d, expected %d", n, counts[n], want);
 	}
 	if (counts[nodes] != -7)
-		FAIL("shf_node_info wrote past node_counts_cap");
+		tc_fail("shf_node_info wrote past node_counts_cap");
 	/* a short array: filled up to its capacity, the count still whole */
 	for (int i = 0; i <= MAX_WORLD; i++)
 		ranks[i] = -7;
@@ -185,15 +183,15 @@ static void check_node_info(struct shf_ctx *c)
 	r = shf_node_info(c, &sh);
 	if (r || sh.local_count != local || (local > 1 && ranks[local - 2] != first + local - 2) ||
 	    ranks[local - 1] != -7)
-		FAIL("shf_node_info with local_cap %d: r %d, count %d, last %d", local - 1, r,
+		tc_fail("shf_node_info with local_cap %d: r %d, count %d, last %d", local - 1, r,
 		     sh.local_count, ranks[local - 1]);
 	/* no arrays at all */
 	struct shf_node_info none = {-1, -1, -1, NULL, 0, NULL, 0};
 	if (shf_node_info(c, &none) || none.node != me || none.nodes != nodes)
-		FAIL("shf_node_info without arrays");
+		tc_fail("shf_node_info without arrays");
 	struct shf_node_info bad = {0, 0, 0, NULL, 3, NULL, 0};
 	if (shf_node_info(c, &bad) != -EINVAL)
-		FAIL("shf_node_info with local_cap 3 and no array did not say -EINVAL");
+		tc_fail("shf_node_info with local_cap 3 and no array did not say -EINVAL");
 	printf("rank %d: node_info: node %d of %d, %d local: ok\n", g_rank, ni.node, ni.nodes,
 	       ni.local_count);
 }
@@ -207,7 +205,7 @@ static int mode_exact(void)
 		check_node_info(c);
 	uint8_t *buf = calloc(1, cfg.size);
 	if (!buf)
-		FAIL("out of memory");
+		tc_fail("out of memory");
 	for (long k = 0; k < cfg.ops; k++) {
 		fill(buf, k);
 		int r = 0;
@@ -220,18 +218,18 @@ static int mode_exact(void)
 					r = shf_send(c, d, T_SEND, buf, cfg.size, 0);
 		}
 		if (r)
-			FAIL("op %ld: %s (%s)", k, shf_strerror(r), shf_error_detail());
+			tc_fail("op %ld: %s (%s)", k, shf_strerror(r), shf_error_detail());
 	}
 	int r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout);
 	if (r)
-		FAIL("shf_flush(REMOTE): %s (%s)", shf_strerror(r), shf_error_detail());
+		tc_fail("shf_flush(REMOTE): %s (%s)", shf_strerror(r), shf_error_detail());
 	r = shf_epoch(c, cfg.timeout);
 	if (r)
-		FAIL("shf_epoch: %s (%s)", shf_strerror(r), shf_error_detail());
+		tc_fail("shf_epoch: %s (%s)", shf_strerror(r), shf_error_detail());
 	long total = 0;
 	pthread_mutex_lock(&rx.mu);
 	if (rx.bad)
-		FAIL("%ld bad deliveries, first: %s", rx.bad, rx.why);
+		tc_fail("%ld bad deliveries, first: %s", rx.bad, rx.why);
 	for (int s = 0; s < g_world; s++) {
 		long i = 0;
 		for (long k = 0; k < cfg.ops; k++) {
@@ -239,21 +237,21 @@ static int mode_exact(void)
 			if (!mine)
 				continue;
 			if (i >= rx.n[s])
-				FAIL("from rank %d: got %ld messages, op %ld never came", s, rx.n[s], k);
+				tc_fail("from rank %d: got %ld messages, op %ld never came", s, rx.n[s], k);
 			if (rx.got[s][i] != k)
-				FAIL("from rank %d: message %ld is op %" PRId64 ", expected op %ld "
+				tc_fail("from rank %d: message %ld is op %" PRId64 ", expected op %ld "
 				     "(lost, duplicated or out of order)", s, i, rx.got[s][i], k);
 			i++;
 		}
 		if (i != rx.n[s])
-			FAIL("from rank %d: %ld messages, expected %ld", s, rx.n[s], i);
+			tc_fail("from rank %d: %ld messages, expected %ld", s, rx.n[s], i);
 		total += i;
 	}
 	pthread_mutex_unlock(&rx.mu);
 	struct shf_stats st;
 	shf_stats_get(c, &st);
 	if (st.dropped_dead || st.dropped_down)
-		FAIL("drops reported: %" PRIu64 " dead, %" PRIu64 " down", st.dropped_dead,
+		tc_fail("drops reported: %" PRIu64 " dead, %" PRIu64 " down", st.dropped_dead,
 		     st.dropped_down);
 	printf("rank %d: bcast exact: ok (%ld messages)\n", g_rank, total);
 	fflush(stdout);
@@ -261,7 +259,7 @@ static int mode_exact(void)
 	tc_sync_wait(cfg.timeout, "release");
 	r = shf_close(c);
 	if (r)
-		FAIL("shf_close: %s", shf_strerror(r));
+		tc_fail("shf_close: %s", shf_strerror(r));
 	free(buf);
 	return 0;
 }
@@ -285,12 +283,12 @@ static int rank1_count_all(struct shf_ctx *c)
 	}
 	pthread_mutex_lock(&rx.mu);
 	if (rx.bad)
-		FAIL("%ld bad deliveries, first: %s", rx.bad, rx.why);
+		tc_fail("%ld bad deliveries, first: %s", rx.bad, rx.why);
 	if (rx.n[0] != cfg.count)
-		FAIL("got %ld broadcasts from rank 0, expected %ld", rx.n[0], cfg.count);
+		tc_fail("got %ld broadcasts from rank 0, expected %ld", rx.n[0], cfg.count);
 	for (long i = 0; i < cfg.count; i++)
 		if (rx.got[0][i] != i)
-			FAIL("broadcast %ld is number %" PRId64, i, rx.got[0][i]);
+			tc_fail("broadcast %ld is number %" PRId64, i, rx.got[0][i]);
 	pthread_mutex_unlock(&rx.mu);
 	printf("rank 1: got %ld\n", cfg.count);
 	fflush(stdout);
@@ -306,12 +304,12 @@ static void bcast_numbered(struct shf_ctx *c, const char *after_first)
 {
 	uint8_t *buf = calloc(1, cfg.size);
 	if (!buf)
-		FAIL("out of memory");
+		tc_fail("out of memory");
 	for (long k = 0; k < cfg.count; k++) {
 		fill(buf, k);
 		int r = shf_bcast(c, T_BCAST, buf, cfg.size, 0);
 		if (r)
-			FAIL("broadcast %ld: %s (%s)", k, shf_strerror(r), shf_error_detail());
+			tc_fail("broadcast %ld: %s (%s)", k, shf_strerror(r), shf_error_detail());
 		if (k == 0 && after_first)
 			tc_sync_post("%s", after_first);
 	}
@@ -328,7 +326,7 @@ static int mode_lost(void)
 	}
 	struct shf_ctx *c = open_ctx(victim ? 0 : 1, victim ? 128 * 1024 : 0);
 	if (g_world != 3)
-		FAIL("mode lost needs world 3");
+		tc_fail("mode lost needs world 3");
 	if (victim) {
 		tc_sync_post("ready.2");
 		/* no library call at all: in poll mode every wait would deliver */
@@ -351,9 +349,9 @@ static int mode_lost(void)
 	       "\n", r ? shf_strerror(r) : "ok", tc_now_ms() - t0, st.dropped_down, st.dropped_dead);
 	fflush(stdout);
 	if (r != -EHOSTDOWN)
-		FAIL("flush returned %d (%s), expected -EHOSTDOWN", r, shf_strerror(r));
+		tc_fail("flush returned %d (%s), expected -EHOSTDOWN", r, shf_strerror(r));
 	if (st.dropped_down < 1)
-		FAIL("no drop counted for the lost node");
+		tc_fail("no drop counted for the lost node");
 	tc_sync_post("sent.0");
 	tc_sync_wait(cfg.timeout, "end");
 	shf_close(c);
@@ -366,13 +364,13 @@ static int mode_left(void)
 {
 	struct shf_ctx *c = open_ctx(1, 0);
 	if (g_world != 3)
-		FAIL("mode left needs world 3");
+		tc_fail("mode left needs world 3");
 	if (g_rank == 2) {
 		tc_sync_post("ready.2");
 		tc_sync_wait(cfg.timeout, "leave");
 		int r = shf_close(c);
 		if (r)
-			FAIL("shf_close: %s", shf_strerror(r));
+			tc_fail("shf_close: %s", shf_strerror(r));
 		tc_sync_post("closed.2");
 		return 0;
 	}
@@ -388,10 +386,10 @@ static int mode_left(void)
 	       r ? shf_strerror(r) : "ok", st.dropped_down, st.dropped_dead);
 	fflush(stdout);
 	if (r != -ESRCH)
-		FAIL("flush returned %d (%s), expected -ESRCH: rank 2 left before the broadcasts", r,
+		tc_fail("flush returned %d (%s), expected -ESRCH: rank 2 left before the broadcasts", r,
 		     shf_strerror(r));
 	if (st.dropped_dead != (uint64_t)cfg.count || st.dropped_down != 0)
-		FAIL("dropped_dead %" PRIu64 ", dropped_down %" PRIu64 ": expected %ld and 0 (one "
+		tc_fail("dropped_dead %" PRIu64 ", dropped_down %" PRIu64 ": expected %ld and 0 (one "
 		     "copy per broadcast for the rank that left)", st.dropped_dead, st.dropped_down,
 		     cfg.count);
 	tc_sync_post("sent.0");
