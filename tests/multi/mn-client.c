@@ -91,6 +91,7 @@
 #include <unistd.h>
 
 #include "shuffle.h"
+#include "tests/lib/args.h"
 #include "tests/lib/tclient.h"
 
 #define MAX_WORLD 256
@@ -813,32 +814,24 @@ static int mode_latency(void)
 
 static void parse_args(int argc, char **argv)
 {
-	if (argc < 2)
-		usage("no mode");
-	cfg.mode = argv[1];
-	for (int i = 2; i < argc; i++) {
-		char *eq = strchr(argv[i], '=');
-		if (!eq)
-			usage(argv[i]);
-		*eq = '\0';
-		const char *k = argv[i], *v = eq + 1;
-		if (!strcmp(k, "per_node")) cfg.per_node = atoi(v);
-		else if (!strcmp(k, "victim")) cfg.victim = atoi(v);
-		else if (!strcmp(k, "m")) cfg.m = atol(v);
-		else if (!strcmp(k, "c")) cfg.c = atol(v);
-		else if (!strcmp(k, "count")) cfg.count = atol(v);
-		else if (!strcmp(k, "burst")) cfg.burst = atol(v);
-		else if (!strcmp(k, "vring")) cfg.vring = (uint32_t)strtoul(v, NULL, 0);
-		else if (!strcmp(k, "timeout")) cfg.timeout = atoi(v);
-		else if (!strcmp(k, "hold_min_ms")) cfg.hold_min_ms = atoi(v);
-		else if (!strcmp(k, "post_epoch")) cfg.post_epoch = v;
-		else if (!strcmp(k, "inflight_epoch")) cfg.inflight_epoch = v;
-		else if (!strcmp(k, "expect")) cfg.expect = v;
-		else if (!strcmp(k, "gap_ms")) cfg.gap_ms = atoi(v);
-		else if (!strcmp(k, "size")) cfg.size = (uint32_t)atol(v);
-		else if (!strcmp(k, "bound_us")) cfg.bound_us = atol(v);
-		else usage(k);
-	}
+	static const struct targ keys[] = {
+		{"per_node", TARG_INT, &cfg.per_node, NULL},
+		{"victim", TARG_INT, &cfg.victim, NULL},
+		{"m", TARG_LONG, &cfg.m, NULL},
+		{"c", TARG_LONG, &cfg.c, NULL},
+		{"count", TARG_LONG, &cfg.count, NULL},
+		{"burst", TARG_LONG, &cfg.burst, NULL},
+		{"vring", TARG_U32, &cfg.vring, NULL},
+		{"timeout", TARG_INT, &cfg.timeout, NULL},
+		{"hold_min_ms", TARG_INT, &cfg.hold_min_ms, NULL},
+		{"post_epoch", TARG_STR, &cfg.post_epoch, NULL},
+		{"inflight_epoch", TARG_STR, &cfg.inflight_epoch, NULL},
+		{"expect", TARG_STR, &cfg.expect, NULL},
+		{"gap_ms", TARG_INT, &cfg.gap_ms, NULL},
+		{"size", TARG_U32, &cfg.size, NULL},
+		{"bound_us", TARG_LONG, &cfg.bound_us, NULL},
+	};
+	cfg.mode = targs_parse(argc, argv, keys, TARGS_N(keys), usage);
 	if (cfg.per_node < 1 || cfg.m < 0 || cfg.c < 0 || cfg.count < 1 || cfg.timeout < 1)
 		usage("bad numbers");
 }
