@@ -1039,21 +1039,8 @@ static void top_all_row(json_t *rows, const json_t *o, const char *id, const cha
 void show_top_all(const json_t *doc, FILE *f)
 {
 	const json_t *nodes = jget(doc, "nodes"), *missing = jget(doc, "missing");
-	size_t n = json_object_size(nodes) + json_object_size(missing);
-	long long *ids = xrealloc(NULL, sizeof(*ids) * (n ? n : 1));
-	size_t k = 0;
-	const char *key;
-	json_t *v;
-	json_object_foreach((json_t *)nodes, key, v)
-		ids[k++] = strtoll(key, NULL, 10);
-	json_object_foreach((json_t *)missing, key, v)
-		ids[k++] = strtoll(key, NULL, 10);
-	for (size_t i = 1; i < k; i++) /* insertion sort: a row per node */
-		for (size_t j = i; j > 0 && ids[j - 1] > ids[j]; j--) {
-			long long x = ids[j];
-			ids[j] = ids[j - 1];
-			ids[j - 1] = x;
-		}
+	size_t k;
+	long long *ids = all_node_ids(doc, &k);
 	json_t *rows = json_array();
 	if (!rows)
 		oom();

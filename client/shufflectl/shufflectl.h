@@ -238,6 +238,9 @@ void show_prometheus_all(const json_t *doc, FILE *f);
 /* --all CMD: a row per node (those without an answer marked) and totals;
  * false when a node did not answer. */
 bool show_all(const json_t *doc, const char *cmd, FILE *f);
+/* The node ids of an --all answer, answered ("nodes") and not ("missing"),
+ * ascending; *n of them, in an array to free(). */
+long long *all_node_ids(const json_t *doc, size_t *n);
 /* --all log-level|cutoff|drain: a row per node with its outcome (ok,
  * refused, not here, failed, or why it has no answer); the exit code:
  * 0 when at least one node acted and every other answered "not here",
