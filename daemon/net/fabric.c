@@ -596,17 +596,24 @@ bool shd_fabric_has_node(const struct shd_fabric *f, uint32_t node)
 
 /* ---- send slots ---------------------------------------------------------- */
 
+/* Slot i at the tail of the list *head_p .. *tail_p (NIL: empty). */
+static inline void slot_append(struct shd_fabric *f, uint32_t *head_p, uint32_t *tail_p,
+			       uint32_t i)
+{
+	f->slots[i].next = NIL;
+	if (*tail_p == NIL)
+		*head_p = i;
+	else
+		f->slots[*tail_p].next = i;
+	*tail_p = i;
+}
+
 static void fail_push(struct shd_fabric *f, uint32_t i, int status)
 {
 	struct slot *s = &f->slots[i];
 	s->state = SL_FAILED;
 	s->status = status;
-	s->next = NIL;
-	if (f->fail_tail == NIL)
-		f->fail_head = i;
-	else
-		f->slots[f->fail_tail].next = i;
-	f->fail_tail = i;
+	slot_append(f, &f->fail_head, &f->fail_tail, i);
 }
 
 static void slot_free(struct shd_fabric *f, uint32_t i)
@@ -622,12 +629,7 @@ static void queue_push(struct shd_fabric *f, uint32_t i)
 {
 	struct slot *s = &f->slots[i];
 	s->state = SL_QUEUED;
-	s->next = NIL;
-	if (f->q_tail == NIL)
-		f->q_head = i;
-	else
-		f->slots[f->q_tail].next = i;
-	f->q_tail = i;
+	slot_append(f, &f->q_head, &f->q_tail, i);
 	f->n_queued++;
 	f->peers[s->node].queued++;
 }
