@@ -311,6 +311,12 @@ void shd_net_tx_pass_end(struct shd_net *n);
 void shd_net_tx_down(struct shd_peer *p);
 void shd_net_tx_close(struct shd_net *n);
 
+/* net/net.c: the handlers net/open.c registers (the fabric's callbacks,
+ * the CQ fd and progress events, the heartbeat timer) */
+extern const struct shd_fabric_cb shd_net_fabric_cb;
+void shd_net_on_fabric(int fd, void *arg);
+void shd_net_on_heartbeat(int fd, void *arg);
+
 /* net/rx.c */
 int shd_net_rx_batch(struct shd_peer *p, void *buf, const struct shf_wire_hdr *h);
 void shd_net_rx_drain(struct shd_peer *p);
