@@ -206,6 +206,67 @@ static int open_hello(struct shf_ctx *c, int64_t deadline)
 	return 0;
 }
 
+/* REGISTER_OK's region: checked against what the daemon said and mapped
+ * into c, with c's rings bound to it.  0, or the error (said). */
+static int open_map(struct shf_ctx *c, int region_fd, const struct shf_ipc_register_ok *okp)
+{
+	const struct shf_ipc_register_ok ok = *okp;
+	int r = -EPROTO;
+	if (ok.rank != c->rank || ok.world != c->world) {
+		return shc_fail(r, "REGISTER_OK for rank %d of %d, asked for %d of %d", ok.rank, ok.world,
+			 c->rank, c->world);
+	}
+	/* two rings of at most SHF_RING_MAX_BYTES plus headers */
+	if (ok.region_bytes < sizeof(struct shf_shm_hdr) ||
+	    ok.region_bytes > 2 * (uint64_t)SHF_RING_MAX_BYTES + (1u << 20) ||
+	    ok.region_bytes > SIZE_MAX) {
+		return shc_fail(r, "REGISTER_OK: region of %llu bytes", (unsigned long long)ok.region_bytes);
+	}
+	struct stat st;
+	if (fstat(region_fd, &st) < 0) {
+		return shc_fail(-errno, "fstat of the region fd: %s", strerror(errno));
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size < 0 || (uint64_t)st.st_size != ok.region_bytes) {
+		return shc_fail(r, "the region fd holds %lld bytes, REGISTER_OK said %llu",
+			 (long long)st.st_size, (unsigned long long)ok.region_bytes);
+	}
+	void *base = mmap(NULL, (size_t)ok.region_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+			  region_fd, 0);
+	if (base == MAP_FAILED) {
+		return shc_fail(-errno, "cannot map the region (%llu bytes): %s",
+			     (unsigned long long)ok.region_bytes, strerror(errno));
+	}
+	c->base = base;
+	c->region_bytes = (size_t)ok.region_bytes;
+
+	struct shf_shm_layout l;
+	int e = shf_shm_check(base, ok.region_bytes, &l);
+	if (e) {
+		return shc_fail(r, "the region is not valid (%s)", strerror(-e));
+	}
+	struct shf_shm_hdr sh;
+	memcpy(&sh, base, sizeof(sh)); /* after shf_shm_check()'s acquire of ready */
+	if (sh.rank != c->rank || sh.world != c->world) {
+		return shc_fail(r, "the region is for rank %d of %d", sh.rank, sh.world);
+	}
+	for (int i = 0; i < SHF_SHM_RING_MAX; i++) {
+		if ((uint64_t)ok.max_msg + SHF_MSG_HDR_BYTES > l.ring[i].max_rec) {
+			return shc_fail(r, "max_msg %u does not fit ring %d (max record %u)", ok.max_msg, i,
+				 l.ring[i].max_rec);
+		}
+	}
+	c->max_msg = ok.max_msg;
+	if ((e = shf_shm_ring(base, &l, SHF_SHM_SEND, &c->send, false)) ||
+	    (shf_ring_init_producer(&c->send), c->send.err) ||
+	    (e = shf_shm_ring(base, &l, SHF_SHM_DELIVER, &c->deliver, false)) ||
+	    (shf_ring_init_consumer(&c->deliver), c->deliver.err)) {
+		return shc_fail(r, "cannot bind the rings (%s)",
+			 strerror(-(e ? e : c->send.err ? c->send.err : c->deliver.err)));
+	}
+	c->released = c->deliver.done;
+	return 0;
+}
+
 /* REGISTER, then map the region and bind both rings.  legacy: send an
  * older client's 80-byte body (no flags).  *old_daemon_p (may be NULL) is
  * set when the daemon refused the full body as malformed (-EPROTO): a
@@ -265,70 +326,7 @@ static int open_register(struct shf_ctx *c, uint32_t ring_bytes, int world_timeo
 	shc_debug("send ring of rank %d: %s", c->rank,
 		  c->sleeper_pays ? "published without the [D2] fence (the daemon pays)"
 				  : "published with the [D2] fence");
-	r = -EPROTO;
-	if (ok.rank != c->rank || ok.world != c->world) {
-		shc_fail(r, "REGISTER_OK for rank %d of %d, asked for %d of %d", ok.rank, ok.world,
-			 c->rank, c->world);
-		goto out;
-	}
-	/* two rings of at most SHF_RING_MAX_BYTES plus headers */
-	if (ok.region_bytes < sizeof(struct shf_shm_hdr) ||
-	    ok.region_bytes > 2 * (uint64_t)SHF_RING_MAX_BYTES + (1u << 20) ||
-	    ok.region_bytes > SIZE_MAX) {
-		shc_fail(r, "REGISTER_OK: region of %llu bytes", (unsigned long long)ok.region_bytes);
-		goto out;
-	}
-	struct stat st;
-	if (fstat(region_fd, &st) < 0) {
-		r = shc_fail(-errno, "fstat of the region fd: %s", strerror(errno));
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode) || st.st_size < 0 || (uint64_t)st.st_size != ok.region_bytes) {
-		shc_fail(r, "the region fd holds %lld bytes, REGISTER_OK said %llu",
-			 (long long)st.st_size, (unsigned long long)ok.region_bytes);
-		goto out;
-	}
-	void *base = mmap(NULL, (size_t)ok.region_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-			  region_fd, 0);
-	if (base == MAP_FAILED) {
-		r = shc_fail(-errno, "cannot map the region (%llu bytes): %s",
-			     (unsigned long long)ok.region_bytes, strerror(errno));
-		goto out;
-	}
-	c->base = base;
-	c->region_bytes = (size_t)ok.region_bytes;
-
-	struct shf_shm_layout l;
-	int e = shf_shm_check(base, ok.region_bytes, &l);
-	if (e) {
-		shc_fail(r, "the region is not valid (%s)", strerror(-e));
-		goto out;
-	}
-	struct shf_shm_hdr sh;
-	memcpy(&sh, base, sizeof(sh)); /* after shf_shm_check()'s acquire of ready */
-	if (sh.rank != c->rank || sh.world != c->world) {
-		shc_fail(r, "the region is for rank %d of %d", sh.rank, sh.world);
-		goto out;
-	}
-	for (int i = 0; i < SHF_SHM_RING_MAX; i++) {
-		if ((uint64_t)ok.max_msg + SHF_MSG_HDR_BYTES > l.ring[i].max_rec) {
-			shc_fail(r, "max_msg %u does not fit ring %d (max record %u)", ok.max_msg, i,
-				 l.ring[i].max_rec);
-			goto out;
-		}
-	}
-	c->max_msg = ok.max_msg;
-	if ((e = shf_shm_ring(base, &l, SHF_SHM_SEND, &c->send, false)) ||
-	    (shf_ring_init_producer(&c->send), c->send.err) ||
-	    (e = shf_shm_ring(base, &l, SHF_SHM_DELIVER, &c->deliver, false)) ||
-	    (shf_ring_init_consumer(&c->deliver), c->deliver.err)) {
-		shc_fail(r, "cannot bind the rings (%s)",
-			 strerror(-(e ? e : c->send.err ? c->send.err : c->deliver.err)));
-		goto out;
-	}
-	c->released = c->deliver.done;
-	r = 0;
-out:
+	r = open_map(c, region_fd, &ok);
 	close(region_fd);
 	return r;
 }
