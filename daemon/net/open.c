@@ -19,16 +19,6 @@
 /* a store that is down is waited for in steps of this, up to a minute */
 #define STORE_WAIT_MS 5000
 
-static bool alone(const struct shd_config *cfg)
-{
-	if (!strcmp(cfg->rendezvous, "none"))
-		return true;
-	if (!strcmp(cfg->rendezvous, "auto"))
-		return !getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK") &&
-		       !getenv("PMI_RANK") && !getenv("SLURM_STEP_ID");
-	return false;
-}
-
 /* Opens the rendezvous. A store (tcp) may be down for a while: wait for
  * it in steps of STORE_WAIT_MS, saying why each time, for up to a
  * minute. Logs its failure. */
@@ -322,7 +312,7 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 			return r;
 		}
 	}
-	if (alone(cfg)) {
+	if (shd_rdv_alone(cfg->rendezvous)) {
 		shd_auth_free(auth);
 		return 0;
 	}

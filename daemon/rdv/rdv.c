@@ -302,6 +302,16 @@ size_t shd_rdv_kinds(char *buf, size_t len, bool help)
 	return o;
 }
 
+bool shd_rdv_alone(const char *spec)
+{
+	if (!strcmp(spec, "none"))
+		return true;
+	if (!strcmp(spec, "auto")) /* under a launcher: mpi */
+		return !getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK") &&
+		       !getenv("PMI_RANK") && !getenv("SLURM_STEP_ID");
+	return false;
+}
+
 /*
  * The spec grammar, the only parser of it: shd_rdv_spec_check() and
  * shd_rdv_open() both run this.  Sets r->kind (0 for none and auto, which

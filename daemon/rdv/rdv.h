@@ -96,6 +96,11 @@ struct shd_rdv;
  * 0, -EINVAL with the reason in err, or -ENOMEM.  Accepts none and auto. */
 int shd_rdv_spec_check(const char *spec, char *err, size_t errlen);
 
+/* Whether spec means no rendezvous at all: none, or auto when no launcher
+ * (mpirun, srun: their environment variables) started us; auto under a
+ * launcher is mpi. */
+bool shd_rdv_alone(const char *spec);
+
 /* Every kind of spec, as the parser knows them, into buf[len]: "auto, none,
  * ... or tcp://HOST:PORT", or with help a phrase on each ("auto (...), ...").
  * Returns the length it wanted (as snprintf). */
