@@ -39,6 +39,45 @@ static const char *const commands[] = {"status", "clients", "jobs", "peers",
 				       "stats",  "config",  "dump", "ping", NULL};
 /* commands with arguments (control.c) and top (top.c) */
 static const char *const control_commands[] = {"log-level", "cutoff", "drain", NULL};
+static const char *const top_command[] = {"top", NULL};
+/* of commands[], those --all runs on every node (top and the control
+ * commands go with --all too) */
+static const char *const all_commands[] = {"status", "clients", "jobs", "peers",
+					   "stats",  "ping",    NULL};
+
+static bool listed(const char *const *list, const char *cmd)
+{
+	for (; *list; list++)
+		if (!strcmp(*list, cmd))
+			return true;
+	return false;
+}
+
+/* The lists' names into buf, ", "-separated ("and" before the last with
+ * and_last), in the order given. */
+static void list_names(char *buf, size_t len, bool and_last, const char *const *const *lists,
+		       size_t nlists)
+{
+	size_t total = 0, k = 0, o = 0;
+	for (size_t l = 0; l < nlists; l++)
+		for (const char *const *p = lists[l]; *p; p++)
+			total++;
+	buf[0] = '\0';
+	for (size_t l = 0; l < nlists; l++)
+		for (const char *const *p = lists[l]; *p && o < len; p++, k++) {
+			const char *sep = k == 0 ? "" : and_last && k + 1 == total ? " and " : ", ";
+			int w = snprintf(buf + o, len - o, "%s%s", sep, *p);
+			if (w > 0)
+				o += (size_t)w;
+		}
+}
+
+/* "status, clients, ..., top, log-level, cutoff, drain": every command */
+static void all_names(char *buf, size_t len)
+{
+	const char *const *const lists[] = {commands, top_command, control_commands};
+	list_names(buf, len, false, lists, 3);
+}
 
 static void usage(FILE *f)
 {
@@ -364,10 +403,11 @@ static bool usage_ok(const char *cmd, const struct cli *a)
 		errmsg("--prometheus goes with 'stats' only");
 		return false;
 	}
-	if (a->all && strcmp(cmd, "status") && strcmp(cmd, "peers") && strcmp(cmd, "jobs") &&
-	    strcmp(cmd, "clients") && strcmp(cmd, "stats") && strcmp(cmd, "ping")) {
-		errmsg("--all goes with status, peers, jobs, clients, stats, ping, top, log-level, "
-		       "cutoff and drain only");
+	if (a->all && !listed(all_commands, cmd)) {
+		const char *const *const lists[] = {all_commands, top_command, control_commands};
+		char names[256];
+		list_names(names, sizeof(names), true, lists, 3);
+		errmsg("--all goes with %s only", names);
 		return false;
 	}
 	if (a->all && (a->columns || a->po.per_rank)) {
@@ -401,9 +441,10 @@ int main(int argc, char **argv)
 		return rc;
 	if (a.list_columns)
 		return list_columns(optind < argc ? argv[optind] : NULL);
+	char names[256];
+	all_names(names, sizeof(names));
 	if (optind >= argc) {
-		errmsg("no command given (status, clients, jobs, peers, stats, config, dump, "
-		       "ping, top, log-level, cutoff, drain; see --help)");
+		errmsg("no command given (%s; see --help)", names);
 		return EXIT_USAGE;
 	}
 	co->sock = a.sock;
@@ -439,12 +480,8 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *cmd = argv[optind];
-	bool known = false;
-	for (const char *const *p = commands; *p; p++)
-		known |= !strcmp(*p, cmd);
-	if (!known) {
-		errmsg("unknown command '%s' (status, clients, jobs, peers, stats, config, dump, "
-		       "ping, top, log-level, cutoff, drain)", cmd);
+	if (!listed(commands, cmd)) {
+		errmsg("unknown command '%s' (%s)", cmd, names);
 		return EXIT_USAGE;
 	}
 	if (!usage_ok(cmd, &a))
