@@ -608,6 +608,19 @@ static inline void slot_append(struct shd_fabric *f, uint32_t *head_p, uint32_t 
 	*tail_p = i;
 }
 
+/* Queued slot i, after prev (NIL: i is the head), out of the send queue. */
+static inline void queue_unlink(struct shd_fabric *f, uint32_t prev, uint32_t i)
+{
+	uint32_t next = f->slots[i].next;
+	if (prev == NIL)
+		f->q_head = next;
+	else
+		f->slots[prev].next = next;
+	if (f->q_tail == i)
+		f->q_tail = prev;
+	f->n_queued--;
+}
+
 static void fail_push(struct shd_fabric *f, uint32_t i, int status)
 {
 	struct slot *s = &f->slots[i];
@@ -642,13 +655,7 @@ int shd_fabric_remove(struct shd_fabric *f, uint32_t node)
 	while (i != NIL) {
 		uint32_t next = f->slots[i].next;
 		if (f->slots[i].node == node) {
-			if (prev == NIL)
-				f->q_head = next;
-			else
-				f->slots[prev].next = next;
-			if (f->q_tail == i)
-				f->q_tail = prev;
-			f->n_queued--;
+			queue_unlink(f, prev, i);
 			fail_push(f, i, -EHOSTDOWN);
 		} else {
 			prev = i;
@@ -794,13 +801,7 @@ static void retry_queued(struct shd_fabric *f)
 			continue;
 		}
 		/* posted or failed: unlink */
-		if (prev == NIL)
-			f->q_head = next;
-		else
-			f->slots[prev].next = next;
-		if (f->q_tail == i)
-			f->q_tail = prev;
-		f->n_queued--;
+		queue_unlink(f, prev, i);
 		p->queued--;
 		if (r == 0)
 			s->state = SL_POSTED;
