@@ -192,27 +192,99 @@ static int open_connect(struct shf_ctx *c, const char *opt, char *path, size_t c
 	return 0;
 }
 
+/* HELLO (proto/ipc.c's exchange, shared with shufflectl): a refusal is
+ * the daemon's ERROR, even when it hung up before our HELLO went out. */
 static int open_hello(struct shf_ctx *c, int64_t deadline)
 {
-	struct shf_ipc_hello m = {SHF_IPC_VERSION, (uint32_t)getpid()};
-	int r = shf_ipc_send(c->sock, SHF_IPC_HELLO, ID_HELLO, &m, sizeof(m), NULL, 0);
-	if (r && r != -EPIPE && r != -ECONNRESET)
-		return shc_fail(r, "cannot send HELLO: %s", strerror(-r));
-	/* A daemon that refuses us (max_clients) says why and hangs up, maybe
-	 * before our HELLO went out: read its ERROR either way. */
-	long n = open_recv(c, r ? shc_deadline(0) : deadline, NULL, NULL, "HELLO_OK");
-	if (n < 0)
-		return (int)n;
+	enum shf_ipc_hello_step step;
+	long n = shf_ipc_hello(c->sock, ID_HELLO, shc_poll_ms(deadline), c->rx.buf,
+			       sizeof(c->rx.buf), &step);
 	struct shf_ipc_hdr h = rx_hdr(c);
-	if (h.type == SHF_IPC_ERROR && (h.id == ID_HELLO || h.id == 0))
+	if (n < 0) {
+		int r = (int)n;
+		if (step == SHF_IPC_HELLO_SEND)
+			return shc_fail(r, "cannot send HELLO: %s", strerror(-r));
+		if (step == SHF_IPC_HELLO_ANSWER)
+			return shc_fail(-EPROTO, "unexpected reply (type %u id %u) to HELLO", h.type,
+					h.id);
+		if (r == -ENOTCONN)
+			return shc_fail(r, "the daemon closed the connection while we waited for "
+					"HELLO_OK");
+		if (r == -ETIMEDOUT)
+			return shc_fail(r, "no HELLO_OK from the daemon within the timeout");
+		if (r == -EBADMSG || r == -EPROTO || r == -EMSGSIZE)
+			return shc_fail(-EPROTO, "malformed reply from the daemon while waiting for "
+					"HELLO_OK (%s)", strerror(-r));
+		return shc_fail(r, "control socket, waiting for HELLO_OK: %s", strerror(-r));
+	}
+	if (h.type == SHF_IPC_ERROR)
 		return open_error(c, "hello");
-	if (h.type != SHF_IPC_HELLO_OK || h.id != ID_HELLO)
-		return shc_fail(-EPROTO, "unexpected reply (type %u id %u) to HELLO", h.type, h.id);
 	struct shf_ipc_hello_ok ok;
 	memcpy(&ok, c->rx.buf + sizeof(h), sizeof(ok));
 	if (ok.version != SHF_IPC_VERSION)
 		return shc_fail(-EPROTO, "the daemon speaks protocol %u, this library %u",
 				ok.version, SHF_IPC_VERSION);
+	return 0;
+}
+
+/* REGISTER_OK's region: checked against what the daemon said and mapped
+ * into c, with c's rings bound to it.  0, or the error (said). */
+static int open_map(struct shf_ctx *c, int region_fd, const struct shf_ipc_register_ok *okp)
+{
+	const struct shf_ipc_register_ok ok = *okp;
+	int r = -EPROTO;
+	if (ok.rank != c->rank || ok.world != c->world) {
+		return shc_fail(r, "REGISTER_OK for rank %d of %d, asked for %d of %d", ok.rank, ok.world,
+			 c->rank, c->world);
+	}
+	/* two rings of at most SHF_RING_MAX_BYTES plus headers */
+	if (ok.region_bytes < sizeof(struct shf_shm_hdr) ||
+	    ok.region_bytes > 2 * (uint64_t)SHF_RING_MAX_BYTES + (1u << 20) ||
+	    ok.region_bytes > SIZE_MAX) {
+		return shc_fail(r, "REGISTER_OK: region of %llu bytes", (unsigned long long)ok.region_bytes);
+	}
+	struct stat st;
+	if (fstat(region_fd, &st) < 0) {
+		return shc_fail(-errno, "fstat of the region fd: %s", strerror(errno));
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size < 0 || (uint64_t)st.st_size != ok.region_bytes) {
+		return shc_fail(r, "the region fd holds %lld bytes, REGISTER_OK said %llu",
+			 (long long)st.st_size, (unsigned long long)ok.region_bytes);
+	}
+	void *base = mmap(NULL, (size_t)ok.region_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+			  region_fd, 0);
+	if (base == MAP_FAILED) {
+		return shc_fail(-errno, "cannot map the region (%llu bytes): %s",
+			     (unsigned long long)ok.region_bytes, strerror(errno));
+	}
+	c->base = base;
+	c->region_bytes = (size_t)ok.region_bytes;
+
+	struct shf_shm_layout l;
+	int e = shf_shm_check(base, ok.region_bytes, &l);
+	if (e) {
+		return shc_fail(r, "the region is not valid (%s)", strerror(-e));
+	}
+	struct shf_shm_hdr sh;
+	memcpy(&sh, base, sizeof(sh)); /* after shf_shm_check()'s acquire of ready */
+	if (sh.rank != c->rank || sh.world != c->world) {
+		return shc_fail(r, "the region is for rank %d of %d", sh.rank, sh.world);
+	}
+	for (int i = 0; i < SHF_SHM_RING_MAX; i++) {
+		if ((uint64_t)ok.max_msg + SHF_MSG_HDR_BYTES > l.ring[i].max_rec) {
+			return shc_fail(r, "max_msg %u does not fit ring %d (max record %u)", ok.max_msg, i,
+				 l.ring[i].max_rec);
+		}
+	}
+	c->max_msg = ok.max_msg;
+	if ((e = shf_shm_ring(base, &l, SHF_SHM_SEND, &c->send, false)) ||
+	    (shf_ring_init_producer(&c->send), c->send.err) ||
+	    (e = shf_shm_ring(base, &l, SHF_SHM_DELIVER, &c->deliver, false)) ||
+	    (shf_ring_init_consumer(&c->deliver), c->deliver.err)) {
+		return shc_fail(r, "cannot bind the rings (%s)",
+			 strerror(-(e ? e : c->send.err ? c->send.err : c->deliver.err)));
+	}
+	c->released = c->deliver.done;
 	return 0;
 }
 
@@ -261,70 +333,7 @@ static int open_register(struct shf_ctx *c, uint32_t ring_bytes, int world_timeo
 
 	struct shf_ipc_register_ok ok;
 	memcpy(&ok, c->rx.buf + sizeof(h), sizeof(ok));
-	r = -EPROTO;
-	if (ok.rank != c->rank || ok.world != c->world) {
-		shc_fail(r, "REGISTER_OK for rank %d of %d, asked for %d of %d", ok.rank, ok.world,
-			 c->rank, c->world);
-		goto out;
-	}
-	/* two rings of at most SHF_RING_MAX_BYTES plus headers */
-	if (ok.region_bytes < sizeof(struct shf_shm_hdr) ||
-	    ok.region_bytes > 2 * (uint64_t)SHF_RING_MAX_BYTES + (1u << 20) ||
-	    ok.region_bytes > SIZE_MAX) {
-		shc_fail(r, "REGISTER_OK: region of %llu bytes", (unsigned long long)ok.region_bytes);
-		goto out;
-	}
-	struct stat st;
-	if (fstat(region_fd, &st) < 0) {
-		r = shc_fail(-errno, "fstat of the region fd: %s", strerror(errno));
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode) || st.st_size < 0 || (uint64_t)st.st_size != ok.region_bytes) {
-		shc_fail(r, "the region fd holds %lld bytes, REGISTER_OK said %llu",
-			 (long long)st.st_size, (unsigned long long)ok.region_bytes);
-		goto out;
-	}
-	void *base = mmap(NULL, (size_t)ok.region_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-			  region_fd, 0);
-	if (base == MAP_FAILED) {
-		r = shc_fail(-errno, "cannot map the region (%llu bytes): %s",
-			     (unsigned long long)ok.region_bytes, strerror(errno));
-		goto out;
-	}
-	c->base = base;
-	c->region_bytes = (size_t)ok.region_bytes;
-
-	struct shf_shm_layout l;
-	int e = shf_shm_check(base, ok.region_bytes, &l);
-	if (e) {
-		shc_fail(r, "the region is not valid (%s)", strerror(-e));
-		goto out;
-	}
-	struct shf_shm_hdr sh;
-	memcpy(&sh, base, sizeof(sh)); /* after shf_shm_check()'s acquire of ready */
-	if (sh.rank != c->rank || sh.world != c->world) {
-		shc_fail(r, "the region is for rank %d of %d", sh.rank, sh.world);
-		goto out;
-	}
-	for (int i = 0; i < SHF_SHM_RING_MAX; i++) {
-		if ((uint64_t)ok.max_msg + SHF_MSG_HDR_BYTES > l.ring[i].max_rec) {
-			shc_fail(r, "max_msg %u does not fit ring %d (max record %u)", ok.max_msg, i,
-				 l.ring[i].max_rec);
-			goto out;
-		}
-	}
-	c->max_msg = ok.max_msg;
-	if ((e = shf_shm_ring(base, &l, SHF_SHM_SEND, &c->send, false)) ||
-	    (shf_ring_init_producer(&c->send), c->send.err) ||
-	    (e = shf_shm_ring(base, &l, SHF_SHM_DELIVER, &c->deliver, false)) ||
-	    (shf_ring_init_consumer(&c->deliver), c->deliver.err)) {
-		shc_fail(r, "cannot bind the rings (%s)",
-			 strerror(-(e ? e : c->send.err ? c->send.err : c->deliver.err)));
-		goto out;
-	}
-	c->released = c->deliver.done;
-	r = 0;
-out:
+	r = open_map(c, region_fd, &ok);
 	close(region_fd);
 	return r;
 }

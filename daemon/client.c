@@ -24,7 +24,7 @@ static const char *const state_names[SHD_SESS_MAX] = {
 	[SHD_SESS_DRAINING] = "draining",
 };
 
-const char *shd_sess_state_name(enum shd_sess_state s)
+const char *shd_session_state_name(enum shd_sess_state s)
 {
 	return (unsigned)s < SHD_SESS_MAX ? state_names[s] : "?";
 }

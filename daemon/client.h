@@ -39,6 +39,6 @@ long shd_client_recv(struct shd_client *c, void *buf, size_t cap);
  * by the closer thread (closer.h). */
 void shd_client_close_sock(struct shd_client *c);
 
-const char *shd_sess_state_name(enum shd_sess_state s);
+const char *shd_session_state_name(enum shd_sess_state s);
 
 #endif

@@ -48,6 +48,32 @@ enum opt_type {
 #define F_POW2 0x1u    /* numbers: must be a power of two */
 #define F_NO_FILE 0x2u /* not accepted in the INI file (the file's own path) */
 
+/* The headings of --help, in their order; every option is under one. */
+enum opt_group {
+	G_PATHS,
+	G_DATA,
+	G_NETWORK,
+	G_PEERS,
+	G_LIMITS,
+	G_SECURITY,
+	G_STORE,
+	G_LOGGING,
+	G_EXPERIMENTAL, /* switches for measuring; docs/performance.md says what they showed */
+	G_MAX
+};
+
+static const char *const group_names[G_MAX] = {
+	[G_PATHS] = "Paths",
+	[G_DATA] = "Data path",
+	[G_NETWORK] = "Network",
+	[G_PEERS] = "Peers",
+	[G_LIMITS] = "Limits",
+	[G_SECURITY] = "Security",
+	[G_STORE] = "Store",
+	[G_LOGGING] = "Logging",
+	[G_EXPERIMENTAL] = "Experimental (for measuring; see docs/performance.md)",
+};
+
 /* Extra syntax check of a string value; 0 or -EINVAL with a reason in why. */
 typedef int (*check_fn)(const char *v, char *why, size_t whylen);
 
@@ -62,6 +88,9 @@ struct opt {
 	const char *meta;  /* placeholder in --help */
 	const char *help;
 	check_fn check;    /* strings: extra validation, may be NULL */
+	enum opt_group group; /* its heading in --help (and shuffled(8)) */
+	/* appends to help what is known only at run time, may be NULL */
+	size_t (*help_more)(char *buf, size_t len, bool help);
 };
 
 #define FIELD(f) offsetof(struct shd_config, f), sizeof(((struct shd_config *)0)->f)
@@ -77,14 +106,6 @@ static int check_bind(const char *v, char *why, size_t n);
 static int check_rendezvous(const char *v, char *why, size_t n);
 static int check_store_listen(const char *v, char *why, size_t n);
 
-/* the mpi kind is named in --help only when it is built (-Drdv_mpi) */
-#ifdef SHD_HAVE_RDV_MPI
-#define RDV_HELP_MPI "auto (mpi when started by mpirun or srun, else none), none, mpi, "
-#else
-#define RDV_HELP_MPI                                                                      \
-	"auto (none; refused under mpirun or srun: this build has no mpi rendezvous), none, "
-#endif
-
 static const struct opt opts[SHD_OPT_MAX] = {
 	[SHD_OPT_MODE] = {
 		"mode", "SHF_MODE", T_STR, 0, FIELD(mode), 0, 0, "auto", "auto|user|system",
@@ -92,55 +113,68 @@ static const struct opt opts[SHD_OPT_MAX] = {
 		"belongs to the uid of its first process). user: serve only this uid (0700, "
 		"0600). auto: system when running as root or as the system user "
 		"'" SHF_SYSTEM_USER "', else user.",
-		check_mode },
+		check_mode,
+		.group = G_SECURITY },
 	[SHD_OPT_RUNTIME_DIR] = {
 		"runtime_dir", "SHF_RUNTIME_DIR", T_STR, 0, FIELD(runtime_dir), 0, 0, "", "PATH",
 		"Directory for the control socket and per-node state; it must belong to this "
 		"uid and be writable by nobody else. Empty: " SHF_SYSTEM_RUNTIME_DIR "/NODE in "
 		"mode system, else $XDG_RUNTIME_DIR/shuffle/NODE or /tmp/shuffle-UID/NODE.",
-		check_abs_path },
+		check_abs_path,
+		.group = G_PATHS },
 	[SHD_OPT_NODE_NAME] = {
 		"node_name", "SHF_NODE", T_STR, 0, FIELD(node_name), 0, 0, "", "NAME",
 		"This node's name (letters, digits, '.', '_', '-'); it is part of the runtime "
 		"directory so that several daemons can share a host. Empty: the host name.",
-		check_node },
+		check_node,
+		.group = G_PATHS },
 	[SHD_OPT_SOCKET] = {
 		"socket", "SHF_SOCKET", T_STR, 0, FIELD(socket_path), 0, 0, "", "PATH",
 		"Control socket clients connect to (absolute, at most 107 bytes). "
 		"Empty: RUNTIME_DIR/shuffled.sock.",
-		check_abs_path },
+		check_abs_path,
+		.group = G_PATHS },
 	[SHD_OPT_RING_BYTES] = {
 		"ring_bytes", "SHF_RING_BYTES", T_SIZE, F_POW2, FIELD(ring_bytes),
 		4 * KiB, 256 * MiB, "1M", "SIZE",
-		"Default size of each client ring (send and delivery), per direction.", NULL },
+		"Default size of each client ring (send and delivery), per direction.", NULL,
+		.group = G_DATA },
 	[SHD_OPT_MAX_MSG] = {
 		"max_msg", "SHF_MAX_MSG", T_SIZE, 0, FIELD(max_msg), 0, 1 * MiB, "60K", "SIZE",
-		"Largest message payload accepted; at most ring_bytes/2 - 16.", NULL },
+		"Largest message payload accepted; at most ring_bytes/2 - 16.", NULL,
+		.group = G_DATA },
 	[SHD_OPT_BATCH_BYTES] = {
 		"batch_bytes", "SHF_BATCH_BYTES", T_SIZE, 0, FIELD(batch_bytes),
 		1 * KiB, 4 * MiB, "128K", "SIZE",
-		"A batch to a peer is sent when it holds this many bytes.", NULL },
+		"A batch to a peer is sent when it holds this many bytes.", NULL,
+		.group = G_DATA },
 	[SHD_OPT_LINGER_US] = {
 		"linger_us", "SHF_LINGER_US", T_UINT, 0, FIELD(linger_us), 0, 1000000, "100", "USEC",
-		"... or when its oldest record has waited this long (microseconds).", NULL },
+		"... or when its oldest record has waited this long (microseconds).", NULL,
+		.group = G_DATA },
 	[SHD_OPT_LINGER_IDLE] = {
 		"linger_idle", "SHF_LINGER_IDLE", T_UINT, 0, FIELD(linger_idle), 0, 1, "0", "0|1",
 		"0: a batch to a node with no unacknowledged batch, and none closed within "
-		"linger_us, leaves at the end of the pass; 1: every batch lingers.", NULL },
+		"linger_us, leaves at the end of the pass; 1: every batch lingers.", NULL,
+		.group = G_EXPERIMENTAL },
 	[SHD_OPT_PEER_CREDITS] = {
 		"peer_credits", "SHF_PEER_CREDITS", T_UINT, 0, FIELD(peer_credits), 1, 1024, "8", "N",
-		"Batches in flight to one peer before waiting for credit.", NULL },
+		"Batches in flight to one peer before waiting for credit.", NULL,
+		.group = G_DATA },
 	[SHD_OPT_ACK_DELAY_US] = {
 		"ack_delay_us", "SHF_ACK_DELAY_US", T_UINT, 0, FIELD(ack_delay_us), 0, 100000, "0", "USEC",
 		"Hold the ACK of received batches up to this long (microseconds) unless half of "
-		"the sender's credit is unacknowledged; 0: acknowledge at once.", NULL },
+		"the sender's credit is unacknowledged; 0: acknowledge at once.", NULL,
+		.group = G_DATA },
 	[SHD_OPT_MAX_INFLIGHT] = {
 		"max_inflight", "SHF_MAX_INFLIGHT", T_UINT, 0, FIELD(max_inflight), 1, 65536, "256", "N",
-		"Batches in flight to all peers together.", NULL },
+		"Batches in flight to all peers together.", NULL,
+		.group = G_DATA },
 	[SHD_OPT_FANOUT] = {
 		"fanout", "SHF_FANOUT", T_UINT, 0, FIELD(fanout), 2, 64, "8", "K",
 		"Children per node of the tree that carries cluster-wide requests "
-		"(shufflectl --all).", NULL },
+		"(shufflectl --all).", NULL,
+		.group = G_PEERS },
 	[SHD_OPT_ROUTING] = {
 		"routing", "SHF_ROUTING", T_STR, 0, FIELD(routing), 0, 0, "direct", "direct|2d",
 		"How daemons reach each other. direct: every daemon talks to every other (a "
@@ -149,138 +183,168 @@ static const struct opt opts[SHD_OPT_MAX] = {
 		"row and column is forwarded by one daemon in between (at most about 2*sqrt(N) "
 		"connections per daemon). Must be the same on every daemon: a peer with "
 		"another routing is refused at join.",
-		check_routing },
+		check_routing,
+		.group = G_NETWORK },
 	[SHD_OPT_BATCH_BUDGET] = {
 		"batch_budget", "SHF_BATCH_BUDGET", T_SIZE, 0, FIELD(batch_budget),
 		1 * MiB, 16 * GiB, "64M", "SIZE",
-		"Memory for outgoing and parked batches; at least batch_bytes.", NULL },
+		"Memory for outgoing and parked batches; at least batch_bytes.", NULL,
+		.group = G_DATA },
 	[SHD_OPT_RECV_BUFFERS] = {
 		"recv_buffers", "SHF_RECV_BUFFERS", T_UINT, 0, FIELD(recv_buffers), 2, 4096, "32", "N",
-		"Receive buffers kept posted on the fabric endpoint.", NULL },
+		"Receive buffers kept posted on the fabric endpoint.", NULL,
+		.group = G_DATA },
 	[SHD_OPT_PROVIDER] = {
 		"provider", "SHF_PROVIDER", T_STR, 0, FIELD(provider), 0, 0, "tcp", "NAME",
-		"libfabric provider (tcp, verbs, cxi, efa, ...).", check_provider },
+		"libfabric provider (tcp, verbs, cxi, efa, ...).", check_provider,
+		.group = G_NETWORK },
 	[SHD_OPT_BIND] = {
 		"bind", "SHF_BIND", T_STR, 0, FIELD(bind), 0, 0, "", "HOST[:PORT]",
 		"Address (and port) of the fabric endpoint: HOST[:PORT], [IPV6][:PORT] or a "
 		"bare IPV6; {node} becomes the node id + 1. Empty: the provider's choice "
-		"(for tcp the first NIC, not loopback).", check_bind },
+		"(for tcp the first NIC, not loopback).", check_bind,
+		.group = G_NETWORK },
 	[SHD_OPT_IFACE] = {
 		"iface", "SHF_IFACE", T_STR, 0, FIELD(iface), 0, 0, "", "IFNAME",
-		"Network interface for the fabric endpoint (sets FI_TCP_IFACE).", check_iface },
+		"Network interface for the fabric endpoint (sets FI_TCP_IFACE).", check_iface,
+		.group = G_NETWORK },
 	[SHD_OPT_MR_LOCAL] = {
 		"mr_local", "SHF_MR_LOCAL", T_UINT, 0, FIELD(mr_local), 0, 1, "0", "0|1",
 		"1: register batch buffers and control-message slots with the fabric even when "
 		"the provider does not ask for FI_MR_LOCAL (tcp does not; verbs, efa and cxi "
-		"may). For testing that path; costs nothing measurable.", NULL },
+		"may). For testing that path.", NULL,
+		.group = G_EXPERIMENTAL },
 	[SHD_OPT_RENDEZVOUS] = {
 		"rendezvous", "SHF_RENDEZVOUS", T_STR, 0, FIELD(rendezvous), 0, 0, "auto", "HOW",
-		"How daemons find each other: " RDV_HELP_MPI "static:HOST:PORT,HOST:PORT,... "
-		"(IPv6 as [ADDR]:PORT), dir:PATH:N.", check_rendezvous },
+		"How daemons find each other:", check_rendezvous,
+		.group = G_NETWORK, .help_more = shd_rdv_kinds },
 	[SHD_OPT_MAX_NODES] = {
 		"max_nodes", "SHF_MAX_NODES", T_UINT, 0, FIELD(max_nodes), 2, 1048576, "1024", "N",
 		"tcp and dir without N: the most nodes the set can hold (node ids below N); costs "
 		"about 1.3 KiB per node in every daemon. The other kinds size the set "
-		"themselves.", NULL },
+		"themselves.", NULL,
+		.group = G_NETWORK },
 	[SHD_OPT_PEER_TIMEOUT_MS] = {
 		"peer_timeout_ms", "SHF_PEER_TIMEOUT_MS", T_UINT, 0, FIELD(peer_timeout_ms),
 		100, 3600000, "5000", "MSEC",
-		"A peer silent this long is declared down.", NULL },
+		"A peer silent this long is declared down.", NULL,
+		.group = G_PEERS },
 	[SHD_OPT_HEARTBEAT_MS] = {
 		"heartbeat_ms", "SHF_HEARTBEAT_MS", T_UINT, 0, FIELD(heartbeat_ms),
 		10, 600000, "1000", "MSEC",
-		"Keepalive period toward idle peers; less than peer_timeout_ms.", NULL },
+		"Keepalive period toward idle peers; less than peer_timeout_ms.", NULL,
+		.group = G_PEERS },
 	[SHD_OPT_PEER_IDLE_MS] = {
 		"peer_idle_ms", "SHF_PEER_IDLE_MS", T_UINT, 0, FIELD(peer_idle_ms),
 		0, 86400000, "0", "MSEC",
 		"A peer up but unused this long (no job in common, no traffic, nothing in "
 		"flight, not a 2-D route neighbour) goes idle: no heartbeats either way and its "
-		"connection is released until it is used again. 0: never idle.", NULL },
+		"connection is released until it is used again. 0: never idle.", NULL,
+		.group = G_PEERS },
 	[SHD_OPT_MAX_CLIENTS] = {
 		"max_clients", "SHF_MAX_CLIENTS", T_UINT, 0, FIELD(max_clients), 1, 65536, "1024", "N",
-		"Concurrent connections (clients and shufflectl), reserves included.", NULL },
+		"Concurrent connections (clients and shufflectl), reserves included.", NULL,
+		.group = G_LIMITS },
 	[SHD_OPT_MAX_CLIENTS_PER_USER] = {
 		"max_clients_per_user", "SHF_MAX_CLIENTS_PER_USER", T_UINT, 0,
 		FIELD(max_clients_per_user), 1, 65536, "512", "N",
 		"Concurrent connections of one user (root is exempt); more are refused with "
-		"EDQUOT.", NULL },
+		"EDQUOT.", NULL,
+		.group = G_LIMITS },
 	[SHD_OPT_RESERVED_ROOT] = {
 		"reserved_root", "SHF_RESERVED_ROOT", T_UINT, 0, FIELD(reserved_root), 0, 65535,
 		"8", "N",
-		"The last N slots of max_clients are for root only.", NULL },
+		"The last N slots of max_clients are for root only.", NULL,
+		.group = G_LIMITS },
 	[SHD_OPT_RESERVED_CTL] = {
 		"reserved_ctl", "SHF_RESERVED_CTL", T_UINT, 0, FIELD(reserved_ctl), 0, 65535, "8",
 		"N",
 		"The N slots before those are for shufflectl: a user's connection that gets one "
-		"may send control requests but not register (EBUSY).", NULL },
+		"may send control requests but not register (EBUSY).", NULL,
+		.group = G_LIMITS },
 	[SHD_OPT_HELLO_TIMEOUT_MS] = {
 		"hello_timeout_ms", "SHF_HELLO_TIMEOUT_MS", T_UINT, 0, FIELD(hello_timeout_ms),
 		10, 3600000, "10000", "MSEC",
-		"A connection that has not said HELLO after this long is closed.", NULL },
+		"A connection that has not said HELLO after this long is closed.", NULL,
+		.group = G_LIMITS },
 	[SHD_OPT_IDLE_TIMEOUT_MS] = {
 		"idle_timeout_ms", "SHF_IDLE_TIMEOUT_MS", T_UINT, 0, FIELD(idle_timeout_ms),
 		10, 86400000, "60000", "MSEC",
 		"A session that said HELLO but has neither registered nor sent a request for "
-		"this long is cut off (ETIMEDOUT).", NULL },
+		"this long is cut off (ETIMEDOUT).", NULL,
+		.group = G_LIMITS },
 	[SHD_OPT_UID_MEM_MAX] = {
 		"uid_mem_max", "SHF_UID_MEM_MAX", T_SIZE, 0, FIELD(uid_mem_max),
 		1 * MiB, UINT64_C(1) << 50, "8G", "SIZE",
 		"Memory one user's clients may make the daemon hold: their ring regions and "
 		"rank directories. A registration over it fails with EDQUOT. root and the "
-		"daemon's own user are exempt.", NULL },
+		"daemon's own user are exempt.", NULL,
+		.group = G_LIMITS },
 	[SHD_OPT_MEM_MAX] = {
 		"mem_max", "SHF_MEM_MAX", T_SIZE, 0, FIELD(mem_max),
 		1 * MiB, UINT64_C(1) << 50, "32G", "SIZE",
 		"The same for all users together (root and the daemon's own user exempt); "
-		"a registration over it fails with ENOMEM.", NULL },
+		"a registration over it fails with ENOMEM.", NULL,
+		.group = G_LIMITS },
 	[SHD_OPT_WORLD_TIMEOUT_MS] = {
 		"world_timeout_ms", "SHF_WORLD_TIMEOUT_MS", T_UINT, 0, FIELD(world_timeout_ms),
 		0, 86400000, "60000", "MSEC",
-		"How long shf_open() waits for the whole job when the client passes 0.", NULL },
+		"How long shf_open() waits for the whole job when the client passes 0.", NULL,
+		.group = G_LIMITS },
 	[SHD_OPT_CLUSTER_KEY] = {
 		"cluster_key", "SHF_CLUSTER_KEY", T_STR, 0, FIELD(cluster_key), 0, 0, "", "PATH",
 		"File of the cluster key (32 random bytes, shuffle-keygen), the same on every "
 		"node, readable only by the daemon's user: peers prove they hold it once per "
 		"session. Empty: peers are not authenticated (a warning at start).",
-		check_abs_path },
+		check_abs_path,
+		.group = G_SECURITY },
 	[SHD_OPT_STORE_LISTEN] = {
 		"store_listen", "SHF_STORE_LISTEN", T_STR, 0, FIELD(store_listen), 0, 0, "",
 		"HOST:PORT",
 		"Serve the key-value store (PyTorch TCPStore protocol) on HOST:PORT "
-		"([IPV6]:PORT). Empty: no store.", check_store_listen },
+		"([IPV6]:PORT). Empty: no store.", check_store_listen,
+		.group = G_STORE },
 	[SHD_OPT_STORE_MAX_KEYS] = {
 		"store_max_keys", "SHF_STORE_MAX_KEYS", T_UINT, 0, FIELD(store_max_keys),
 		1, 16777216, "16384", "N",
-		"Keys the store holds; a request that would add one more is refused.", NULL },
+		"Keys the store holds; a request that would add one more is refused.", NULL,
+		.group = G_STORE },
 	[SHD_OPT_STORE_MAX_KEY_BYTES] = {
 		"store_max_key_bytes", "SHF_STORE_MAX_KEY_BYTES", T_SIZE, 0,
 		FIELD(store_max_key_bytes), 16, 64 * KiB, "1K", "SIZE",
-		"Longest key the store accepts.", NULL },
+		"Longest key the store accepts.", NULL,
+		.group = G_STORE },
 	[SHD_OPT_STORE_MAX_VALUE_BYTES] = {
 		"store_max_value_bytes", "SHF_STORE_MAX_VALUE_BYTES", T_SIZE, 0,
 		FIELD(store_max_value_bytes), 64, 64 * MiB, "64K", "SIZE",
-		"Longest value the store accepts.", NULL },
+		"Longest value the store accepts.", NULL,
+		.group = G_STORE },
 	[SHD_OPT_STORE_MAX_CONNS] = {
 		"store_max_conns", "SHF_STORE_MAX_CONNS", T_UINT, 0, FIELD(store_max_conns),
 		1, 65536, "1024", "N",
 		"Connections the store serves at once; more are closed at accept "
-		"(a PyTorch client opens two).", NULL },
+		"(a PyTorch client opens two).", NULL,
+		.group = G_STORE },
 	[SHD_OPT_STORE_MAX_WAITERS] = {
 		"store_max_waiters", "SHF_STORE_MAX_WAITERS", T_UINT, 0, FIELD(store_max_waiters),
 		1, 1048576, "4096", "N",
-		"WAIT requests pending in the store, all connections together.", NULL },
+		"WAIT requests pending in the store, all connections together.", NULL,
+		.group = G_STORE },
 	[SHD_OPT_LOG_LEVEL] = {
 		"log_level", "SHF_LOG_LEVEL", T_LEVEL, 0, FIELD(log_level), 0, 0, "info", "LEVEL",
-		"err, warn, notice, info or debug (or 3..7).", NULL },
+		"err, warn, notice, info or debug (or 3..7).", NULL,
+		.group = G_LOGGING },
 	[SHD_OPT_LOG_FILE] = {
 		"log_file", "SHF_LOG_FILE", T_STR, 0, FIELD(log_file), 0, 0, "", "PATH",
-		"Append the log to this file. Empty: stderr (the journal under systemd).", NULL },
+		"Append the log to this file. Empty: stderr (the journal under systemd).", NULL,
+		.group = G_LOGGING },
 	[SHD_OPT_CONFIG] = {
 		"config", "SHF_CONFIG", T_STR, F_NO_FILE, FIELD(config), 0, 0, SHD_CONFIG_DEFAULT,
 		"PATH",
 		"INI file to read, section [shuffled], keys named as these options "
 		"(command line or environment only). The default file is read when it "
-		"exists; --no-config or --config= (empty) reads none.", check_abs_path },
+		"exists; --no-config or --config= (empty) reads none.", check_abs_path,
+		.group = G_PATHS },
 };
 
 const char *shd_config_default_file(void)
@@ -1140,10 +1204,30 @@ static void fmt_default(const struct opt *o, char *buf, size_t n)
 		fmt_num(o, get_num(&d, o), buf, n);
 }
 
+static void opt_help(FILE *f, const struct opt *o)
+{
+	char def[128], lim[96], line[256], help[1024];
+	fmt_default(o, def, sizeof(def));
+	fprintf(f, "  --%s=%s  (%s)\n", o->name, o->meta, o->env);
+	size_t n = (size_t)snprintf(help, sizeof(help), "%s", o->help);
+	if (o->help_more && n + 1 < sizeof(help)) {
+		help[n++] = ' ';
+		n += o->help_more(help + n, sizeof(help) - n, true);
+		if (n + 1 < sizeof(help))
+			snprintf(help + n, sizeof(help) - n, ".");
+	}
+	print_wrapped(f, help, 8);
+	if (o->type == T_UINT || o->type == T_SIZE) {
+		fmt_limits(o, lim, sizeof(lim));
+		snprintf(line, sizeof(line), "Default %s; %s.", def, lim);
+	} else {
+		snprintf(line, sizeof(line), "Default %s.", def);
+	}
+	print_wrapped(f, line, 8);
+}
+
 static void config_help(FILE *f)
 {
-	char def[128], lim[96], line[256];
-
 	fprintf(f, "Usage: shuffled [--config PATH | --no-config] [--NAME=VALUE | --NAME VALUE]...\n"
 		   "       shuffled --help | --version\n"
 		   "\n"
@@ -1153,23 +1237,15 @@ static void config_help(FILE *f)
 		   "the command line wins over the environment, which wins over the file.\n"
 		   "The file is --config, else $SHF_CONFIG, else " SHD_CONFIG_DEFAULT "\n"
 		   "when it exists; --no-config (or --config=) reads none.\n"
-		   "Sizes take binary suffixes: k/KiB, m/MiB, g/GiB.\n"
-		   "\n"
-		   "Options:\n");
-	for (int i = 0; i < SHD_OPT_MAX; i++) {
-		const struct opt *o = &opts[i];
-		fmt_default(o, def, sizeof(def));
-		fprintf(f, "  --%s=%s  (%s)\n", o->name, o->meta, o->env);
-		print_wrapped(f, o->help, 8);
-		if (o->type == T_UINT || o->type == T_SIZE) {
-			fmt_limits(o, lim, sizeof(lim));
-			snprintf(line, sizeof(line), "Default %s; %s.", def, lim);
-		} else {
-			snprintf(line, sizeof(line), "Default %s.", def);
-		}
-		print_wrapped(f, line, 8);
+		   "Sizes take binary suffixes: k/KiB, m/MiB, g/GiB.\n");
+	for (int g = 0; g < G_MAX; g++) {
+		fprintf(f, "\n%s:\n", group_names[g]);
+		for (int i = 0; i < SHD_OPT_MAX; i++)
+			if (opts[i].group == (enum opt_group)g)
+				opt_help(f, &opts[i]);
 	}
-	fprintf(f, "  --no-config    read no INI file (not even the default one)\n"
+	fprintf(f, "\nCommand line only:\n"
+		   "  --no-config    read no INI file (not even the default one)\n"
 		   "  -h, --help     print this help and exit\n"
 		   "  -V, --version  print the version and exit\n");
 }

@@ -115,7 +115,7 @@ static void on_hup(int sig, void *arg)
 static void on_usr1(int sig, void *arg)
 {
 	(void)sig;
-	shd_dump_log(arg);
+	shd_ctlcmd_dump_log(arg);
 }
 
 int main(int argc, char **argv)
@@ -164,7 +164,7 @@ int main(int argc, char **argv)
 		shd_err("cannot set up the fan-out: %s", strerror(-r));
 		goto out_net;
 	}
-	if ((r = shd_ctl_listen(d)) < 0)
+	if ((r = shd_session_listen(d)) < 0)
 		goto out_net;
 	d->sig_ev[0] = shd_loop_signal(d->loop, SIGTERM, on_stop, d);
 	d->sig_ev[1] = shd_loop_signal(d->loop, SIGINT, on_stop, d);
@@ -190,7 +190,7 @@ out_ctl:
 	notify.timer = NULL;
 	for (unsigned i = 0; i < sizeof(d->sig_ev) / sizeof(d->sig_ev[0]); i++)
 		shd_ev_free(d->sig_ev[i]);
-	shd_ctl_close(d);
+	shd_session_close(d);
 out_net:
 	shd_fanout_close(d);
 	shd_net_close(d);

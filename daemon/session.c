@@ -135,7 +135,7 @@ static int runtime_dir_check(const char *dir, long long sys_uid, char *why, size
 static void on_accept(int fd, void *arg);
 static void on_accept_resume(int fd, void *arg);
 
-int shd_ctl_listen(struct shd_daemon *d)
+int shd_session_listen(struct shd_daemon *d)
 {
 	const struct shd_config *cfg = &d->cfg;
 	bool shared = shd_config_system(cfg);
@@ -159,7 +159,7 @@ int shd_ctl_listen(struct shd_daemon *d)
 	}
 	/* One daemon per runtime directory.  The lock dies with the process,
 	 * so a crashed daemon never blocks its successor.  A clean stop
-	 * removes the file while it still holds the lock (shd_ctl_close), so
+	 * removes the file while it still holds the lock (shd_session_close), so
 	 * a daemon that opened the old file and got its lock afterwards holds
 	 * a lock on a file nobody else will open: it checks that the path
 	 * still names the file it locked, and tries again if not. */
@@ -237,7 +237,7 @@ int shd_ctl_listen(struct shd_daemon *d)
 
 static void client_free(struct shd_client *c);
 
-void shd_ctl_close(struct shd_daemon *d)
+void shd_session_close(struct shd_daemon *d)
 {
 	struct shd_list *p, *t;
 	shd_list_for_each_safe(p, t, &d->clients)
@@ -254,7 +254,7 @@ void shd_ctl_close(struct shd_daemon *d)
 		unlink(d->cfg.socket_path);
 	}
 	d->listen_fd = -1;
-	/* removed while still held: see the lock's loop in shd_ctl_listen */
+	/* removed while still held: see the lock's loop in shd_session_listen */
 	if (d->lock_fd >= 0) {
 		char lock[SHD_CONFIG_PATH_MAX + 16];
 		snprintf(lock, sizeof(lock), "%s/shuffled.lock", d->cfg.runtime_dir);
@@ -300,7 +300,7 @@ static void client_gone(struct shd_client *c, bool bye)
 	if (!c->region || c->state == SHD_SESS_DRAINING) {
 		if (c->job || c->state != SHD_SESS_OPEN || !bye)
 			shd_debug("session %llu closed (%s)", (unsigned long long)c->id,
-				  shd_sess_state_name(c->state));
+				  shd_session_state_name(c->state));
 		shd_client_close_sock(c);
 		shd_client_reap_later(c);
 		return;
@@ -571,7 +571,7 @@ static bool dispatch(struct shd_client *c, const void *buf, size_t n)
 	}
 	c->d->st.disc_proto++;
 	shd_client_cutoff(c, -EPROTO, "unexpected control message (type %u) in state %s",
-			  h.type, shd_sess_state_name(c->state));
+			  h.type, shd_session_state_name(c->state));
 	return false;
 }
 

@@ -9,9 +9,9 @@
 #include "daemon/daemon.h"
 
 /* Create the runtime directory, take its lock, listen on the socket. */
-int shd_ctl_listen(struct shd_daemon *d);
+int shd_session_listen(struct shd_daemon *d);
 /* Shut-down: free every session, close and remove the socket and lock. */
-void shd_ctl_close(struct shd_daemon *d);
+void shd_session_close(struct shd_daemon *d);
 /* The clients step of the pass: free the sessions queued for it. */
 void shd_session_reap(struct shd_daemon *d);
 

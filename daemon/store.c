@@ -201,7 +201,8 @@ static void schedule_reap(struct shd_store *s)
 		shd_ev_activate(s->reap_ev);
 }
 
-static void conn_free(struct conn *c)
+/* The connection's pending WAITs, forgotten (CANCEL_WAIT, or it closes). */
+static void drop_waiters(struct conn *c)
 {
 	struct shd_store *s = c->s;
 	struct shd_list *pos, *tmp;
@@ -210,9 +211,16 @@ static void conn_free(struct conn *c)
 		if (w->c == c) {
 			shd_list_del(&w->link);
 			s->n_waiters--;
+			c->n_waiters--;
 			free(w);
 		}
 	}
+}
+
+static void conn_free(struct conn *c)
+{
+	struct shd_store *s = c->s;
+	drop_waiters(c);
 	shd_list_del(&c->link);
 	shd_ev_free(c->ev);
 	shd_ev_free(c->retry);
@@ -430,6 +438,52 @@ static int set_or_cut(struct conn *c, const char *what, const uint8_t *k, size_t
 	return r;
 }
 
+/* ADD: the key's decimal value plus q->num (a missing key counts as 0). */
+static void op_add(struct conn *c, const struct shd_sp_req *q)
+{
+	struct shd_store *s = c->s;
+	int64_t v = 0;
+	struct kv *e = kv_find(s, q->key.p, q->key.len);
+	if (e && shd_sp_parse_i64(e->val, e->vlen, &v) < 0) {
+		conn_bad(c, -EINVAL, "ADD to a value that is not a decimal integer");
+		return;
+	}
+	v = (int64_t)((uint64_t)v + (uint64_t)q->num); /* wraps, like torch */
+	char num[24];
+	int n = snprintf(num, sizeof(num), "%" PRId64, v);
+	if ((uint64_t)n > s->lim.max_value_bytes) {
+		s->st.refused_value_bytes++;
+		conn_bad(c, -EMSGSIZE, "ADD: value longer than store_max_value_bytes");
+		return;
+	}
+	if (set_or_cut(c, "ADD", q->key.p, q->key.len, (const uint8_t *)num, (size_t)n) == 0)
+		shd_sp_put_u64(&c->out, (uint64_t)v);
+}
+
+/* APPEND: q->v1 after the key's value (a missing key is set to it). */
+static void op_append(struct conn *c, const struct shd_sp_req *q)
+{
+	struct shd_store *s = c->s;
+	struct kv *e = kv_find(s, q->key.p, q->key.len);
+	if (!e) {
+		set_or_cut(c, "APPEND", q->key.p, q->key.len, q->v1.p, q->v1.len);
+		return;
+	}
+	if ((uint64_t)e->vlen + q->v1.len > s->lim.max_value_bytes) {
+		s->st.refused_value_bytes++;
+		conn_bad(c, -EMSGSIZE, "APPEND: value longer than store_max_value_bytes");
+		return;
+	}
+	uint8_t *nv = realloc(e->val, e->vlen + q->v1.len + 1);
+	if (!nv) {
+		conn_bad(c, -ENOMEM, "APPEND: out of memory");
+		return;
+	}
+	memcpy(nv + e->vlen, q->v1.p, q->v1.len);
+	e->val = nv;
+	e->vlen += (uint32_t)q->v1.len;
+}
+
 static void handle(struct conn *c, const struct shd_sp_req *q)
 {
 	struct shd_store *s = c->s;
@@ -462,25 +516,9 @@ static void handle(struct conn *c, const struct shd_sp_req *q)
 		}
 		shd_sp_put_str(o, e->val, e->vlen);
 		break;
-	case SHD_SP_ADD: {
-		int64_t v = 0;
-		e = kv_find(s, q->key.p, q->key.len);
-		if (e && shd_sp_parse_i64(e->val, e->vlen, &v) < 0) {
-			conn_bad(c, -EINVAL, "ADD to a value that is not a decimal integer");
-			break;
-		}
-		v = (int64_t)((uint64_t)v + (uint64_t)q->num); /* wraps, like torch */
-		char num[24];
-		int n = snprintf(num, sizeof(num), "%" PRId64, v);
-		if ((uint64_t)n > s->lim.max_value_bytes) {
-			s->st.refused_value_bytes++;
-			conn_bad(c, -EMSGSIZE, "ADD: value longer than store_max_value_bytes");
-			break;
-		}
-		if (set_or_cut(c, "ADD", q->key.p, q->key.len, (const uint8_t *)num, (size_t)n) == 0)
-			shd_sp_put_u64(o, (uint64_t)v);
+	case SHD_SP_ADD:
+		op_add(c, q);
 		break;
-	}
 	case SHD_SP_CHECK:
 		shd_sp_put_u8(o, all_exist(s, q) ? SHD_SP_CHECK_READY : SHD_SP_CHECK_NOT_READY);
 		break;
@@ -500,27 +538,9 @@ static void handle(struct conn *c, const struct shd_sp_req *q)
 		if ((uint32_t)q->num != SHD_SP_MAGIC)
 			conn_bad(c, -EPROTO, "VALIDATE with a wrong magic number");
 		break;
-	case SHD_SP_APPEND: {
-		e = kv_find(s, q->key.p, q->key.len);
-		if (!e) {
-			set_or_cut(c, "APPEND", q->key.p, q->key.len, q->v1.p, q->v1.len);
-			break;
-		}
-		if ((uint64_t)e->vlen + q->v1.len > s->lim.max_value_bytes) {
-			s->st.refused_value_bytes++;
-			conn_bad(c, -EMSGSIZE, "APPEND: value longer than store_max_value_bytes");
-			break;
-		}
-		uint8_t *nv = realloc(e->val, e->vlen + q->v1.len + 1);
-		if (!nv) {
-			conn_bad(c, -ENOMEM, "APPEND: out of memory");
-			break;
-		}
-		memcpy(nv + e->vlen, q->v1.p, q->v1.len);
-		e->val = nv;
-		e->vlen += (uint32_t)q->v1.len;
+	case SHD_SP_APPEND:
+		op_append(c, q);
 		break;
-	}
 	case SHD_SP_MULTI_GET: {
 		size_t pos = 0;
 		if (!all_exist(s, q)) {
@@ -543,20 +563,10 @@ static void handle(struct conn *c, const struct shd_sp_req *q)
 		}
 		break;
 	}
-	case SHD_SP_CANCEL_WAIT: {
-		struct shd_list *pos, *tmp;
-		shd_list_for_each_safe(pos, tmp, &s->waiters) {
-			struct waiter *w = shd_container_of(pos, struct waiter, link);
-			if (w->c == c) {
-				shd_list_del(&w->link);
-				s->n_waiters--;
-				c->n_waiters--;
-				free(w);
-			}
-		}
+	case SHD_SP_CANCEL_WAIT:
+		drop_waiters(c);
 		shd_sp_put_u8(o, SHD_SP_WAIT_CANCELED);
 		break;
-	}
 	case SHD_SP_PING:
 		shd_sp_put_u32(o, (uint32_t)q->num);
 		break;

@@ -3,10 +3,14 @@
 #include "proto/ipc.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 _Static_assert(sizeof(struct shf_ipc_hdr) == 16, "ipc header is 16 bytes");
@@ -180,4 +184,69 @@ fail:
 	for (unsigned i = 0; i < got; i++)
 		close(fds[i]);
 	return r;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* One datagram into buf within deadline (monotonic ms; -1: none).  Its
+ * size, or -ENOTCONN (EOF), -ETIMEDOUT, or the receive's errno.  A
+ * connection reset is read past once: the peer's last words may follow
+ * (a daemon that hangs up on us with our HELLO unread). */
+static long recv_until(int fd, void *buf, size_t cap, int64_t deadline)
+{
+	bool reset = false;
+	for (;;) {
+		long n = shf_ipc_recv(fd, buf, cap, NULL, NULL);
+		if (n > 0)
+			return n;
+		if (n == 0)
+			return -ENOTCONN;
+		if (n == -ECONNRESET && !reset) {
+			reset = true;
+			continue;
+		}
+		if (n == -ECONNRESET)
+			return -ENOTCONN;
+		if (n != -EAGAIN && n != -EINTR)
+			return n;
+		int64_t left = deadline < 0 ? -1 : deadline - mono_ms();
+		if (deadline >= 0 && left <= 0)
+			return -ETIMEDOUT;
+		struct pollfd p = {fd, POLLIN, 0};
+		int r = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+		if (r < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+long shf_ipc_hello(int fd, uint32_t id, int timeout_ms, void *buf, size_t cap,
+		   enum shf_ipc_hello_step *step_p)
+{
+	struct shf_ipc_hello m = {SHF_IPC_VERSION, (uint32_t)getpid()};
+	int r = shf_ipc_send(fd, SHF_IPC_HELLO, id, &m, sizeof(m), NULL, 0);
+	if (r < 0 && r != -EPIPE && r != -ECONNRESET) {
+		*step_p = SHF_IPC_HELLO_SEND;
+		return r;
+	}
+	/* a failed send: only what the daemon said before it hung up */
+	int64_t deadline = r < 0 ? mono_ms() : timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
+	long n = recv_until(fd, buf, cap, deadline);
+	if (n < 0) {
+		*step_p = r < 0 ? SHF_IPC_HELLO_SEND : SHF_IPC_HELLO_WAIT;
+		return r < 0 ? r : n;
+	}
+	struct shf_ipc_hdr h;
+	memcpy(&h, buf, sizeof(h));
+	if (h.type == SHF_IPC_ERROR && (h.id == id || h.id == 0))
+		return n;
+	if (h.type != SHF_IPC_HELLO_OK || h.id != id) {
+		*step_p = SHF_IPC_HELLO_ANSWER;
+		return -EPROTO;
+	}
+	return n;
 }

@@ -222,4 +222,26 @@ int shf_ipc_send(int fd, uint16_t type, uint32_t id, const void *body, size_t bl
  * negative errno (-EAGAIN if non-blocking and nothing waits). */
 long shf_ipc_recv(int fd, void *buf, size_t cap, int *fds, unsigned *nfds);
 
+/* Where shf_ipc_hello() failed. */
+enum shf_ipc_hello_step {
+	SHF_IPC_HELLO_SEND = 1, /* our HELLO did not go out, and no ERROR came */
+	SHF_IPC_HELLO_WAIT,     /* no answer: -ETIMEDOUT, -ENOTCONN (the daemon hung
+				   up), or shf_ipc_recv()'s or poll()'s errno */
+	SHF_IPC_HELLO_ANSWER,   /* -EPROTO: the answer is neither HELLO_OK of id nor
+				   an ERROR; buf holds it */
+};
+
+/* The HELLO exchange on a fresh connection: the one copy the library
+ * (client/open.c) and shufflectl (client/shufflectl/conn.c) share.  Sends
+ * HELLO (id, our pid), then waits up to timeout_ms (-1: no bound) for the
+ * answer, into buf (cap bytes, at least SHF_IPC_MAX_MSG).  A daemon that
+ * refuses us (max_clients, a uid it does not serve) says why in an ERROR
+ * and hangs up, maybe before our HELLO went out: its ERROR is read even
+ * when the send failed with EPIPE or ECONNRESET (then without waiting).
+ * Returns the answer's size, buf holding HELLO_OK of id or an ERROR (of id
+ * or 0; the header says which; the HELLO_OK's version is the caller's to
+ * judge), or a negative errno with *step_p saying where it failed. */
+long shf_ipc_hello(int fd, uint32_t id, int timeout_ms, void *buf, size_t cap,
+		   enum shf_ipc_hello_step *step_p);
+
 #endif /* SHF_PROTO_IPC_H */

@@ -502,8 +502,4 @@ static inline void shf_bell_ring(int efd)
 	(void)n;
 }
 
-/* The old name, until every caller is renamed (tests/node, tests/unit,
- * tests/bench still use it). */
-#define shf_ring_ring_bell shf_bell_ring
-
 #endif /* SHF_PROTO_RING_H */

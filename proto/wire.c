@@ -99,7 +99,6 @@ const char *shf_wire_kind_name(unsigned kind)
 	case SHF_WIRE_HEARTBEAT: return "heartbeat";
 	case SHF_WIRE_JOB_JOIN: return "job-join";
 	case SHF_WIRE_JOB_LEAVE: return "job-leave";
-	case SHF_WIRE_EPOCH: return "epoch";
 	case SHF_WIRE_DROP: return "drop";
 	case SHF_WIRE_FAN_REQ: return "fan-req";
 	case SHF_WIRE_FAN_ANS: return "fan-ans";
@@ -144,7 +143,6 @@ static size_t fixed_len(unsigned kind)
 	case SHF_WIRE_ACK: return SHF_WIRE_ACK_BYTES;
 	case SHF_WIRE_HEARTBEAT: return SHF_WIRE_HEARTBEAT_BYTES;
 	case SHF_WIRE_JOB_LEAVE: return SHF_WIRE_LEAVE_BYTES;
-	case SHF_WIRE_EPOCH:
 	case SHF_WIRE_EPOCH_UP:
 	case SHF_WIRE_EPOCH_DOWN:
 	case SHF_WIRE_EPOCH_ABORT: return SHF_WIRE_EPOCH_BYTES;
@@ -399,7 +397,6 @@ int shf_wire_check(const void *buf, size_t n, uint32_t n_nodes, uint32_t my_node
 		    !(h.u.leave.reason == 0 || neg_errno_ok(h.u.leave.reason)))
 			r = -EBADMSG;
 		break;
-	case SHF_WIRE_EPOCH:
 	case SHF_WIRE_EPOCH_UP:
 	case SHF_WIRE_EPOCH_DOWN:
 	case SHF_WIRE_EPOCH_ABORT:
@@ -700,20 +697,13 @@ long shf_wire_enc_leave(void *buf, size_t cap, uint32_t src_node, uint32_t dst_n
 	return finish(b, SHF_WIRE_LEAVE_BYTES, src_node, dst_node);
 }
 
-long shf_wire_enc_epoch(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
-			const struct shf_wire_epoch *ep)
-{
-	return shf_wire_enc_epoch_kind(buf, cap, SHF_WIRE_EPOCH, src_node, dst_node, ep);
-}
-
 long shf_wire_enc_epoch_kind(void *buf, size_t cap, unsigned kind, uint32_t src_node,
 			     uint32_t dst_node, const struct shf_wire_epoch *ep)
 {
 	uint8_t *b = buf;
 	if (cap < SHF_WIRE_EPOCH_BYTES)
 		return -ENOBUFS;
-	if (kind != SHF_WIRE_EPOCH && kind != SHF_WIRE_EPOCH_UP && kind != SHF_WIRE_EPOCH_DOWN &&
-	    kind != SHF_WIRE_EPOCH_ABORT)
+	if (kind != SHF_WIRE_EPOCH_UP && kind != SHF_WIRE_EPOCH_DOWN && kind != SHF_WIRE_EPOCH_ABORT)
 		return -EINVAL;
 	put_hdr(b, (uint16_t)kind, src_node, dst_node);
 	P64(b, epoch, job_hash, ep->job_hash);

@@ -30,8 +30,10 @@
  * that is the peer protocol's (daemon/net/net.c, docs/protocol-wire.md).
  *
  * then a body whose size is exact for every kind, except BATCH (records
- * follow) and JOB_JOIN (rank ranges follow), whose size is given by fields
- * of the body and must equal the message length exactly.  Reserved and
+ * follow), JOB_JOIN (rank ranges follow), FAN_REQ (targets and arguments
+ * follow), FAN_ANS (a fragment follows), FWD (a whole message follows) and
+ * FWD_BUNDLE (whole FWDs follow), whose size is given by fields of the
+ * body and must equal the message length exactly.  Reserved and
  * padding bytes must be zero.  shf_wire_check() validates all of it; see
  * docs/protocol-wire.md for the protocol (sequence numbers, credits,
  * joins, epochs).
@@ -90,16 +92,17 @@ enum shf_wire_kind {
 	SHF_WIRE_HEARTBEAT = 3, /* liveness + incarnation */
 	SHF_WIRE_JOB_JOIN = 4,  /* ranks of a job registered on src node */
 	SHF_WIRE_JOB_LEAVE = 5, /* a rank (or all of src node's ranks) left */
-	SHF_WIRE_EPOCH = 6,     /* epoch barrier step of one job */
+	/* 6 was EPOCH, the flat epoch barrier of versions 4 and before: refused
+	 * now, and never to be reused */
 	SHF_WIRE_DROP = 7,      /* records of a batch were dropped at the receiver */
 	SHF_WIRE_KIND_MAX,
-	/* the fan-out tree (daemon/admin/fanout.c; docs/protocol-wire.md, "Fan-out"),
-	 * numbered apart (0x40-0x4f) */
+	/* the fan-out tree (daemon/admin/fanout.c; docs/protocol-wire.md, "FAN_REQ"
+	 * and "FAN_ANS"), numbered apart (0x40-0x4f) */
 	SHF_WIRE_FAN_REQ = 0x40, /* a request for the receiver and its subtree */
 	SHF_WIRE_FAN_ANS = 0x41, /* one fragment of a subtree's combined answer */
 	/* epochs over a binary tree of the job's nodes (daemon/epoch.c;
-	 * docs/protocol-wire.md, "Epochs"), numbered apart (0x60-0x6f); the
-	 * body is EPOCH's.  SHF_WIRE_EPOCH (6) is no longer sent. */
+	 * docs/protocol-wire.md, "EPOCH_UP, EPOCH_DOWN, EPOCH_ABORT"), numbered
+	 * apart (0x60-0x6f); one body for the three (struct shf_wire_epoch) */
 	SHF_WIRE_EPOCH_UP = 0x60,    /* count: ranks of the sender's subtree in phase */
 	SHF_WIRE_EPOCH_DOWN = 0x61,  /* the phase is complete (count: the world) */
 	SHF_WIRE_EPOCH_ABORT = 0x62, /* the pending epoch fails (count: ESRCH or EHOSTDOWN) */
@@ -126,7 +129,8 @@ enum shf_wire_hb_flag {
 	SHF_WIRE_HB_FLAGS = 31u /* every defined flag */
 };
 
-/* Epoch phases carried by SHF_WIRE_EPOCH (see docs/protocol-wire.md). */
+/* Epoch phases carried by EPOCH_UP, EPOCH_DOWN and EPOCH_ABORT (see
+ * docs/protocol-wire.md). */
 enum shf_wire_epoch_phase {
 	SHF_WIRE_EPOCH_PLACED = 1,  /* src node: all its ranks entered, their records placed */
 	SHF_WIRE_EPOCH_DRAINED = 2, /* src node: all its ranks drained their delivery rings */
@@ -581,9 +585,7 @@ long shf_wire_enc_join(void *buf, size_t cap, uint32_t src_node, uint32_t dst_no
 		       uint32_t nranges);
 long shf_wire_enc_leave(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
 			const struct shf_wire_leave *l);
-long shf_wire_enc_epoch(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
-			const struct shf_wire_epoch *ep);
-/* The same body as one of the tree's kinds (SHF_WIRE_EPOCH_UP/_DOWN/_ABORT). */
+/* An epoch step as one of the tree's kinds (SHF_WIRE_EPOCH_UP/_DOWN/_ABORT). */
 long shf_wire_enc_epoch_kind(void *buf, size_t cap, unsigned kind, uint32_t src_node,
 			     uint32_t dst_node, const struct shf_wire_epoch *ep);
 long shf_wire_enc_drop(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,

@@ -23,8 +23,13 @@ static long long num(const json_t *a, const char *scope, const char *k)
 	return jint(scope ? jget(a, scope) : a, k, 0);
 }
 
-/* Node ids of the answer, answered and missing, in order. */
-static long long *all_ids(const json_t *doc, size_t *n)
+static int cmp_ll(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+	return (x > y) - (x < y);
+}
+
+long long *all_node_ids(const json_t *doc, size_t *n)
 {
 	const json_t *objs[2] = {jget(doc, "nodes"), jget(doc, "missing")};
 	long long *ids = NULL;
@@ -37,12 +42,8 @@ static long long *all_ids(const json_t *doc, size_t *n)
 			ids[k++] = strtoll(key, NULL, 10);
 		}
 	}
-	for (size_t i = 1; i < k; i++) /* insertion sort: n is small enough */
-		for (size_t j = i; j > 0 && ids[j - 1] > ids[j]; j--) {
-			long long x = ids[j];
-			ids[j] = ids[j - 1];
-			ids[j - 1] = x;
-		}
+	if (k > 1)
+		qsort(ids, k, sizeof(*ids), cmp_ll);
 	*n = k;
 	return ids;
 }
@@ -150,7 +151,7 @@ bool show_all(const json_t *doc, const char *cmd, FILE *f)
 		table_col(&t, cols[c].head);
 	struct sums s = {{0}};
 	size_t n, answered = 0, missing = 0;
-	long long *ids = all_ids(doc, &n);
+	long long *ids = all_node_ids(doc, &n);
 	for (size_t i = 0; i < n; i++) {
 		char k[32];
 		snprintf(k, sizeof(k), "%lld", ids[i]);
@@ -238,7 +239,7 @@ int show_control_all(const json_t *doc, const char *cmd, FILE *f)
 	table_col(&t, "OUTCOME");
 	table_col(&t, "DETAIL");
 	size_t n, ok = 0, here_not = 0, bad = 0, missing = 0;
-	long long *ids = all_ids(doc, &n);
+	long long *ids = all_node_ids(doc, &n);
 	for (size_t i = 0; i < n; i++) {
 		char k[32], text[400];
 		snprintf(k, sizeof(k), "%lld", ids[i]);

@@ -142,30 +142,32 @@ static int conn_error(const struct conn *c, const char *msg, const char *what)
 
 static _Alignas(8) char msgbuf[SHF_IPC_MAX_MSG];
 
+/* HELLO (proto/ipc.c's exchange, shared with the library): a refusal is
+ * the daemon's ERROR, even when it hung up before our HELLO went out. */
 int conn_hello(struct conn *c)
 {
-	struct shf_ipc_hello h = {SHF_IPC_VERSION, (uint32_t)getpid()};
-	uint32_t id = c->next_id++;
-	int r = shf_ipc_send(c->fd, SHF_IPC_HELLO, id, &h, sizeof(h), NULL, 0);
-	if (r == -EPIPE || r == -ECONNRESET) {
-		errmsg("shuffled at %s closed the connection", c->path);
-		return r;
-	}
-	if (r < 0) {
-		errmsg("cannot talk to shuffled at %s: %s", c->path, strerror(-r));
-		return r;
-	}
-	long n = conn_recv(c, msgbuf, sizeof(msgbuf));
-	if (n < 0)
-		return (int)n;
+	enum shf_ipc_hello_step step;
+	long n = shf_ipc_hello(c->fd, c->next_id++, conn_left_ms(c), msgbuf, sizeof(msgbuf),
+			       &step);
 	struct shf_ipc_hdr hdr;
 	memcpy(&hdr, msgbuf, sizeof(hdr));
+	if (n < 0) {
+		int r = (int)n;
+		if (step == SHF_IPC_HELLO_ANSWER)
+			errmsg("unexpected answer (type %u) from shuffled at %s", hdr.type, c->path);
+		else if (r == -EPIPE || r == -ECONNRESET || r == -ENOTCONN)
+			errmsg("shuffled at %s closed the connection", c->path);
+		else if (r == -ETIMEDOUT)
+			errmsg("no answer from shuffled at %s within the timeout (daemon busy or "
+			       "stopped? see --timeout)", c->path);
+		else if (step == SHF_IPC_HELLO_SEND)
+			errmsg("cannot talk to shuffled at %s: %s", c->path, strerror(-r));
+		else
+			errmsg("bad message from shuffled at %s: %s", c->path, strerror(-r));
+		return r;
+	}
 	if (hdr.type == SHF_IPC_ERROR)
 		return conn_error(c, msgbuf, "the connection");
-	if (hdr.type != SHF_IPC_HELLO_OK || hdr.id != id) {
-		errmsg("unexpected answer (type %u) from shuffled at %s", hdr.type, c->path);
-		return -EPROTO;
-	}
 	struct shf_ipc_hello_ok ok;
 	memcpy(&ok, msgbuf + sizeof(hdr), sizeof(ok));
 	if (ok.version != SHF_IPC_VERSION) {

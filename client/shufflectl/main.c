@@ -39,6 +39,45 @@ static const char *const commands[] = {"status", "clients", "jobs", "peers",
 				       "stats",  "config",  "dump", "ping", NULL};
 /* commands with arguments (control.c) and top (top.c) */
 static const char *const control_commands[] = {"log-level", "cutoff", "drain", NULL};
+static const char *const top_command[] = {"top", NULL};
+/* of commands[], those --all runs on every node (top and the control
+ * commands go with --all too) */
+static const char *const all_commands[] = {"status", "clients", "jobs", "peers",
+					   "stats",  "ping",    NULL};
+
+static bool listed(const char *const *list, const char *cmd)
+{
+	for (; *list; list++)
+		if (!strcmp(*list, cmd))
+			return true;
+	return false;
+}
+
+/* The lists' names into buf, ", "-separated ("and" before the last with
+ * and_last), in the order given. */
+static void list_names(char *buf, size_t len, bool and_last, const char *const *const *lists,
+		       size_t nlists)
+{
+	size_t total = 0, k = 0, o = 0;
+	for (size_t l = 0; l < nlists; l++)
+		for (const char *const *p = lists[l]; *p; p++)
+			total++;
+	buf[0] = '\0';
+	for (size_t l = 0; l < nlists; l++)
+		for (const char *const *p = lists[l]; *p && o < len; p++, k++) {
+			const char *sep = k == 0 ? "" : and_last && k + 1 == total ? " and " : ", ";
+			int w = snprintf(buf + o, len - o, "%s%s", sep, *p);
+			if (w > 0)
+				o += (size_t)w;
+		}
+}
+
+/* "status, clients, ..., top, log-level, cutoff, drain": every command */
+static void all_names(char *buf, size_t len)
+{
+	const char *const *const lists[] = {commands, top_command, control_commands};
+	list_names(buf, len, false, lists, 3);
+}
 
 static void usage(FILE *f)
 {
@@ -220,7 +259,35 @@ out:
 	return rc;
 }
 
-int main(int argc, char **argv)
+/* The command line, as parsed. */
+struct cli {
+	const char *sock;
+	bool json, prom, all, list_columns, interval_set;
+	int timeout_ms;
+	struct prom_opts po;
+	const char *columns;
+	struct ctl_opts co;
+};
+
+/* An integer option's value in lo..hi; false (and said) if it is not one.
+ * what: "milliseconds", "columns". */
+static bool parse_int_opt(const char *name, const char *arg, long lo, long hi, const char *what,
+			  int *v_p)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || v < lo || v > hi) {
+		errmsg("--%s '%s': not a number of %s (%ld..%ld)", name, arg, what, lo, hi);
+		return false;
+	}
+	*v_p = (int)v;
+	return true;
+}
+
+/* The options into *a. Returns -1 to go on, else the exit code (--help,
+ * --version, bad usage). */
+static int parse_options(int argc, char **argv, struct cli *a)
 {
 	static const struct option lopts[] = {
 		{"socket", required_argument, NULL, 's'},
@@ -238,85 +305,53 @@ int main(int argc, char **argv)
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *sock_opt = NULL;
-	enum output out = OUT_TABLE;
-	bool json = false, prom = false;
-	int timeout_ms = DEFAULT_TIMEOUT_MS;
-	struct prom_opts po = {0};
-	const char *columns = NULL;
-	bool list_columns = false, all = false;
-	struct ctl_opts co = {.interval_ms = 1000};
-	bool interval_set = false;
-	int o;
-
-	/* the tables measure and show cells in the user's character set */
-	setlocale(LC_CTYPE, "");
+	int o, width;
 	opterr = 0; /* our own messages */
 	while ((o = getopt_long(argc, argv, ":s:ajpt:o:w:hV", lopts, NULL)) != -1) {
 		switch (o) {
 		case 's':
-			sock_opt = optarg;
+			a->sock = optarg;
 			break;
 		case 'j':
-			json = true;
+			a->json = true;
 			break;
 		case 'a':
-			all = true;
+			a->all = true;
 			break;
 		case 'p':
-			prom = true;
+			a->prom = true;
 			break;
-		case 't': {
-			char *end;
-			errno = 0;
-			long v = strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || v < 0 || v > INT_MAX) {
-				errmsg("--timeout '%s': not a number of milliseconds (0..%d)", optarg,
-				       INT_MAX);
+		case 't':
+			if (!parse_int_opt("timeout", optarg, 0, INT_MAX, "milliseconds",
+					   &a->timeout_ms))
 				return EXIT_USAGE;
-			}
-			timeout_ms = (int)v;
 			break;
-		}
 		case 'R':
-			po.per_rank = true;
+			a->po.per_rank = true;
 			break;
 		case 'o':
 			if (!strcasecmp(optarg, "help"))
-				list_columns = true;
+				a->list_columns = true;
 			else
-				columns = optarg;
+				a->columns = optarg;
 			break;
 		case 'L':
-			list_columns = true;
+			a->list_columns = true;
 			break;
-		case 'w': {
-			char *end;
-			errno = 0;
-			long v = strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || v < 1 || v > 100000) {
-				errmsg("--width '%s': not a number of columns (1..100000)", optarg);
+		case 'w':
+			if (!parse_int_opt("width", optarg, 1, 100000, "columns", &width))
 				return EXIT_USAGE;
-			}
-			render_width((int)v);
+			render_width(width);
 			break;
-		}
 		case '1':
-			co.once = true;
+			a->co.once = true;
 			break;
-		case 'I': {
-			char *end;
-			errno = 0;
-			long v = strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || v < 1 || v > 3600000) {
-				errmsg("--interval '%s': not a number of milliseconds (1..3600000)",
-				       optarg);
+		case 'I':
+			if (!parse_int_opt("interval", optarg, 1, 3600000, "milliseconds",
+					   &a->co.interval_ms))
 				return EXIT_USAGE;
-			}
-			co.interval_ms = (int)v;
-			interval_set = true;
+			a->interval_set = true;
 			break;
-		}
 		case 'h':
 			usage(stdout);
 			return fflush(stdout) ? EXIT_FAIL : EXIT_OK;
@@ -334,104 +369,128 @@ int main(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (list_columns) {
-		/* -o help [COMMAND]: the tables' columns; no daemon needed */
-		bool any = false;
-		for (const char *const *p = commands; *p; p++) {
-			if (!render_has_columns(*p) || (optind < argc && strcmp(argv[optind], *p)))
-				continue;
-			if (any)
-				fputc('\n', stdout);
-			render_columns_help(*p, stdout);
-			any = true;
-		}
-		if (!any) {
-			errmsg("'%s' has no table columns (clients, jobs, peers have)", argv[optind]);
-			return EXIT_USAGE;
-		}
-		return fflush(stdout) ? EXIT_FAIL : EXIT_OK;
+	return -1;
+}
+
+/* -o help [COMMAND]: the tables' columns; no daemon needed */
+static int list_columns(const char *only)
+{
+	bool any = false;
+	for (const char *const *p = commands; *p; p++) {
+		if (!render_has_columns(*p) || (only && strcmp(only, *p)))
+			continue;
+		if (any)
+			fputc('\n', stdout);
+		render_columns_help(*p, stdout);
+		any = true;
 	}
-	if (optind >= argc) {
-		errmsg("no command given (status, clients, jobs, peers, stats, config, dump, "
-		       "ping, top, log-level, cutoff, drain; see --help)");
+	if (!any) {
+		errmsg("'%s' has no table columns (clients, jobs, peers have)", only);
 		return EXIT_USAGE;
 	}
-	co.sock = sock_opt;
-	co.timeout_ms = timeout_ms;
-	co.json = json;
-	co.all = all;
-	if ((co.once || interval_set) && strcmp(argv[optind], "top") != 0) {
+	return fflush(stdout) ? EXIT_FAIL : EXIT_OK;
+}
+
+/* Whether cmd (one of commands[]) goes with the options given; says why
+ * not. */
+static bool usage_ok(const char *cmd, const struct cli *a)
+{
+	if (a->json && a->prom) {
+		errmsg("--json and --prometheus exclude each other");
+		return false;
+	}
+	if (a->prom && strcmp(cmd, "stats") != 0) {
+		errmsg("--prometheus goes with 'stats' only");
+		return false;
+	}
+	if (a->all && !listed(all_commands, cmd)) {
+		const char *const *const lists[] = {all_commands, top_command, control_commands};
+		char names[256];
+		list_names(names, sizeof(names), true, lists, 3);
+		errmsg("--all goes with %s only", names);
+		return false;
+	}
+	if (a->all && (a->columns || a->po.per_rank)) {
+		errmsg("--all has its own table: -o and --per-rank do not apply");
+		return false;
+	}
+	if (a->po.per_rank && !a->prom) {
+		errmsg("--per-rank goes with 'stats --prometheus' only");
+		return false;
+	}
+	if (a->columns) {
+		if (!render_has_columns(cmd) || a->json) {
+			errmsg("-o goes with the tables of clients, jobs and peers only");
+			return false;
+		}
+		if (render_columns(cmd, a->columns) < 0)
+			return false;
+	}
+	return true;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli a = {.timeout_ms = DEFAULT_TIMEOUT_MS, .co = {.interval_ms = 1000}};
+	struct ctl_opts *co = &a.co;
+
+	/* the tables measure and show cells in the user's character set */
+	setlocale(LC_CTYPE, "");
+	int rc = parse_options(argc, argv, &a);
+	if (rc >= 0)
+		return rc;
+	if (a.list_columns)
+		return list_columns(optind < argc ? argv[optind] : NULL);
+	char names[256];
+	all_names(names, sizeof(names));
+	if (optind >= argc) {
+		errmsg("no command given (%s; see --help)", names);
+		return EXIT_USAGE;
+	}
+	co->sock = a.sock;
+	co->timeout_ms = a.timeout_ms;
+	co->json = a.json;
+	co->all = a.all;
+	if ((co->once || a.interval_set) && strcmp(argv[optind], "top") != 0) {
 		errmsg("--once and --interval go with 'top' only");
 		return EXIT_USAGE;
 	}
 	for (const char *const *p = control_commands; *p; p++) {
 		if (strcmp(argv[optind], *p) != 0)
 			continue;
-		if (prom || columns) {
+		if (a.prom || a.columns) {
 			errmsg("%s takes neither --prometheus nor -o", *p);
 			return EXIT_USAGE;
 		}
-		return run_control(*p, argc - optind - 1, argv + optind + 1, &co);
+		return run_control(*p, argc - optind - 1, argv + optind + 1, co);
 	}
 	if (!strcmp(argv[optind], "top")) {
 		if (optind + 1 < argc) {
 			errmsg("top takes no arguments: unexpected '%s'", argv[optind + 1]);
 			return EXIT_USAGE;
 		}
-		if (prom || columns || (json && !co.once)) {
+		if (a.prom || a.columns || (a.json && !co->once)) {
 			errmsg("top takes neither --prometheus nor -o, and --json only with --once");
 			return EXIT_USAGE;
 		}
-		return run_top(&co);
+		return run_top(co);
 	}
 	if (optind + 1 < argc) {
 		errmsg("one command at a time: unexpected '%s'", argv[optind + 1]);
 		return EXIT_USAGE;
 	}
 	const char *cmd = argv[optind];
-	bool known = false;
-	for (const char *const *p = commands; *p; p++)
-		known |= !strcmp(*p, cmd);
-	if (!known) {
-		errmsg("unknown command '%s' (status, clients, jobs, peers, stats, config, dump, "
-		       "ping, top, log-level, cutoff, drain)", cmd);
+	if (!listed(commands, cmd)) {
+		errmsg("unknown command '%s' (%s)", cmd, names);
 		return EXIT_USAGE;
 	}
-	if (json && prom) {
-		errmsg("--json and --prometheus exclude each other");
+	if (!usage_ok(cmd, &a))
 		return EXIT_USAGE;
-	}
-	if (prom && strcmp(cmd, "stats") != 0) {
-		errmsg("--prometheus goes with 'stats' only");
-		return EXIT_USAGE;
-	}
-	if (all && strcmp(cmd, "status") && strcmp(cmd, "peers") && strcmp(cmd, "jobs") &&
-	    strcmp(cmd, "clients") && strcmp(cmd, "stats") && strcmp(cmd, "ping")) {
-		errmsg("--all goes with status, peers, jobs, clients, stats, ping, top, log-level, "
-		       "cutoff and drain only");
-		return EXIT_USAGE;
-	}
-	if (all && (columns || po.per_rank)) {
-		errmsg("--all has its own table: -o and --per-rank do not apply");
-		return EXIT_USAGE;
-	}
-	if (po.per_rank && !prom) {
-		errmsg("--per-rank goes with 'stats --prometheus' only");
-		return EXIT_USAGE;
-	}
-	if (columns) {
-		if (!render_has_columns(cmd) || json) {
-			errmsg("-o goes with the tables of clients, jobs and peers only");
-			return EXIT_USAGE;
-		}
-		if (render_columns(cmd, columns) < 0)
-			return EXIT_USAGE;
-	}
-	out = json ? OUT_JSON : prom ? OUT_PROMETHEUS : OUT_TABLE;
+	enum output out = a.json ? OUT_JSON : a.prom ? OUT_PROMETHEUS : OUT_TABLE;
 
 	/* where: the library's rule (client/discover.c), and its words */
 	struct conn c;
-	int rc = conn_open(&c, sock_opt, timeout_ms);
+	rc = conn_open(&c, a.sock, a.timeout_ms);
 	if (rc == EXIT_NOT_RUNNING && out == OUT_PROMETHEUS) {
 		/* so a textfile collector records the daemon as down */
 		show_prometheus_down(stdout);
@@ -439,7 +498,7 @@ int main(int argc, char **argv)
 	}
 	if (rc != EXIT_OK)
 		return rc;
-	rc = all ? run_all(&c, cmd, out, timeout_ms) : run(&c, cmd, out, &po);
+	rc = a.all ? run_all(&c, cmd, out, a.timeout_ms) : run(&c, cmd, out, &a.po);
 	conn_close(&c);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		errmsg("write error on standard output: %s", strerror(errno));

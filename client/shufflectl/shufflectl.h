@@ -7,6 +7,9 @@
  *   conn.c    the control-socket client: connect, HELLO, CTL request,
  *             CTL_REPLY chunk reassembly, timeouts
  *   render.c  the human tables (default output) and the counter lists
+ *   table.c   the table engine (libsmartcols), clients/jobs/peers and -o
+ *   health.c  status's health rule (exit 4)
+ *   all.c     --all: a row per node
  *   prom.c    Prometheus text exposition format (stats --prometheus)
  *   control.c runtime control: log-level, cutoff, drain
  *   top.c     top: rates from two samples of the daemon's counters
@@ -150,7 +153,7 @@ extern const size_t n_peer_gauges;
 
 const struct stat_desc *stat_find(const struct stat_desc *t, size_t n, const char *name);
 
-/* ------------------------------------------------ render.c (tables) */
+/* -------------------------------- table.c, health.c, render.c (tables) */
 
 /* An aligned text table (libsmartcols): columns, then cells, either in
  * order (table_cell: row after row) or by column (table_row, then
@@ -178,6 +181,10 @@ void table_discard(struct table *t);
  * owner conflict, ranks lost with their node, or messages dropped); why
  * gets one line saying so (or "ok"). */
 bool health_check(const json_t *peers, const json_t *jobs, char *why, size_t n);
+/* One job of "jobs" is failing (why: the reason, for people); one peer of
+ * "peers" is up (or idle: up, heartbeats paused). */
+bool job_failing(const json_t *j, char *why, size_t n);
+bool peer_ok(const json_t *p);
 /* status, with the health lines when peers/jobs are given (non-NULL) */
 void show_status(const json_t *status, const json_t *peers, const json_t *jobs, FILE *f);
 void show_stats(const json_t *stats, FILE *f);
@@ -238,6 +245,9 @@ void show_prometheus_all(const json_t *doc, FILE *f);
 /* --all CMD: a row per node (those without an answer marked) and totals;
  * false when a node did not answer. */
 bool show_all(const json_t *doc, const char *cmd, FILE *f);
+/* The node ids of an --all answer, answered ("nodes") and not ("missing"),
+ * ascending; *n of them, in an array to free(). */
+long long *all_node_ids(const json_t *doc, size_t *n);
 /* --all log-level|cutoff|drain: a row per node with its outcome (ok,
  * refused, not here, failed, or why it has no answer); the exit code:
  * 0 when at least one node acted and every other answered "not here",

@@ -58,7 +58,7 @@ static json_t *client_json(const struct shd_client *c)
 	json_object_set_new(o, "id", u64(c->id));
 	json_object_set_new(o, "pid", json_integer(c->pid));
 	json_object_set_new(o, "uid", json_integer(c->uid));
-	json_object_set_new(o, "state", json_string(shd_sess_state_name(c->state)));
+	json_object_set_new(o, "state", json_string(shd_session_state_name(c->state)));
 	json_object_set_new(o, "job", c->job ? json_string(c->job->name) : json_null());
 	json_object_set_new(o, "rank", json_integer(c->job ? c->rank : -1));
 	json_object_set_new(o, "epoch", json_string(shd_epoch_state_name(c->epoch)));
@@ -484,14 +484,34 @@ int shd_ctlcmd(struct shd_daemon *d, struct shd_client *c, uint32_t id, const ch
 
 /* ---- --all: the fan-out's handler and its answer (daemon/admin/fanout.h) ---- */
 
-/* The commands --all runs on every node: those that only read, and the
- * control commands (each node runs control.c's function for the asker's
- * uid, if its peers are authenticated: shd_control_relay_check()). */
+/* The commands --all runs on every node: these that only read, and the
+ * control commands (control_cmds: each node runs control.c's function for
+ * the asker's uid, if its peers are authenticated:
+ * shd_control_relay_check()).  The refusal of any other names them all. */
+static const char *const fan_reads[] = {"status", "peers", "jobs", "clients",
+					"stats",  "ping",  "top"};
+#define N_FAN_READS (sizeof(fan_reads) / sizeof(fan_reads[0]))
+#define N_CONTROL_CMDS (sizeof(control_cmds) / sizeof(control_cmds[0]))
+
 static bool fan_cmd(const char *cmd)
 {
-	return !strcmp(cmd, "status") || !strcmp(cmd, "peers") || !strcmp(cmd, "jobs") ||
-	       !strcmp(cmd, "clients") || !strcmp(cmd, "stats") || !strcmp(cmd, "ping") ||
-	       !strcmp(cmd, "top") || shd_ctlcmd_find(cmd);
+	for (size_t i = 0; i < N_FAN_READS; i++)
+		if (!strcmp(fan_reads[i], cmd))
+			return true;
+	return shd_ctlcmd_find(cmd) != NULL;
+}
+
+/* "status, peers, ..., cutoff, drain": every command of --all. */
+static void fan_cmd_list(char *buf, size_t len)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < N_FAN_READS + N_CONTROL_CMDS && o < len; i++) {
+		const char *name = i < N_FAN_READS ? fan_reads[i] : control_cmds[i - N_FAN_READS].name;
+		int w = snprintf(buf + o, len - o, "%s%s", i ? ", " : "", name);
+		if (w < 0)
+			break;
+		o += (size_t)w;
+	}
 }
 
 /* This node's answer for a request of uid (the same rule as a local
@@ -565,8 +585,9 @@ int shd_ctlcmd_all(struct shd_daemon *d, struct shd_client *c, uint32_t id, cons
 		   const char *args, uint32_t timeout_ms)
 {
 	if (!fan_cmd(cmd)) {
-		shd_client_error(c, id, -EINVAL, "'%s' is not a command for --all (status, peers, "
-				 "jobs, clients, stats, ping, top, log-level, cutoff, drain)", cmd);
+		char list[160];
+		fan_cmd_list(list, sizeof(list));
+		shd_client_error(c, id, -EINVAL, "'%s' is not a command for --all (%s)", cmd, list);
 		return 0;
 	}
 	json_t *req = NULL;
@@ -591,7 +612,7 @@ int shd_ctlcmd_all(struct shd_daemon *d, struct shd_client *c, uint32_t id, cons
 	return 0;
 }
 
-void shd_dump_log(struct shd_daemon *d)
+void shd_ctlcmd_dump_log(struct shd_daemon *d)
 {
 	const struct view all = {true, 0}; /* the log is the operator's */
 	json_t *o = build(d, "dump", &all);

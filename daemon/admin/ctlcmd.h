@@ -52,6 +52,6 @@ struct shd_ctl_cmd {
 /* The control command named cmd, or NULL (a read command, or unknown). */
 const struct shd_ctl_cmd *shd_ctlcmd_find(const char *cmd);
 /* The "dump" document to the log, one line per JSON line (SIGUSR1). */
-void shd_dump_log(struct shd_daemon *d);
+void shd_ctlcmd_dump_log(struct shd_daemon *d);
 
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * daemon/admin/fanout.c - cluster-wide requests through a tree of daemons
- * (fanout.h; docs/protocol-wire.md, "Fan-out").
+ * (fanout.h; docs/protocol-wire.md, "FAN_REQ" and "FAN_ANS").
  *
  * A pending request, on any node, is a struct fan_req: this node's own
  * answer and the merged answers of the children so far ("nodes"), the

@@ -2,7 +2,7 @@
 /*
  * daemon/admin/fanout.h - one request to every daemon that is up, through a
  * tree, and the answers combined on the way back (docs/protocol-wire.md,
- * "Fan-out"; shufflectl --all).
+ * "FAN_REQ" and "FAN_ANS"; shufflectl --all).
  *
  * A request is a command name and arguments (JSON text), asked for a uid.
  * The daemon that starts it (the root) takes the sorted ids of the nodes

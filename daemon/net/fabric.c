@@ -250,43 +250,47 @@ static int post_recv(struct shd_fabric *f, struct rbuf *rb)
 	return ferr(r);
 }
 
-int shd_fabric_open(const struct shd_fabric_opts *o, struct shd_fabric **f_p, char *err,
-		    size_t errlen)
+/* An fi_* call that failed: err says which, and the libfabric code is
+ * returned for shd_fabric_open to convert once. */
+static int fi_fail(int r, char *err, size_t errlen, const char *what)
 {
-	struct shd_fabric_opts d = *o;
-	struct fi_info *hints = NULL, *info = NULL;
-	struct shd_fabric *f;
-	int r = 0;
+	seterr(err, errlen, "fabric: %s: %s", what, fi_strerror(-r));
+	return r;
+}
 
-	if (!d.provider)
-		d.provider = "tcp";
-	if (!d.max_nodes)
-		d.max_nodes = 1024;
-	if (!d.recv_buffers)
-		d.recv_buffers = 32;
-	if (!d.buf_bytes)
-		d.buf_bytes = 36u << 10;
-	if (!d.send_slots)
-		d.send_slots = 256;
-	if (!d.cq_batch)
-		d.cq_batch = 64;
-	if (d.max_nodes > (1u << 20) || d.recv_buffers > 65536 || d.send_slots > 65536 ||
-	    d.buf_bytes > (1u << 30) || d.buf_bytes < 64) {
+/* The options with their defaults filled in and checked, and the
+ * environment libfabric reads at its first call set from them. */
+static int fabric_env(struct shd_fabric_opts *d, char *err, size_t errlen)
+{
+	int r;
+	if (!d->provider)
+		d->provider = "tcp";
+	if (!d->max_nodes)
+		d->max_nodes = 1024;
+	if (!d->recv_buffers)
+		d->recv_buffers = 32;
+	if (!d->buf_bytes)
+		d->buf_bytes = 36u << 10;
+	if (!d->send_slots)
+		d->send_slots = 256;
+	if (!d->cq_batch)
+		d->cq_batch = 64;
+	if (d->max_nodes > (1u << 20) || d->recv_buffers > 65536 || d->send_slots > 65536 ||
+	    d->buf_bytes > (1u << 30) || d->buf_bytes < 64) {
 		seterr(err, errlen, "fabric: option out of range");
 		return -EINVAL;
 	}
-	if (d.node && !d.service)
-		d.service = "0";
-	if (d.iface && setenv("FI_TCP_IFACE", d.iface, 1) != 0) {
+	if (d->node && !d->service)
+		d->service = "0";
+	if (d->iface && setenv("FI_TCP_IFACE", d->iface, 1) != 0) {
 		r = -errno;
 		seterr(err, errlen, "fabric: setenv FI_TCP_IFACE: %s", strerror(-r));
 		return r;
 	}
-
-	if (d.conn_queue) {
+	if (d->conn_queue) {
 		/* the user's environment wins (overwrite = 0) */
 		char q[16];
-		snprintf(q, sizeof(q), "%u", d.conn_queue);
+		snprintf(q, sizeof(q), "%u", d->conn_queue);
 		if (setenv("FI_OFI_RXM_MSG_RX_SIZE", q, 0) || setenv("FI_OFI_RXM_MSG_TX_SIZE", q, 0)) {
 			r = -errno;
 			seterr(err, errlen, "fabric: setenv FI_OFI_RXM_MSG_*_SIZE: %s", strerror(-r));
@@ -296,28 +300,28 @@ int shd_fabric_open(const struct shd_fabric_opts *o, struct shd_fabric **f_p, ch
 	/* shd_fabric_release() needs an address's removal to close its
 	 * connection: ofi_rxm does so only with FI_AV_REMOVE_CLEANUP (read
 	 * once, at libfabric's first call; the user's environment wins) */
-	if (d.release_conns && setenv("FI_AV_REMOVE_CLEANUP", "1", 0)) {
+	if (d->release_conns && setenv("FI_AV_REMOVE_CLEANUP", "1", 0)) {
 		r = -errno;
 		seterr(err, errlen, "fabric: setenv FI_AV_REMOVE_CLEANUP: %s", strerror(-r));
 		return r;
 	}
+	return 0;
+}
 
-	f = calloc(1, sizeof(*f));
-	if (!f)
-		return -ENOMEM;
-	f->wait_fd = -1;
-
-	/* Prefer an endpoint that reports sources; fall back without. */
+/* Hints and getinfo: f->info, preferring an endpoint that reports
+ * sources and falling back without. Returns an errno. */
+static int fabric_hints(struct shd_fabric *f, const struct shd_fabric_opts *d, char *err,
+			size_t errlen)
+{
+	struct fi_info *info = NULL;
+	int r = 0;
 	for (int src = 1; src >= 0; src--) {
-		hints = make_hints(d.provider, src);
-		if (!hints) {
-			r = -ENOMEM;
-			goto out_free;
-		}
-		r = fi_getinfo(FABRIC_API, d.node, d.service,
-			       d.node || d.service ? FI_SOURCE : 0, hints, &info);
+		struct fi_info *hints = make_hints(d->provider, src);
+		if (!hints)
+			return -ENOMEM;
+		r = fi_getinfo(FABRIC_API, d->node, d->service,
+			       d->node || d->service ? FI_SOURCE : 0, hints, &info);
 		fi_freeinfo(hints);
-		hints = NULL;
 		if (r == 0) {
 			f->source = src;
 			break;
@@ -326,98 +330,89 @@ int shd_fabric_open(const struct shd_fabric_opts *o, struct shd_fabric **f_p, ch
 			break;
 	}
 	if (r) {
-		seterr(err, errlen, "fabric: fi_getinfo(provider %s, %s:%s): %s", d.provider,
-		       d.node ? d.node : "*", d.service ? d.service : "*", fi_strerror(-r));
-		r = r == -FI_ENODATA ? -ENODATA : ferr(r);
-		goto out_free;
+		seterr(err, errlen, "fabric: fi_getinfo(provider %s, %s:%s): %s", d->provider,
+		       d->node ? d->node : "*", d->service ? d->service : "*", fi_strerror(-r));
+		return r == -FI_ENODATA ? -ENODATA : ferr(r);
 	}
 	f->info = info;
 	snprintf(f->prov, sizeof(f->prov), "%s", info->fabric_attr->prov_name);
-	f->need_mr = d.mr_always || (info->domain_attr->mr_mode & FI_MR_LOCAL);
+	f->need_mr = d->mr_always || (info->domain_attr->mr_mode & FI_MR_LOCAL);
+	return 0;
+}
 
-	r = fi_fabric(info->fabric_attr, &f->fabric, NULL);
-	if (r) {
-		seterr(err, errlen, "fabric: fi_fabric: %s", fi_strerror(-r));
-		goto out_close;
-	}
-	r = fi_domain(f->fabric, info, &f->domain, NULL);
-	if (r) {
-		seterr(err, errlen, "fabric: fi_domain: %s", fi_strerror(-r));
-		goto out_close;
-	}
-	struct fi_av_attr av_attr = {.type = FI_AV_TABLE, .count = d.max_nodes};
-	r = fi_av_open(f->domain, &av_attr, &f->av, NULL);
-	if (r) {
-		seterr(err, errlen, "fabric: fi_av_open: %s", fi_strerror(-r));
-		goto out_close;
-	}
+/* Resources: fabric, domain, address vector, CQ and its wait fd, and an
+ * enabled endpoint with its name. Returns a libfabric code. */
+static int fabric_resources(struct shd_fabric *f, const struct shd_fabric_opts *d, char *err,
+			    size_t errlen)
+{
+	struct fi_info *info = f->info;
+	int r;
+	if ((r = fi_fabric(info->fabric_attr, &f->fabric, NULL)))
+		return fi_fail(r, err, errlen, "fi_fabric");
+	if ((r = fi_domain(f->fabric, info, &f->domain, NULL)))
+		return fi_fail(r, err, errlen, "fi_domain");
+	struct fi_av_attr av_attr = {.type = FI_AV_TABLE, .count = d->max_nodes};
+	if ((r = fi_av_open(f->domain, &av_attr, &f->av, NULL)))
+		return fi_fail(r, err, errlen, "fi_av_open");
 	struct fi_cq_attr cq_attr = {
-		.size = (size_t)d.recv_buffers + d.send_slots + 16,
+		.size = (size_t)d->recv_buffers + d->send_slots + 16,
 		.format = FI_CQ_FORMAT_MSG,
 		.wait_obj = FI_WAIT_FD,
 		.wait_cond = FI_CQ_COND_NONE,
 	};
-	r = fi_cq_open(f->domain, &cq_attr, &f->cq, NULL);
-	if (r) {
-		seterr(err, errlen, "fabric: fi_cq_open (wait fd): %s", fi_strerror(-r));
-		goto out_close;
-	}
-	r = fi_control(&f->cq->fid, FI_GETWAIT, &f->wait_fd);
-	if (r) {
-		seterr(err, errlen, "fabric: CQ wait fd: %s", fi_strerror(-r));
-		goto out_close;
-	}
-	r = fi_endpoint(f->domain, info, &f->ep, NULL);
-	if (r) {
-		seterr(err, errlen, "fabric: fi_endpoint: %s", fi_strerror(-r));
-		goto out_close;
-	}
+	if ((r = fi_cq_open(f->domain, &cq_attr, &f->cq, NULL)))
+		return fi_fail(r, err, errlen, "fi_cq_open (wait fd)");
+	if ((r = fi_control(&f->cq->fid, FI_GETWAIT, &f->wait_fd)))
+		return fi_fail(r, err, errlen, "CQ wait fd");
+	if ((r = fi_endpoint(f->domain, info, &f->ep, NULL)))
+		return fi_fail(r, err, errlen, "fi_endpoint");
 	r = fi_ep_bind(f->ep, &f->av->fid, 0);
 	if (!r)
 		r = fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV);
 	if (!r)
 		r = fi_enable(f->ep);
-	if (r) {
-		seterr(err, errlen, "fabric: endpoint setup: %s", fi_strerror(-r));
-		goto out_close;
-	}
-
+	if (r)
+		return fi_fail(r, err, errlen, "endpoint setup");
 	uint8_t me[SHD_FABRIC_ADDR_MAX];
 	f->addrlen = sizeof(me);
-	r = fi_getname(&f->ep->fid, me, &f->addrlen);
-	if (r) {
-		seterr(err, errlen, "fabric: fi_getname: %s", fi_strerror(-r));
-		goto out_close;
-	}
-	f->max_nodes = d.max_nodes;
-	f->cq_batch = d.cq_batch;
-	f->buf_bytes = d.buf_bytes;
-	f->nrbuf = d.recv_buffers;
-	f->nslots = d.send_slots;
-	size_t stride = (d.buf_bytes + 63u) & ~(size_t)63u;
-	f->peers = calloc(d.max_nodes, sizeof(*f->peers));
-	f->rbufs = calloc(d.recv_buffers, sizeof(*f->rbufs));
-	f->slots = calloc(d.send_slots, sizeof(*f->slots));
-	f->fiaddr_cap = d.max_nodes;
+	if ((r = fi_getname(&f->ep->fid, me, &f->addrlen)))
+		return fi_fail(r, err, errlen, "fi_getname");
+	return 0;
+}
+
+/* Buffers: the peer and address tables, the receive buffers and send
+ * slots with their registrations, and every receive posted. Returns a
+ * libfabric code or an errno, as post_recv does. */
+static int fabric_buffers(struct shd_fabric *f, const struct shd_fabric_opts *d, char *err,
+			  size_t errlen)
+{
+	int r;
+	f->max_nodes = d->max_nodes;
+	f->cq_batch = d->cq_batch;
+	f->buf_bytes = d->buf_bytes;
+	f->nrbuf = d->recv_buffers;
+	f->nslots = d->send_slots;
+	size_t stride = (d->buf_bytes + 63u) & ~(size_t)63u;
+	f->peers = calloc(d->max_nodes, sizeof(*f->peers));
+	f->rbufs = calloc(d->recv_buffers, sizeof(*f->rbufs));
+	f->slots = calloc(d->send_slots, sizeof(*f->slots));
+	f->fiaddr_cap = d->max_nodes;
 	f->fiaddr_node = malloc(f->fiaddr_cap * sizeof(*f->fiaddr_node));
-	if (posix_memalign((void **)&f->rbase, 4096, stride * d.recv_buffers) != 0)
+	if (posix_memalign((void **)&f->rbase, 4096, stride * d->recv_buffers) != 0)
 		f->rbase = NULL;
 	if (!f->peers || !f->rbufs || !f->slots || !f->fiaddr_node || !f->rbase) {
 		seterr(err, errlen, "fabric: out of memory");
-		r = -ENOMEM;
-		goto out_close;
+		return -ENOMEM;
 	}
 	for (size_t i = 0; i < f->fiaddr_cap; i++)
 		f->fiaddr_node[i] = NIL;
-	r = region_reg(f, &f->rreg, f->rbase, stride * d.recv_buffers);
+	r = region_reg(f, &f->rreg, f->rbase, stride * d->recv_buffers);
 	if (!r)
-		r = region_reg(f, &f->sreg, f->slots, sizeof(*f->slots) * d.send_slots);
-	if (r) {
-		seterr(err, errlen, "fabric: fi_mr_reg: %s", fi_strerror(-r));
-		goto out_close;
-	}
+		r = region_reg(f, &f->sreg, f->slots, sizeof(*f->slots) * d->send_slots);
+	if (r)
+		return fi_fail(r, err, errlen, "fi_mr_reg");
 	f->free_head = NIL;
-	for (uint32_t i = d.send_slots; i-- > 0;) {
+	for (uint32_t i = d->send_slots; i-- > 0;) {
 		f->slots[i].state = SL_FREE;
 		f->slots[i].next = f->free_head;
 		f->free_head = i;
@@ -425,24 +420,38 @@ int shd_fabric_open(const struct shd_fabric_opts *o, struct shd_fabric **f_p, ch
 	f->q_head = f->q_tail = NIL;
 	f->fail_head = f->fail_tail = NIL;
 	f->repost_head = NIL;
-	for (uint32_t i = 0; i < d.recv_buffers; i++) {
+	for (uint32_t i = 0; i < d->recv_buffers; i++) {
 		f->rbufs[i].buf = f->rbase + i * stride;
-		r = post_recv(f, &f->rbufs[i]);
-		if (r) {
+		if ((r = post_recv(f, &f->rbufs[i]))) {
 			seterr(err, errlen, "fabric: fi_recv: %s", strerror(-r));
-			goto out_close;
+			return r;
 		}
+	}
+	return 0;
+}
+
+int shd_fabric_open(const struct shd_fabric_opts *o, struct shd_fabric **f_p, char *err,
+		    size_t errlen)
+{
+	struct shd_fabric_opts d = *o;
+	int r = fabric_env(&d, err, errlen);
+	if (r < 0)
+		return r;
+	struct shd_fabric *f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->wait_fd = -1;
+	if ((r = fabric_hints(f, &d, err, errlen)) < 0) {
+		free(f);
+		return r;
+	}
+	if ((r = fabric_resources(f, &d, err, errlen)) || (r = fabric_buffers(f, &d, err, errlen))) {
+		r = r < 0 ? ferr(r) : -EIO;
+		shd_fabric_close(f);
+		return r;
 	}
 	*f_p = f;
 	return 0;
-
-out_close:
-	r = r < 0 ? ferr(r) : -EIO;
-	shd_fabric_close(f);
-	return r;
-out_free:
-	free(f);
-	return r;
 }
 
 void shd_fabric_close(struct shd_fabric *f)
@@ -587,17 +596,37 @@ bool shd_fabric_has_node(const struct shd_fabric *f, uint32_t node)
 
 /* ---- send slots ---------------------------------------------------------- */
 
+/* Slot i at the tail of the list *head_p .. *tail_p (NIL: empty). */
+static inline void slot_append(struct shd_fabric *f, uint32_t *head_p, uint32_t *tail_p,
+			       uint32_t i)
+{
+	f->slots[i].next = NIL;
+	if (*tail_p == NIL)
+		*head_p = i;
+	else
+		f->slots[*tail_p].next = i;
+	*tail_p = i;
+}
+
+/* Queued slot i, after prev (NIL: i is the head), out of the send queue. */
+static inline void queue_unlink(struct shd_fabric *f, uint32_t prev, uint32_t i)
+{
+	uint32_t next = f->slots[i].next;
+	if (prev == NIL)
+		f->q_head = next;
+	else
+		f->slots[prev].next = next;
+	if (f->q_tail == i)
+		f->q_tail = prev;
+	f->n_queued--;
+}
+
 static void fail_push(struct shd_fabric *f, uint32_t i, int status)
 {
 	struct slot *s = &f->slots[i];
 	s->state = SL_FAILED;
 	s->status = status;
-	s->next = NIL;
-	if (f->fail_tail == NIL)
-		f->fail_head = i;
-	else
-		f->slots[f->fail_tail].next = i;
-	f->fail_tail = i;
+	slot_append(f, &f->fail_head, &f->fail_tail, i);
 }
 
 static void slot_free(struct shd_fabric *f, uint32_t i)
@@ -613,12 +642,7 @@ static void queue_push(struct shd_fabric *f, uint32_t i)
 {
 	struct slot *s = &f->slots[i];
 	s->state = SL_QUEUED;
-	s->next = NIL;
-	if (f->q_tail == NIL)
-		f->q_head = i;
-	else
-		f->slots[f->q_tail].next = i;
-	f->q_tail = i;
+	slot_append(f, &f->q_head, &f->q_tail, i);
 	f->n_queued++;
 	f->peers[s->node].queued++;
 }
@@ -631,13 +655,7 @@ int shd_fabric_remove(struct shd_fabric *f, uint32_t node)
 	while (i != NIL) {
 		uint32_t next = f->slots[i].next;
 		if (f->slots[i].node == node) {
-			if (prev == NIL)
-				f->q_head = next;
-			else
-				f->slots[prev].next = next;
-			if (f->q_tail == i)
-				f->q_tail = prev;
-			f->n_queued--;
+			queue_unlink(f, prev, i);
 			fail_push(f, i, -EHOSTDOWN);
 		} else {
 			prev = i;
@@ -783,13 +801,7 @@ static void retry_queued(struct shd_fabric *f)
 			continue;
 		}
 		/* posted or failed: unlink */
-		if (prev == NIL)
-			f->q_head = next;
-		else
-			f->slots[prev].next = next;
-		if (f->q_tail == i)
-			f->q_tail = prev;
-		f->n_queued--;
+		queue_unlink(f, prev, i);
 		p->queued--;
 		if (r == 0)
 			s->state = SL_POSTED;

@@ -21,8 +21,9 @@
 /* What a struct net_msg is, and so who owns its buffer. */
 enum net_msg_kind {
 	NET_MSG_BATCH,  /* a batch in a pool buffer; counts against credit */
-	NET_MSG_POOLED, /* a control message too large for the fabric's inline
-			   copy (JOB_JOIN), in a pool buffer */
+	NET_MSG_POOLED, /* a message of shd_net_send_msg() (the fan-out's FAN_REQ
+			   and FAN_ANS) larger than SHD_FABRIC_SMALL, in a
+			   pool buffer (JOB_JOIN is cut to fit the small path) */
 	NET_MSG_SMALL,  /* a small control message waiting for a send slot: a
 			   heap copy, freed once the fabric has copied it */
 	NET_MSG_INLINE, /* the per-peer context of small sends in flight: no
@@ -295,7 +296,7 @@ struct net_msg *shd_net_pool_get(struct shd_net *n);
 void shd_net_pool_put(struct shd_net *n, struct net_msg *m);
 /* Send a small encoded control message (len from an shf_wire_enc_*:
  * <= 0 is an encoding failure, logged) to p if it is up. */
-void shd_net_ctl_send(struct shd_peer *p, const void *buf, long len);
+void shd_net_send_small(struct shd_peer *p, const void *buf, long len);
 void shd_net_retry_posts(struct shd_net *n);
 void shd_net_send_done(struct shd_net *n, struct net_msg *m, int status);
 void shd_net_tx_ack(struct shd_peer *p, const struct shf_wire_ack *a);
@@ -309,6 +310,12 @@ void shd_net_tx_pass_end(struct shd_net *n);
  * it, fail its marks, return its credit. */
 void shd_net_tx_down(struct shd_peer *p);
 void shd_net_tx_close(struct shd_net *n);
+
+/* net/net.c: the handlers net/open.c registers (the fabric's callbacks,
+ * the CQ fd and progress events, the heartbeat timer) */
+extern const struct shd_fabric_cb shd_net_fabric_cb;
+void shd_net_on_fabric(int fd, void *arg);
+void shd_net_on_heartbeat(int fd, void *arg);
 
 /* net/rx.c */
 int shd_net_rx_batch(struct shd_peer *p, void *buf, const struct shf_wire_hdr *h);

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/net/net.c - the peer protocol's frame: opening the endpoint and the
- * rendezvous, dispatching received wire messages, liveness, the peers step
- * of the pass, fabric progress, and the peers' JSON (net.h).  The sending
- * half is net/tx.c, the receiving half net/rx.c, the session rules
- * net/session.c.
+ * daemon/net/net.c - the peer protocol's frame: dispatching received wire
+ * messages, liveness, the peers step of the pass, fabric progress, and the
+ * peers' JSON (net.h).  The sending half is net/tx.c, the receiving half
+ * net/rx.c, the session rules net/session.c; net/open.c opens the endpoint
+ * and the rendezvous and tears it all down.
  *
  * Sessions and liveness (docs/protocol-wire.md, "Sessions"): every pair of
  * daemons runs a session, named by one random tag from each side; a
@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "daemon/net/net.h"
@@ -38,21 +37,19 @@
 /* foreign senders: a line now and then, not one per probe */
 static struct shd_ratelimit rl_foreign = SHD_RATELIMIT_INIT(10000, 2);
 
-#define STORE_WAIT_MS 5000
-
 /* ------------------------------------------------------------- receiving */
 
 static int take(struct shd_net *n, struct shd_peer *p, void *buf, struct shf_wire_hdr *hp);
 
-static int fwd_one(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h);
+static int fwd_take(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h);
 
-/* FWD from neighbour p: its session checked first, then fwd_one(). */
+/* FWD from neighbour p: its session checked first, then fwd_take(). */
 static int on_fwd(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h)
 {
 	if (!shd_net_session_admit(p, h))
 		return 0;
 	p->last_heard_ns = shd_now_ns();
-	return fwd_one(n, p, h);
+	return fwd_take(n, p, h);
 }
 
 /* FWD_BUNDLE from neighbour p: its session admits the whole bundle, then
@@ -70,7 +67,7 @@ static int on_bundle(struct shd_net *n, struct shd_peer *p, const struct shf_wir
 			continue; /* (checked whole by shf_wire_check of the bundle) */
 		f.src_session = h->src_session; /* the bundle's tags, admitted */
 		f.dst_session = h->dst_session;
-		fwd_one(n, p, &f);
+		fwd_take(n, p, &f);
 	}
 	return 0;
 }
@@ -101,7 +98,7 @@ static void bad_bundle(struct shd_net *n, uint32_t node, const uint8_t *b, size_
  * destination, our neighbour), or we are the destination (take the
  * carried message as from its origin, which the route allows p to speak
  * for). */
-static int fwd_one(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h)
+static int fwd_take(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h)
 {
 	struct shd_daemon *d = n->d;
 	const struct shf_wire_fwd *f = &h->u.fwd;
@@ -487,7 +484,7 @@ static enum lazy_do lazy(struct shd_net *n, struct shd_peer *p, uint64_t now, ui
 	return LAZY_NONE;
 }
 
-static void on_heartbeat(int fd, void *arg)
+void shd_net_on_heartbeat(int fd, void *arg)
 {
 	struct shd_net *n = arg;
 	struct shd_daemon *d = n->d;
@@ -618,7 +615,7 @@ static void net_progress(struct shd_net *n)
 		shd_net_kick(n);
 }
 
-static void on_fabric(int fd, void *arg)
+void shd_net_on_fabric(int fd, void *arg)
 {
 	net_progress(arg);
 }
@@ -741,293 +738,8 @@ void shd_net_fabric_stats(struct shd_daemon *d, struct shf_fabric_stats *s)
 	shd_fabric_stats_get(d->net->fab, s);
 }
 
-/* ------------------------------------------------------------- open/close */
-
-static bool alone(const struct shd_config *cfg)
-{
-	if (!strcmp(cfg->rendezvous, "none"))
-		return true;
-	if (!strcmp(cfg->rendezvous, "auto"))
-		return !getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK") &&
-		       !getenv("PMI_RANK") && !getenv("SLURM_STEP_ID");
-	return false;
-}
-
-int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
-{
-	const struct shd_config *cfg = &d->cfg;
-	char err[512] = "";
-	int r;
-	d->node_id = 0;
-	d->n_nodes = 1;
-	d->net = NULL;
-	if (shd_auth_init() < 0) {
-		shd_err("libsodium failed to initialise");
-		return -EIO;
-	}
-	/* the key is checked even by a daemon alone: a bad file is reported
-	 * where it is configured, not when the first peer arrives */
-	struct shd_auth *auth = NULL;
-	if (cfg->cluster_key[0]) {
-		if ((r = shd_auth_load(cfg->cluster_key, &auth, err, sizeof(err))) < 0) {
-			shd_err("%s", err);
-			return r;
-		}
-	}
-	if (alone(cfg)) {
-		shd_auth_free(auth);
-		return 0;
-	}
-	const char *spec = strcmp(cfg->rendezvous, "auto") ? cfg->rendezvous : "mpi";
-	/* this start's incarnation: in every heartbeat, and in a dir file */
-	uint64_t incarnation = 0;
-	if (getrandom(&incarnation, sizeof(incarnation), 0) != sizeof(incarnation))
-		incarnation = shd_now_ns() ^ ((uint64_t)getpid() << 32);
-	incarnation |= 1u; /* never 0: 0 means "not known" */
-	struct shd_rdv_self self = {cfg->node_name, cfg->bind, 0, incarnation, cfg->max_nodes};
-	struct shd_rdv *rdv = NULL;
-	/* a store (tcp) may be down for a while: wait for it in steps of
-	 * STORE_WAIT_MS, saying why each time, for up to a minute */
-	bool tcp = !strncmp(spec, "tcp://", 6);
-	if (tcp)
-		self.timeout_ms = STORE_WAIT_MS;
-	for (int tries = 1;; tries++) {
-		r = shd_rdv_open(spec, &self, &rdv, err, sizeof(err));
-		if (r == 0)
-			break;
-		bool transient = r == -ECONNREFUSED || r == -ETIMEDOUT || r == -ECONNRESET ||
-				 r == -EHOSTUNREACH;
-		if (!tcp || !transient || tries * STORE_WAIT_MS >= 60000) {
-			shd_err("rendezvous %s%s: %s", spec,
-				strcmp(cfg->rendezvous, "auto") ? "" : " (auto, under a launcher)", err);
-			shd_auth_free(auth);
-			return r;
-		}
-		shd_warn("rendezvous %s: %s; still waiting for the store (%d s)", spec, err,
-			 tries * STORE_WAIT_MS / 1000);
-	}
-	int my = shd_rdv_my_node(rdv);
-	uint32_t nn = shd_rdv_nodes(rdv);
-	struct shd_net *n = calloc(1, sizeof(*n));
-	struct shd_rdv_result res = {0};
-	if (!n) {
-		r = -ENOMEM;
-		goto fail_rdv;
-	}
-	n->d = d;
-	n->ev = ev;
-	n->auth = auth;
-	/* 2d: every message may carry a FWD header in front */
-	n->room = strcmp(cfg->routing, "2d") ? 0 : SHF_WIRE_FWD_HDR;
-	n->batch_cap = SHF_WIRE_BATCH_HDR + (uint32_t)(cfg->batch_bytes > shf_wire_rec_bytes(cfg->max_msg)
-						     ? cfg->batch_bytes
-						     : shf_wire_rec_bytes(cfg->max_msg));
-	char host[320], port[32];
-	if (shd_rdv_bind_split(cfg->bind, my, host, sizeof(host), port, sizeof(port)) < 0) {
-		shd_err("bind '%s': bad address, or {node} with a rendezvous that does not "
-			"know node ids before the exchange", cfg->bind);
-		r = -EINVAL;
-		goto fail_net;
-	}
-	struct shd_fabric_opts fo = {
-		.provider = cfg->provider[0] ? cfg->provider : NULL,
-		.node = host[0] ? host : NULL,
-		.service = port[0] ? port : NULL,
-		.iface = cfg->iface[0] ? cfg->iface : NULL,
-		.max_nodes = nn,
-		.recv_buffers = cfg->recv_buffers,
-		.buf_bytes = n->batch_cap + n->room,
-		/* a slot per batch in flight to the 64 busiest peers, plus room
-		 * for control messages: beyond 64 peers max_inflight (256 by
-		 * default) bounds batches in flight, not the peer count */
-		.send_slots = cfg->peer_credits * (nn < 64 ? nn : 64) + 256,
-		/* a peer has at most peer_credits batches in flight plus a few
-		 * control messages: deeper rxm queues only cost memory */
-		.conn_queue = 2 * cfg->peer_credits < 16 ? 16 : 2 * cfg->peer_credits,
-		.mr_always = cfg->mr_local != 0,
-		.release_conns = cfg->peer_idle_ms != 0,
-	};
-	if ((r = shd_fabric_open(&fo, &n->fab, err, sizeof(err))) < 0) {
-		shd_err("fabric endpoint (provider %s, bind '%s'): %s", cfg->provider, cfg->bind,
-			err);
-		goto fail_net;
-	}
-	uint8_t addr[SHD_FABRIC_ADDR_MAX];
-	size_t alen = sizeof(addr);
-	if ((r = shd_fabric_addr(n->fab, addr, &alen)) < 0) {
-		shd_err("cannot read my fabric address: %s", strerror(-r));
-		goto fail_fab;
-	}
-	if ((r = shd_rdv_exchange(rdv, addr, alen, &res, err, sizeof(err))) < 0) {
-		shd_err("rendezvous %s: %s", spec, err);
-		goto fail_fab;
-	}
-	if (n->room && res.grows) {
-		shd_err("routing=2d needs a rendezvous that fixes the node count (static, mpi, or "
-			"dir with N): with rendezvous %s the grid would change as nodes join", spec);
-		r = -EINVAL;
-		goto fail_fab;
-	}
-	if (res.grows)
-		n->rdv = rdv; /* kept: nodes that publish later are looked up */
-	else
-		shd_rdv_close(rdv);
-	rdv = NULL;
-	n->n_nodes = res.n_nodes;
-	shd_route_init(&n->route, n->room != 0, res.n_nodes, res.my_node);
-	d->node_id = res.my_node;
-	d->n_nodes = res.n_nodes;
-	n->peers = calloc(n->n_nodes, sizeof(*n->peers));
-	if (!n->peers) {
-		r = -ENOMEM;
-		goto fail_fab;
-	}
-	if ((r = shd_net_pool_init(n)) < 0) {
-		shd_err("cannot set up %llu bytes of batch buffers (batch_budget): %s",
-			(unsigned long long)cfg->batch_budget, strerror(-r));
-		goto fail_fab;
-	}
-	shd_list_init(&n->linger);
-	shd_list_init(&n->retry);
-	shd_list_init(&n->ackq);
-	shd_list_init(&n->drainq);
-	shd_list_init(&n->credit_wait);
-	shd_list_init(&n->downq);
-	shd_list_init(&n->pool_waiters);
-	shd_list_init(&n->fwd_wait);
-	shd_list_init(&n->fwd_linger);
-	n->incarnation = incarnation;
-	n->by_address = shd_fabric_reports_source(n->fab);
-	n->cb.on_recv = on_recv;
-	n->cb.on_send_done = on_send_done;
-	n->cb.on_error = on_error;
-	uint64_t now = shd_now_ns();
-	for (uint32_t i = 0; i < n->n_nodes; i++) {
-		struct shd_peer *p = &n->peers[i];
-		p->net = n;
-		p->node = i;
-		p->via_out = p->via_in = SHD_ROUTE_NONE;
-		shd_net_set_state(p, PEER_UNKNOWN); /* until its heartbeat and ours cross */
-		p->last_heard_ns = now;
-		shd_net_session_reset(p);
-		snprintf(p->host, sizeof(p->host), "%s", res.nodes[i].host);
-		shd_list_init(&p->linger_link);
-		shd_list_init(&p->fwd_link);
-		shd_list_init(&p->sendq);
-		shd_list_init(&p->held);
-		shd_list_init(&p->waiters);
-		shd_list_init(&p->marks);
-		shd_list_init(&p->credit_link);
-		shd_list_init(&p->down_link);
-		for (int k = 0; k < 2; k++) {
-			shd_list_init(&p->inline_ctx[k].link);
-			p->inline_ctx[k].peer = p;
-			p->inline_ctx[k].kind = NET_MSG_INLINE;
-		}
-		shd_net_rx_peer_init(p);
-		if (i == d->node_id)
-			continue;
-		if (res.kind == SHD_RDV_STATIC) {
-			r = shd_fabric_insert_svc(n->fab, res.nodes[i].host, res.nodes[i].port, i);
-			snprintf(p->addr, sizeof(p->addr), "%s:%s", res.nodes[i].host,
-				 res.nodes[i].port);
-			snprintf(p->port, sizeof(p->port), "%s", res.nodes[i].port);
-		} else if (res.nodes[i].addr_len == 0 || i >= nn) {
-			/* dir without N: a node that claimed an id but has no live
-			 * address file, or beyond what the endpoint was sized for
-			 * (ids claimed after we looked): unknown, not probed */
-			if (p->host[0]) /* (tcp: most ids are simply not claimed yet) */
-				shd_info("node %u (%s): no address known; it stays unknown", i,
-					 p->host);
-			continue;
-		} else {
-			p->raw_len = (uint32_t)res.nodes[i].addr_len;
-			memcpy(p->raw_addr, res.nodes[i].addr, p->raw_len);
-			r = shd_fabric_insert(n->fab, res.nodes[i].addr, res.nodes[i].addr_len, i);
-			shd_fabric_addr_str(n->fab, res.nodes[i].addr, res.nodes[i].addr_len, p->addr,
-					    sizeof(p->addr));
-		}
-		if (r < 0) {
-			shd_err("cannot add node %u (%s) to the address vector: %s", i, p->host,
-				strerror(-r));
-			goto fail_fab;
-		}
-	}
-	n->fab_ev = shd_loop_fd(d->loop, shd_fabric_wait_fd(n->fab), on_fabric, n);
-	n->progress_ev = shd_loop_defer(d->loop, on_fabric, n);
-	n->retry_ev = shd_loop_timer(d->loop, on_fabric, n);
-	n->linger_ev = shd_loop_timer(d->loop, shd_net_on_linger, n);
-	n->ack_ev = shd_loop_timer(d->loop, shd_net_on_ack_timer, n);
-	n->hb_ev = shd_loop_timer(d->loop, on_heartbeat, n);
-	if (!n->fab_ev || !n->progress_ev || !n->retry_ev || !n->linger_ev || !n->ack_ev || !n->hb_ev) {
-		r = -ENOMEM;
-		goto fail_fab;
-	}
-	char me[96] = "";
-	shd_fabric_addr_str(n->fab, NULL, 0, me, sizeof(me));
-	shd_notice("rendezvous %s done: node %u of %u (%s), provider %s, address %s", spec,
-		   d->node_id, d->n_nodes, res.nodes[d->node_id].host, shd_fabric_provider(n->fab),
-		   me);
-	for (uint32_t i = 0; i < n->n_nodes; i++)
-		if (i != d->node_id && shd_net_has_address(&n->peers[i]))
-			shd_info("peer node %u: %s %s", i, n->peers[i].host, n->peers[i].addr);
-	if (!n->auth)
-		shd_warn("peers are not authenticated (no cluster_key): any process that can "
-			 "reach a member's address can join as that member; see shuffled(8)");
-	else
-		shd_notice("peers authenticated with the cluster key %s", cfg->cluster_key);
-	if (!n->by_address)
-		shd_warn("provider %s does not report senders: membership is checked by the "
-			 "header's claim only", shd_fabric_provider(n->fab));
-	shd_rdv_result_fini(&res);
-	d->net = n;
-	on_heartbeat(-1, n); /* the first probes now: peers meet at once */
-	shd_net_kick(n);
-	return 0;
-
-fail_fab:
-	shd_ev_free(n->fab_ev);
-	shd_ev_free(n->progress_ev);
-	shd_ev_free(n->retry_ev);
-	shd_ev_free(n->linger_ev);
-	shd_ev_free(n->ack_ev);
-	shd_ev_free(n->hb_ev);
-	shd_fabric_close(n->fab);
-	shd_net_pool_fini(n);
-	free(n->peers);
-fail_net:
-	free(n);
-	shd_rdv_result_fini(&res);
-fail_rdv:
-	shd_rdv_close(rdv);
-	shd_auth_free(auth);
-	d->node_id = 0;
-	d->n_nodes = 1;
-	return r;
-}
-
-void shd_net_close(struct shd_daemon *d)
-{
-	struct shd_net *n = d->net;
-	if (!n)
-		return;
-	shd_ev_free(n->fab_ev);
-	shd_ev_free(n->progress_ev);
-	shd_ev_free(n->retry_ev);
-	shd_ev_free(n->linger_ev);
-	shd_ev_free(n->ack_ev);
-	shd_ev_free(n->hb_ev);
-	for (uint32_t i = 0; i < n->n_nodes; i++)
-		shd_net_rx_down(&n->peers[i]);
-	shd_net_tx_close(n);
-	/* the fabric drops what it still holds without callbacks; the pool's
-	 * buffers (posted or not) go with the slab after it */
-	shd_fabric_close(n->fab);
-	shd_net_pool_fini(n);
-	shd_rdv_close(n->rdv);
-	shd_auth_free(n->auth);
-	free(n->peers);
-	free(n->joins);
-	free(n);
-	d->net = NULL;
-}
+const struct shd_fabric_cb shd_net_fabric_cb = {
+	.on_recv = on_recv,
+	.on_send_done = on_send_done,
+	.on_error = on_error,
+};

@@ -31,7 +31,7 @@ static void send_drop(struct shd_peer *p, uint64_t job, uint64_t seq, int32_t sr
 {
 	uint8_t buf[SHF_WIRE_DROP_BYTES];
 	struct shf_wire_drop dr = {job, seq, src, dst, count, reason};
-	shd_net_ctl_send(p, buf, shf_wire_enc_drop(buf, sizeof(buf), p->net->d->node_id, p->node,
+	shd_net_send_small(p, buf, shf_wire_enc_drop(buf, sizeof(buf), p->net->d->node_id, p->node,
 						   &dr));
 }
 
@@ -289,7 +289,7 @@ void shd_net_rx_acks(struct shd_net *n)
 		struct shf_wire_ack a = {p->seq_recv, d->cfg.peer_credits, p->ack_dropped};
 		p->ack_sent = p->seq_recv;
 		p->ack_dropped = 0;
-		shd_net_ctl_send(p, buf, shf_wire_enc_ack(buf, sizeof(buf), d->node_id, p->node, &a));
+		shd_net_send_small(p, buf, shf_wire_enc_ack(buf, sizeof(buf), d->node_id, p->node, &a));
 	}
 	n->acks_due = false;
 	if (held && !shd_ev_armed(n->ack_ev))

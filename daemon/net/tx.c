@@ -458,7 +458,7 @@ void shd_net_woken(struct shd_peer *p)
 }
 
 /* A small control message to p: held while p is being woken. */
-static void ctl_out(struct shd_peer *p, const void *buf, long len)
+static void small_out(struct shd_peer *p, const void *buf, long len)
 {
 	if (p->waking)
 		hold_small(p, buf, len);
@@ -466,11 +466,11 @@ static void ctl_out(struct shd_peer *p, const void *buf, long len)
 		small_send(p, buf, len);
 }
 
-void shd_net_ctl_send(struct shd_peer *p, const void *buf, long len)
+void shd_net_send_small(struct shd_peer *p, const void *buf, long len)
 {
 	if (p->state == PEER_UP) {
 		shd_net_use(p);
-		ctl_out(p, buf, len);
+		small_out(p, buf, len);
 	}
 }
 
@@ -873,7 +873,7 @@ void shd_net_announce(struct shd_daemon *d, struct shd_job *j, int32_t rank, boo
 			continue;
 		uint8_t buf[SHF_WIRE_LEAVE_BYTES];
 		struct shf_wire_leave l = {j->hash, rank, 0};
-		shd_net_ctl_send(p, buf, shf_wire_enc_leave(buf, sizeof(buf), d->node_id, i, &l));
+		shd_net_send_small(p, buf, shf_wire_enc_leave(buf, sizeof(buf), d->node_id, i, &l));
 	}
 }
 
@@ -905,7 +905,7 @@ static void join_send(struct shd_net *n, const struct shd_job *j, const struct s
 			if (p == d->node_id || n->peers[p].state != PEER_UP ||
 			    (only && only != &n->peers[p]))
 				continue;
-			shd_net_ctl_send(&n->peers[p], buf,
+			shd_net_send_small(&n->peers[p], buf,
 					 shf_wire_enc_join(buf, sizeof(buf), d->node_id, p, &jn,
 							   rg + off, k));
 		}
@@ -983,7 +983,7 @@ void shd_net_epoch(struct shd_daemon *d, uint32_t node, unsigned kind, struct sh
 		return;
 	uint8_t buf[SHF_WIRE_EPOCH_BYTES];
 	struct shf_wire_epoch ep = {j->hash, epoch, phase, (uint32_t)count};
-	shd_net_ctl_send(&n->peers[node], buf,
+	shd_net_send_small(&n->peers[node], buf,
 			 shf_wire_enc_epoch_kind(buf, sizeof(buf), kind, d->node_id, node, &ep));
 	d->st.epoch_msgs_out++;
 }
@@ -1107,7 +1107,7 @@ int shd_net_send_msg(struct shd_daemon *d, uint32_t node, const void *msg, size_
 	struct shd_peer *p = &n->peers[node];
 	shd_net_use(p);
 	if (len <= SHD_FABRIC_SMALL) {
-		ctl_out(p, msg, (long)len);
+		small_out(p, msg, (long)len);
 		return 0;
 	}
 	if (len > n->batch_cap)
@@ -1195,7 +1195,7 @@ static void fwd_close(struct shd_peer *q)
 /* One FWD (len bytes at buf) on to q, behind what q already has: into its
  * bundle, or alone if it is too large for one.  false: no buffer (the
  * caller keeps it waiting). */
-static bool fwd_one(struct shd_net *n, struct shd_peer *q, const void *buf, uint32_t len)
+static bool bundle_add(struct shd_net *n, struct shd_peer *q, const void *buf, uint32_t len)
 {
 	struct shd_daemon *d = n->d;
 	uint32_t cap = fwd_cap(n);
@@ -1261,7 +1261,7 @@ static void fwd_drain(struct shd_net *n)
 			free(w);
 			continue;
 		}
-		if (!fwd_one(n, q, w->buf, w->len))
+		if (!bundle_add(n, q, w->buf, w->len))
 			break; /* no buffer yet */
 		shd_list_del(&w->link);
 		free(w);
@@ -1275,7 +1275,7 @@ static void fwd_drain(struct shd_net *n)
 			    q->fwd_off + shf_wire_bundle_item_bytes(x->len) > fwd_cap(n))
 				break;
 			shd_list_del(&x->link);
-			fwd_one(n, q, x->buf, x->len);
+			bundle_add(n, q, x->buf, x->len);
 			free(x);
 		}
 		fwd_close(q);
@@ -1299,7 +1299,7 @@ void shd_net_forward(struct shd_net *n, struct shd_peer *q, const void *buf, uin
 	n->d->st.fwd_bytes += len;
 	/* behind any that wait (q's own among them: order per pair); q's
 	 * open bundle means none of q's waits */
-	if ((q->fwd_open || shd_list_empty(&n->fwd_wait)) && fwd_one(n, q, buf, len))
+	if ((q->fwd_open || shd_list_empty(&n->fwd_wait)) && bundle_add(n, q, buf, len))
 		return;
 	/* no buffer for forwarding: a copy waits for the next one freed
 	 * (bounded: each origin has at most peer_credits batches in flight
@@ -1324,6 +1324,6 @@ void shd_net_forward(struct shd_net *n, struct shd_peer *q, const void *buf, uin
 void shd_net_fwd_lost(struct shd_peer *p, uint32_t lost)
 {
 	uint8_t buf[SHF_WIRE_FWD_LOST_BYTES];
-	shd_net_ctl_send(p, buf, shf_wire_enc_fwd_lost(buf, sizeof(buf), p->net->d->node_id,
+	shd_net_send_small(p, buf, shf_wire_enc_fwd_lost(buf, sizeof(buf), p->net->d->node_id,
 						       p->node, lost));
 }

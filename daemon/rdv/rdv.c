@@ -234,6 +234,84 @@ static int parse_dir(struct shd_rdv *r, const char *rest, char *err, size_t errl
 	return 0;
 }
 
+static int parse_mpi(struct shd_rdv *r, const char *rest, char *err, size_t errlen)
+{
+	(void)r;
+	(void)rest;
+#ifdef SHD_HAVE_RDV_MPI
+	(void)err;
+	(void)errlen;
+	return 0;
+#else
+	shd_errf(err, errlen, "mpi: this shuffled was built without the mpi rendezvous "
+			      "(meson option rdv_mpi); use static:, dir:, tcp:// or none");
+	return -EINVAL;
+#endif
+}
+
+/* The kinds of spec, in the order they are tried: the parser below, the
+ * error for an unknown kind and shuffled --help (shd_rdv_kinds()) all
+ * read this table, so none of them can miss a kind. */
+static const struct spec_kind {
+	const char *name;   /* the whole spec when exact, else its prefix */
+	bool exact;
+	enum shd_rdv_kind kind; /* 0: none and auto, which the caller resolves */
+	int (*parse)(struct shd_rdv *r, const char *rest, char *err, size_t errlen);
+	const char *syntax; /* as the user writes it */
+	const char *help;   /* one phrase for --help */
+} spec_kinds[] = {
+	{"auto", true, 0, NULL, "auto",
+#ifdef SHD_HAVE_RDV_MPI
+	 "mpi when started by mpirun or srun, else none"},
+#else
+	 "none; refused under mpirun or srun: this build has no mpi rendezvous"},
+#endif
+	{"none", true, 0, NULL, "none", "this node alone"},
+	{"mpi", true, SHD_RDV_MPI, parse_mpi, "mpi",
+#ifdef SHD_HAVE_RDV_MPI
+	 "an allgather over MPI, node id = MPI rank"},
+#else
+	 "not in this build"},
+#endif
+	{"static:@", false, SHD_RDV_STATIC, parse_hostfile, "static:@FILE",
+	 "a static list from a hostfile, one HOST[:PORT] per line"},
+	{"static:", false, SHD_RDV_STATIC, parse_static, "static:HOST:PORT,HOST:PORT,...",
+	 "a fixed list, node id = position; IPv6 as [ADDR]:PORT"},
+	{"dir:", false, SHD_RDV_DIR, parse_dir, "dir:PATH:N",
+	 "N nodes write their addresses into the shared directory PATH"},
+	{"dir:", false, SHD_RDV_DIR, parse_dir, "dir:PATH", /* (parsed by the entry above) */
+	 "the same without N: each name claims a node id once, nodes join as they come"},
+	{"tcp://", false, SHD_RDV_TCP, shd_rdv_tcp_parse, "tcp://HOST:PORT",
+	 "through a TCPStore: shuffled --store-listen, or PyTorch's; nodes join as they "
+	 "come"},
+};
+#define N_SPEC_KINDS (sizeof(spec_kinds) / sizeof(spec_kinds[0]))
+
+size_t shd_rdv_kinds(char *buf, size_t len, bool help)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < N_SPEC_KINDS; i++) {
+		const struct spec_kind *k = &spec_kinds[i];
+		const char *sep = i == 0 ? "" : i + 1 < N_SPEC_KINDS || help ? ", " : " or ";
+		int w = help ? snprintf(buf + o, o < len ? len - o : 0, "%s%s (%s)", sep, k->syntax,
+					k->help)
+			     : snprintf(buf + o, o < len ? len - o : 0, "%s%s", sep, k->syntax);
+		if (w > 0)
+			o += (size_t)w;
+	}
+	return o;
+}
+
+bool shd_rdv_alone(const char *spec)
+{
+	if (!strcmp(spec, "none"))
+		return true;
+	if (!strcmp(spec, "auto")) /* under a launcher: mpi */
+		return !getenv("OMPI_COMM_WORLD_SIZE") && !getenv("PMIX_RANK") &&
+		       !getenv("PMI_RANK") && !getenv("SLURM_STEP_ID");
+	return false;
+}
+
 /*
  * The spec grammar, the only parser of it: shd_rdv_spec_check() and
  * shd_rdv_open() both run this.  Sets r->kind (0 for none and auto, which
@@ -245,37 +323,19 @@ static int parse_spec(struct shd_rdv *r, const char *spec, char *err, size_t err
 		shd_errf(err, errlen, "no rendezvous given");
 		return -EINVAL;
 	}
-	if (!strcmp(spec, "none") || !strcmp(spec, "auto"))
-		return 0;
-	if (!strcmp(spec, "mpi")) {
-#ifdef SHD_HAVE_RDV_MPI
-		r->kind = SHD_RDV_MPI;
-		return 0;
-#else
-		shd_errf(err, errlen, "mpi: this shuffled was built without the mpi rendezvous "
-				      "(meson option rdv_mpi); use static:, dir:, tcp:// or none");
-		return -EINVAL;
-#endif
+	for (size_t i = 0; i < N_SPEC_KINDS; i++) {
+		const struct spec_kind *k = &spec_kinds[i];
+		size_t nl = strlen(k->name);
+		if (k->exact ? strcmp(spec, k->name) != 0 : strncmp(spec, k->name, nl) != 0)
+			continue;
+		if (!k->parse) /* none, auto */
+			return 0;
+		r->kind = k->kind;
+		return k->parse(r, spec + nl, err, errlen);
 	}
-	if (!strncmp(spec, "static:@", 8)) {
-		r->kind = SHD_RDV_STATIC;
-		return parse_hostfile(r, spec + 8, err, errlen);
-	}
-	if (!strncmp(spec, "static:", 7)) {
-		r->kind = SHD_RDV_STATIC;
-		return parse_static(r, spec + 7, err, errlen);
-	}
-	if (!strncmp(spec, "dir:", 4)) {
-		r->kind = SHD_RDV_DIR;
-		return parse_dir(r, spec + 4, err, errlen);
-	}
-	if (!strncmp(spec, "tcp://", 6)) {
-		r->kind = SHD_RDV_TCP;
-		return shd_rdv_tcp_parse(r, spec + 6, err, errlen);
-	}
-	shd_errf(err, errlen, "unknown kind \"%.40s\"; must be auto, none, mpi, "
-			      "static:HOST:PORT,..., static:@FILE, dir:PATH, dir:PATH:N or "
-			      "tcp://HOST:PORT", spec);
+	char kinds[320];
+	shd_rdv_kinds(kinds, sizeof(kinds), false);
+	shd_errf(err, errlen, "unknown kind \"%.40s\"; must be %s", spec, kinds);
 	return -EINVAL;
 }
 

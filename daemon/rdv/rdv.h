@@ -96,6 +96,16 @@ struct shd_rdv;
  * 0, -EINVAL with the reason in err, or -ENOMEM.  Accepts none and auto. */
 int shd_rdv_spec_check(const char *spec, char *err, size_t errlen);
 
+/* Whether spec means no rendezvous at all: none, or auto when no launcher
+ * (mpirun, srun: their environment variables) started us; auto under a
+ * launcher is mpi. */
+bool shd_rdv_alone(const char *spec);
+
+/* Every kind of spec, as the parser knows them, into buf[len]: "auto, none,
+ * ... or tcp://HOST:PORT", or with help a phrase on each ("auto (...), ...").
+ * Returns the length it wanted (as snprintf). */
+size_t shd_rdv_kinds(char *buf, size_t len, bool help);
+
 /*
  * The bind address "HOST[:PORT]" (proto/addr.h, port optional: HOST,
  * HOST:PORT, [IPV6], [IPV6]:PORT or a bare IPV6) with every "{node}"

@@ -263,19 +263,26 @@ fail:
 	return ret;
 }
 
+/* A connection to the store, made now (within timeout_ms) if there is none:
+ * lookups and refreshes after the exchange connect afresh. */
+static int sc_ensure(struct shd_rdv *r, int timeout_ms, char *err, size_t errlen)
+{
+	if (r->sc)
+		return 0;
+	int ret = shd_sc_connect(r->store_host, r->store_port, timeout_ms, &r->sc, err, errlen);
+	if (ret < 0)
+		r->sc = NULL;
+	return ret;
+}
+
 int shd_rdv_tcp_lookup(struct shd_rdv *r, uint32_t node, int timeout_ms,
 		       struct shd_rdv_node *out, char *err, size_t errlen)
 {
 	if (node >= r->n_nodes)
 		return -ENOENT;
-	if (!r->sc) {
-		int ret = shd_sc_connect(r->store_host, r->store_port, timeout_ms, &r->sc, err,
-					 errlen);
-		if (ret < 0) {
-			r->sc = NULL;
-			return ret;
-		}
-	}
+	int ret = sc_ensure(r, timeout_ms, err, errlen);
+	if (ret < 0)
+		return ret;
 	return read_node(r, node, out, err, errlen);
 }
 
@@ -290,18 +297,13 @@ int shd_rdv_tcp_refresh(struct shd_rdv *r, int timeout_ms, char *err, size_t err
 	char idkey[SHD_RDV_HOST_MAX + 32], nodekey[48], id[24];
 	if (r->my_node < 0 || !r->record[0])
 		return 0;
-	if (!r->sc) {
-		int ret = shd_sc_connect(r->store_host, r->store_port, timeout_ms, &r->sc, err,
-					 errlen);
-		if (ret < 0) {
-			r->sc = NULL;
-			return ret;
-		}
-	}
+	int ret = sc_ensure(r, timeout_ms, err, errlen);
+	if (ret < 0)
+		return ret;
 	snprintf(idkey, sizeof(idkey), "/shuffle/id/%s", r->name);
 	snprintf(nodekey, sizeof(nodekey), "/shuffle/node/%d", r->my_node);
 	const char *const keys[] = {idkey, nodekey};
-	int ret = shd_sc_check(r->sc, keys, 2, err, errlen);
+	ret = shd_sc_check(r->sc, keys, 2, err, errlen);
 	if (ret < 0)
 		return store_failed(r, ret);
 	if (ret == 1)

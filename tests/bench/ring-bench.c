@@ -244,7 +244,7 @@ static void consume(const struct opts *o, struct region *g, struct shared *sh, i
 				since = 0;
 				since_bytes = 0;
 				if (shf_ring_release(&r))
-					shf_ring_ring_bell(peer_bell);
+					shf_bell_ring(peer_bell);
 			}
 			continue;
 		}
@@ -256,7 +256,7 @@ static void consume(const struct opts *o, struct region *g, struct shared *sh, i
 		since = 0;
 		since_bytes = 0;
 		if (shf_ring_release(&r))
-			shf_ring_ring_bell(peer_bell);
+			shf_bell_ring(peer_bell);
 		bool ready;
 		SPIN_UNTIL(ready, shf_ring_cons_avail(&r) || r.err, o->spin_us);
 		if (ready)
@@ -268,7 +268,7 @@ static void consume(const struct opts *o, struct region *g, struct shared *sh, i
 	}
 	sh->t_end = now();
 	if (shf_ring_release(&r))
-		shf_ring_ring_bell(peer_bell);
+		shf_bell_ring(peer_bell);
 	sh->consumed = n;
 	sh->bytes = bytes;
 	sh->cons_sleeps = sleeps;
@@ -303,7 +303,7 @@ static void wait_room(const struct opts *o, struct shf_ring *r, uint32_t len, in
 static void publish(struct shf_ring *r, int peer_bell, struct prod_stats *ps)
 {
 	if (shf_ring_publish(r)) {
-		shf_ring_ring_bell(peer_bell);
+		shf_bell_ring(peer_bell);
 		ps->bells++;
 	}
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "daemon/log.h"
+#include "daemon/rdv/rdv.h"
 #include "tests/daemon/config-util.h"
 
 static char err[1024];
@@ -262,6 +263,20 @@ static void test_help_version(void)
 	CHECK_HAS(out, "SHF_NODE)");
 	CHECK_HAS(out, "Default 1 MiB; a power of two in [4 KiB, 256 MiB].");
 	CHECK_HAS(out, "Default 100; an integer in [0, 1000000].");
+	/* grouped under headings, experiments last */
+	CHECK_HAS(out, "\nPaths:\n  --runtime_dir=");
+	CHECK_HAS(out, "\nData path:\n  --ring_bytes=");
+	CHECK_HAS(out, "\nSecurity:\n  --mode=");
+	CHECK_HAS(out, "\nExperimental (for measuring; see docs/performance.md):\n");
+	/* --rendezvous names every kind its parser knows (rdv.c's table) */
+	char help[8192];
+	shd_rdv_kinds(help, sizeof(help), false);
+	for (char *k = strtok(help, ", "); k; k = strtok(NULL, ", "))
+		if (strcmp(k, "or") != 0)
+			CHECK_HAS(out, k);
+	CHECK_HAS(out, "tcp://HOST:PORT");
+	CHECK_HAS(out, "static:@FILE");
+	CHECK_HAS(out, "dir:PATH (");
 	CHECK(load_capture(out, sizeof(out), "-h") == 1);
 	CHECKF(strncmp(out, "Usage: shuffled", 15) == 0, "%.40s", out);
 

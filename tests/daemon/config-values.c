@@ -223,6 +223,9 @@ static void test_strings(void)
 #endif
 	bad_opt("rendezvous", "pmix", "must be auto, none, mpi");
 	bad_opt("rendezvous", "MPI", "must be auto, none, mpi");
+	/* the list in the error is the parser's own (rdv.c's table) */
+	bad_opt("rendezvous", "pmix", "static:@FILE, static:HOST:PORT,HOST:PORT,..., "
+				     "dir:PATH:N, dir:PATH or tcp://HOST:PORT");
 	bad_opt("rendezvous", "dir:", "empty PATH");
 	bad_opt("rendezvous", "dir:/shared/rdv:0", "node count 0 out of range");
 	bad_opt("rendezvous", "static:", "entry 1");

@@ -13,18 +13,7 @@
 #include <stdlib.h>
 
 #include "daemon/net/route.h"
-
-static int fails;
-#define CHECK(c, ...)                                                                        \
-	do {                                                                                 \
-		if (!(c)) {                                                                  \
-			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                  \
-			fprintf(stderr, __VA_ARGS__);                                        \
-			fprintf(stderr, "\n");                                               \
-			if (++fails > 20)                                                    \
-				exit(1);                                                     \
-		}                                                                            \
-	} while (0)
+#include "tests/lib/check.h"
 
 static struct shd_route at(bool grid, uint32_t n, uint32_t self)
 {
@@ -40,49 +29,49 @@ int main(void)
 		while (c * c < n)
 			c++;
 		struct shd_route r0 = at(true, n, 0);
-		CHECK(r0.cols == c, "n %u: %u columns, expected %u", n, r0.cols, c);
-		CHECK(shd_route_links_max(&r0) <= (n > 1 ? 2 * c - 2 : 0), "n %u: bound %u", n,
+		EXPECTF(r0.cols == c, "n %u: %u columns, expected %u", n, r0.cols, c);
+		EXPECTF(shd_route_links_max(&r0) <= (n > 1 ? 2 * c - 2 : 0), "n %u: bound %u", n,
 		      shd_route_links_max(&r0));
 		for (uint32_t s = 0; s < n; s++) {
 			struct shd_route r = at(true, n, s), d = at(false, n, s);
 			uint32_t links = 0;
 			for (uint32_t t = 0; t < n; t++) {
 				bool same = s / c == t / c || s % c == t % c;
-				CHECK(shd_route_neighbor(&r, t) == (s != t && same),
+				EXPECTF(shd_route_neighbor(&r, t) == (s != t && same),
 				      "n %u: %u-%u neighbour", n, s, t);
-				CHECK(shd_route_neighbor(&d, t) == (s != t), "direct n %u", n);
+				EXPECTF(shd_route_neighbor(&d, t) == (s != t), "direct n %u", n);
 				uint32_t v[2] = {SHD_ROUTE_NONE, SHD_ROUTE_NONE};
-				CHECK(shd_route_vias(&d, s, t, v) == 0, "direct routes n %u", n);
+				EXPECTF(shd_route_vias(&d, s, t, v) == 0, "direct routes n %u", n);
 				links += shd_route_neighbor(&r, t);
 				unsigned k = shd_route_vias(&r, s, t, v);
 				if (s == t || same) {
-					CHECK(k == 0, "n %u: %u-%u routed though neighbours", n, s, t);
+					EXPECTF(k == 0, "n %u: %u-%u routed though neighbours", n, s, t);
 					continue;
 				}
-				CHECK(k >= 1 && k <= 2, "n %u: %u-%u has %u intermediates", n, s, t, k);
+				EXPECTF(k >= 1 && k <= 2, "n %u: %u-%u has %u intermediates", n, s, t, k);
 				uint32_t pref = (s / c) * c + t % c;
-				CHECK(pref >= n || v[0] == pref, "n %u: %u-%u prefers %u, not %u", n, s, t,
+				EXPECTF(pref >= n || v[0] == pref, "n %u: %u-%u prefers %u, not %u", n, s, t,
 				      v[0], pref);
 				for (unsigned i = 0; i < k; i++) {
 					struct shd_route m = at(true, n, v[i]);
-					CHECK(v[i] < n && shd_route_neighbor(&r, v[i]) &&
+					EXPECTF(v[i] < n && shd_route_neighbor(&r, v[i]) &&
 						      shd_route_neighbor(&m, t),
 					      "n %u: %u-%u via %u is not two hops", n, s, t, v[i]);
-					CHECK(shd_route_is_via(&r, s, t, v[i]), "is_via");
+					EXPECTF(shd_route_is_via(&r, s, t, v[i]), "is_via");
 				}
-				CHECK(!shd_route_is_via(&r, s, t, s) && !shd_route_is_via(&r, s, t, t),
+				EXPECTF(!shd_route_is_via(&r, s, t, s) && !shd_route_is_via(&r, s, t, t),
 				      "n %u: an end is its own intermediate", n);
 			}
-			CHECK(links <= shd_route_links_max(&r), "n %u: node %u has %u links > %u", n,
+			EXPECTF(links <= shd_route_links_max(&r), "n %u: node %u has %u links > %u", n,
 			      s, links, shd_route_links_max(&r));
-			CHECK(shd_route_links_max(&d) == n - 1, "direct bound");
+			EXPECTF(shd_route_links_max(&d) == n - 1, "direct bound");
 		}
 	}
 	struct shd_route r32 = at(true, 32, 0), r10k = at(true, 10000, 0);
-	CHECK(shd_route_links_max(&r32) <= 12, "32 nodes: bound %u", shd_route_links_max(&r32));
-	CHECK(shd_route_links_max(&r10k) <= 200, "10000 nodes: bound %u",
+	EXPECTF(shd_route_links_max(&r32) <= 12, "32 nodes: bound %u", shd_route_links_max(&r32));
+	EXPECTF(shd_route_links_max(&r10k) <= 200, "10000 nodes: bound %u",
 	      shd_route_links_max(&r10k));
 	printf("route-unit: bound at 32 nodes %u, at 10000 nodes %u\n", shd_route_links_max(&r32),
 	       shd_route_links_max(&r10k));
-	return fails ? 1 : 0;
+	return check_result();
 }

@@ -30,20 +30,7 @@
 #include "daemon/log.h"
 #include "daemon/store.h"
 #include "proto/store.h"
-
-#define FAIL(...)                                                                    \
-	do {                                                                         \
-		fprintf(stderr, "store-fuzz: FAIL %s:%d: ", __FILE__, __LINE__);     \
-		fprintf(stderr, __VA_ARGS__);                                        \
-		fprintf(stderr, "\n");                                               \
-		abort();                                                             \
-	} while (0)
-
-#define ASSERT(cond, ...)                                                            \
-	do {                                                                         \
-		if (!(cond))                                                         \
-			FAIL(__VA_ARGS__);                                           \
-	} while (0)
+#include "tests/lib/check.h"
 
 static uint64_t rng_state = UINT64_C(0x9e3779b97f4a7c15);
 
@@ -181,8 +168,8 @@ static void mutate(struct shd_sp_buf *b)
 
 static void check_parse(const uint8_t *src, size_t n, int dialect)
 {
-	uint8_t *p = malloc(n ? n : 1);
-	ASSERT(p, "oom");
+	uint8_t *p = calloc(1, n ? n : 1);
+	CHECKF(p, "oom");
 	if (n)
 		memcpy(p, src, n);
 	struct shd_sp_req q;
@@ -190,23 +177,23 @@ static void check_parse(const uint8_t *src, size_t n, int dialect)
 	long r = shd_sp_parse(p, n, dialect, &plim, &q, &why);
 	if (r > 0) {
 		accepted++;
-		ASSERT((size_t)r <= n, "took %ld of %zu", r, n);
+		CHECKF((size_t)r <= n, "took %ld of %zu", r, n);
 		struct shd_sp_buf o = {0};
-		ASSERT(shd_sp_encode(&o, dialect, &q) == 0, "re-encode");
-		ASSERT(o.len == (size_t)r && memcmp(o.p, p, o.len) == 0, "not canonical");
+		CHECKF(shd_sp_encode(&o, dialect, &q) == 0, "re-encode");
+		CHECKF(o.len == (size_t)r && memcmp(o.p, p, o.len) == 0, "not canonical");
 		shd_sp_buf_free(&o);
 		size_t pos = 0;
 		uint64_t strs = q.op == SHD_SP_MULTI_SET ? 2 * q.n : q.n;
 		for (uint64_t i = 0; q.list && i < strs; i++) {
 			struct shd_sp_str s = shd_sp_list_next(q.list, &pos);
-			ASSERT(s.p >= p && s.p + s.len <= p + r, "list string outside");
+			CHECKF(s.p >= p && s.p + s.len <= p + r, "list string outside");
 		}
-		ASSERT(pos == q.list_len, "list length");
+		CHECKF(pos == q.list_len, "list length");
 	} else if (r == 0) {
 		incomplete++;
 	} else {
 		rejected++;
-		ASSERT(why && *why, "no reason for %ld", r);
+		CHECKF(why && *why, "no reason for %ld", r);
 	}
 	free(p);
 }
@@ -223,7 +210,7 @@ int main(void)
 	for (uint64_t i = 0; i < iters; i++) {
 		if (i % 500 == 0) {
 			shd_store_close(s);
-			ASSERT(shd_store_new_detached(&slim, &s) == 0, "store");
+			CHECKF(shd_store_new_detached(&slim, &s) == 0, "store");
 		}
 		int dialect = below(2) ? SHD_SP_V1 : SHD_SP_V2;
 		struct shd_sp_buf b = {0};

@@ -27,22 +27,9 @@
 #include <string.h>
 
 #include "proto/wire.h"
+#include "tests/lib/check.h"
 
 #define MAX_BUF 8192u
-
-#define FAIL(...)                                                                    \
-	do {                                                                         \
-		fprintf(stderr, "wire-fuzz: FAIL %s:%d: ", __FILE__, __LINE__);      \
-		fprintf(stderr, __VA_ARGS__);                                        \
-		fprintf(stderr, "\n");                                               \
-		abort();                                                             \
-	} while (0)
-
-#define ASSERT(cond, ...)                                                            \
-	do {                                                                         \
-		if (!(cond))                                                         \
-			FAIL(__VA_ARGS__);                                           \
-	} while (0)
 
 static uint64_t rng_state = UINT64_C(0x9e3779b97f4a7c15);
 
@@ -66,7 +53,7 @@ static uint32_t below(uint32_t n)
 
 struct counts {
 	uint64_t accepted, rejected, records;
-	uint64_t by_kind[SHF_WIRE_KIND_MAX];
+	uint64_t by_kind[256];
 };
 
 static struct counts cnt;
@@ -84,36 +71,36 @@ static void check_canonical(const uint8_t *buf, size_t n, const struct shf_wire_
 		struct shf_wire_batch_enc e;
 		uint64_t sum = 0, seen = 0;
 		int rc;
-		ASSERT(shf_wire_batch_begin(&e, re, sizeof(re), h->src_node, h->dst_node,
+		CHECKF(shf_wire_batch_begin(&e, re, sizeof(re), h->src_node, h->dst_node,
 					    h->u.batch.job_hash) == 0,
 		       "begin");
 		shf_wire_iter_init(&it, buf, h, max_msg);
 		while ((rc = shf_wire_iter_next(&it, &r)) == 1) {
 			const uint8_t *d = r.data;
-			ASSERT(d >= buf + SHF_WIRE_BATCH_HDR + SHF_WIRE_REC_HDR &&
+			CHECKF(d >= buf + SHF_WIRE_BATCH_HDR + SHF_WIRE_REC_HDR &&
 				       d + r.len <= buf + n,
 			       "record outside the message");
-			ASSERT(r.len <= max_msg && r.src_rank >= 0 && r.src_rank < SHF_WORLD_MAX &&
+			CHECKF(r.len <= max_msg && r.src_rank >= 0 && r.src_rank < SHF_WORLD_MAX &&
 				       ((r.dst_rank >= 0 && r.dst_rank < SHF_WORLD_MAX) ||
 					r.dst_rank == SHF_WIRE_DST_BCAST),
 			       "record fields unchecked");
 			for (uint32_t k = 0; k < r.len; k++) /* touch every byte */
 				sum += d[k];
-			ASSERT(shf_wire_batch_put(&e, r.dst_rank, r.src_rank, r.type, r.data,
+			CHECKF(shf_wire_batch_put(&e, r.dst_rank, r.src_rank, r.type, r.data,
 						  r.len) == 0,
 			       "re-encode record");
 			seen++;
 			cnt.records++;
 		}
 		(void)sum;
-		ASSERT(seen <= h->u.batch.count, "more records than count");
+		CHECKF(seen <= h->u.batch.count, "more records than count");
 		if (rc < 0) {
-			ASSERT(rc == -EBADMSG, "iterator error %d", rc);
-			ASSERT(shf_wire_batch_verify(buf, h, max_msg) == -EBADMSG, "verify agrees");
+			CHECKF(rc == -EBADMSG, "iterator error %d", rc);
+			CHECKF(shf_wire_batch_verify(buf, h, max_msg) == -EBADMSG, "verify agrees");
 			return; /* a rejected batch: nothing to compare */
 		}
-		ASSERT(seen == h->u.batch.count, "count not enforced");
-		ASSERT(shf_wire_batch_verify(buf, h, max_msg) == 0, "verify agrees");
+		CHECKF(seen == h->u.batch.count, "count not enforced");
+		CHECKF(shf_wire_batch_verify(buf, h, max_msg) == 0, "verify agrees");
 		m = (long)shf_wire_batch_end(&e, h->u.batch.seq);
 		break;
 	}
@@ -125,13 +112,13 @@ static void check_canonical(const uint8_t *buf, size_t n, const struct shf_wire_
 		break;
 	case SHF_WIRE_JOB_JOIN: {
 		static struct shf_wire_range rg[MAX_BUF / SHF_WIRE_RANGE_BYTES];
-		ASSERT(h->u.join.nranges <= sizeof(rg) / sizeof(rg[0]), "nranges vs length");
+		CHECKF(h->u.join.nranges <= sizeof(rg) / sizeof(rg[0]), "nranges vs length");
 		for (uint32_t i = 0; i < h->u.join.nranges; i++) {
 			rg[i] = shf_wire_join_range(&h->u.join, i);
-			ASSERT(rg[i].first >= 0 && rg[i].count >= 1 &&
+			CHECKF(rg[i].first >= 0 && rg[i].count >= 1 &&
 				       (int64_t)rg[i].first + rg[i].count <= h->u.join.world,
 			       "range unchecked");
-			ASSERT(i == 0 || rg[i].first >= rg[i - 1].first + rg[i - 1].count,
+			CHECKF(i == 0 || rg[i].first >= rg[i - 1].first + rg[i - 1].count,
 			       "ranges unsorted");
 		}
 		m = shf_wire_enc_join(re, sizeof(re), h->src_node, h->dst_node, &h->u.join, rg,
@@ -141,8 +128,11 @@ static void check_canonical(const uint8_t *buf, size_t n, const struct shf_wire_
 	case SHF_WIRE_JOB_LEAVE:
 		m = shf_wire_enc_leave(re, sizeof(re), h->src_node, h->dst_node, &h->u.leave);
 		break;
-	case SHF_WIRE_EPOCH:
-		m = shf_wire_enc_epoch(re, sizeof(re), h->src_node, h->dst_node, &h->u.epoch);
+	case SHF_WIRE_EPOCH_UP:
+	case SHF_WIRE_EPOCH_DOWN:
+	case SHF_WIRE_EPOCH_ABORT:
+		m = shf_wire_enc_epoch_kind(re, sizeof(re), h->kind, h->src_node, h->dst_node,
+					    &h->u.epoch);
 		break;
 	case SHF_WIRE_DROP:
 		m = shf_wire_enc_drop(re, sizeof(re), h->src_node, h->dst_node, &h->u.drop);
@@ -150,13 +140,13 @@ static void check_canonical(const uint8_t *buf, size_t n, const struct shf_wire_
 	default:
 		FAIL("accepted unknown kind %u", h->kind);
 	}
-	ASSERT(m == (long)n, "re-encoded %s is %ld bytes, message %zu",
+	CHECKF(m == (long)n, "re-encoded %s is %ld bytes, message %zu",
 	       shf_wire_kind_name(h->kind), m, n);
 	/* the encoders write zero tags: put the decoded ones back */
-	ASSERT(shf_wire_get64(re + 16) == 0 && shf_wire_get64(re + 24) == 0,
+	CHECKF(shf_wire_get64(re + 16) == 0 && shf_wire_get64(re + 24) == 0,
 	       "encoder wrote session tags");
 	shf_wire_stamp(re, h->src_session, h->dst_session);
-	ASSERT(!memcmp(re, buf, n), "accepted %s is not canonical", shf_wire_kind_name(h->kind));
+	CHECKF(!memcmp(re, buf, n), "accepted %s is not canonical", shf_wire_kind_name(h->kind));
 }
 
 /* Check one input of n bytes at data (any alignment, exactly n readable). */
@@ -167,15 +157,15 @@ static int check_one(const uint8_t *data, size_t n, uint32_t n_nodes, uint32_t m
 	memset(&h, 0xa5, sizeof(h));
 	int rc = shf_wire_check(data, n, n_nodes, me, &h);
 	if (rc) {
-		ASSERT(rc == -EBADMSG || rc == -EPROTO, "check returned %d", rc);
+		CHECKF(rc == -EBADMSG || rc == -EPROTO, "check returned %d", rc);
 		cnt.rejected++;
 		return rc;
 	}
-	ASSERT(h.len == n && h.dst_node == me && h.src_node < n_nodes && h.src_node != me,
+	CHECKF(h.len == n && h.dst_node == me && h.src_node < n_nodes && h.src_node != me,
 	       "header fields unchecked");
-	ASSERT(h.kind > 0 && h.kind < SHF_WIRE_KIND_MAX, "kind");
-	ASSERT(h.version == SHF_WIRE_VERSION && n >= SHF_WIRE_HDR, "version or length unchecked");
-	ASSERT(h.src_session == shf_wire_get64(data + 16) &&
+	CHECKF(h.kind > 0 && h.kind < 256 && strcmp(shf_wire_kind_name(h.kind), "?"), "kind");
+	CHECKF(h.version == SHF_WIRE_VERSION && n >= SHF_WIRE_HDR, "version or length unchecked");
+	CHECKF(h.src_session == shf_wire_get64(data + 16) &&
 		       h.dst_session == shf_wire_get64(data + 24),
 	       "session tags not decoded");
 	cnt.accepted++;
@@ -216,7 +206,7 @@ static size_t gen_batch(uint8_t *b, uint32_t src, uint32_t dst, uint32_t max_msg
 {
 	struct shf_wire_batch_enc e;
 	uint32_t cap = SHF_WIRE_BATCH_HDR + 24 + below(MAX_BUF - SHF_WIRE_BATCH_HDR - 24);
-	ASSERT(shf_wire_batch_begin(&e, b, cap, src, dst, rnd()) == 0, "begin");
+	CHECKF(shf_wire_batch_begin(&e, b, cap, src, dst, rnd()) == 0, "begin");
 	uint32_t want = 1 + below(24);
 	for (uint32_t i = 0; i < want; i++) {
 		uint32_t len = below(4) == 0 ? 0 : below(below(2) ? 16 : max_msg + 1);
@@ -231,7 +221,7 @@ static size_t gen_batch(uint8_t *b, uint32_t src, uint32_t dst, uint32_t max_msg
 			p[k] = (uint8_t)rnd();
 	}
 	if (e.count == 0)
-		ASSERT(shf_wire_batch_put(&e, 0, 0, 0, NULL, 0) == 0, "one record");
+		CHECKF(shf_wire_batch_put(&e, 0, 0, 0, NULL, 0) == 0, "one record");
 	return shf_wire_batch_end(&e, 1 + below(1000));
 }
 
@@ -287,7 +277,7 @@ static size_t gen(uint8_t *b, uint32_t src, uint32_t dst, uint32_t max_msg)
 			n = shf_wire_enc_leave(b, MAX_BUF, src, dst, &l);
 		} else {
 			struct shf_wire_epoch ep = {rnd(), 1 + below(100), 1 + below(2), below(99)};
-			n = shf_wire_enc_epoch(b, MAX_BUF, src, dst, &ep);
+			n = shf_wire_enc_epoch_kind(b, MAX_BUF, SHF_WIRE_EPOCH_UP, src, dst, &ep);
 		}
 		break;
 	}
@@ -299,8 +289,8 @@ static size_t gen(uint8_t *b, uint32_t src, uint32_t dst, uint32_t max_msg)
 		break;
 	}
 	}
-	ASSERT(n >= (long)SHF_WIRE_HDR, "generator produced an invalid message (%ld)", n);
-	ASSERT(shf_wire_get64(b + 16) == 0 && shf_wire_get64(b + 24) == 0, "encoder tags not 0");
+	CHECKF(n >= (long)SHF_WIRE_HDR, "generator produced an invalid message (%ld)", n);
+	CHECKF(shf_wire_get64(b + 16) == 0 && shf_wire_get64(b + 24) == 0, "encoder tags not 0");
 	shf_wire_stamp(b, gen_tag(), gen_tag());
 	return (size_t)n;
 }
@@ -409,20 +399,20 @@ int main(void)
 		/* the valid message itself is accepted */
 		uint8_t *copy = malloc(n ? n : 1);
 		memcpy(copy, msg, n);
-		ASSERT(check_one(copy, n, NODES, dst, max_msg) == 0, "valid message rejected");
+		CHECKF(check_one(copy, n, NODES, dst, max_msg) == 0, "valid message rejected");
 		/* ... whatever its session tags: the check does not judge them */
 		uint64_t ts = rnd(), td = below(2) ? 0 : rnd();
 		shf_wire_stamp(copy, ts, td);
 		struct shf_wire_hdr ht;
-		ASSERT(shf_wire_check(copy, n, NODES, dst, &ht) == 0 && ht.src_session == ts &&
+		CHECKF(shf_wire_check(copy, n, NODES, dst, &ht) == 0 && ht.src_session == ts &&
 			       ht.dst_session == td && ht.kind == shf_wire_get16(msg + 6),
 		       "restamped message rejected or tags not decoded");
 		free(copy);
 		/* ... not by anyone else, and not with fewer nodes */
 		struct shf_wire_hdr h;
-		ASSERT(shf_wire_check(msg, n, NODES, (dst + 1) % NODES, &h) == -EBADMSG,
+		CHECKF(shf_wire_check(msg, n, NODES, (dst + 1) % NODES, &h) == -EBADMSG,
 		       "accepted by the wrong node");
-		ASSERT(shf_wire_check(msg, n, src, dst, &h) == -EBADMSG, "src beyond nodes");
+		CHECKF(shf_wire_check(msg, n, src, dst, &h) == -EBADMSG, "src beyond nodes");
 
 		/* then mutated, from an exactly-sized buffer */
 		size_t m = mutate(msg, n);

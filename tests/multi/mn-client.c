@@ -91,6 +91,7 @@
 #include <unistd.h>
 
 #include "shuffle.h"
+#include "tests/lib/args.h"
 #include "tests/lib/tclient.h"
 
 #define MAX_WORLD 256
@@ -118,8 +119,6 @@ static struct {
 };
 
 static int g_rank = -1, g_world;
-
-#define FAIL(...) tc_fail(__VA_ARGS__)
 
 static void usage(const char *why) __attribute__((noreturn));
 static void usage(const char *why)
@@ -316,19 +315,19 @@ static void wait_counts(struct shf_ctx *c, bool poll, unsigned phase, uint64_t w
 					fprintf(stderr, "mn-client rank %d: phase %u: %" PRIu64
 						" messages from %d, expected %" PRIu64 "\n", g_rank,
 						phase, rx_count(phase, s), s, want);
-			FAIL("phase %u: counts incomplete after %d ms", phase, cfg.timeout);
+			tc_fail("phase %u: counts incomplete after %d ms", phase, cfg.timeout);
 		}
 		if (poll) {
 			int r = shf_poll(c, 10);
 			if (r < 0)
-				FAIL("shf_poll: %s", shf_strerror(r));
+				tc_fail("shf_poll: %s", shf_strerror(r));
 		} else {
 			tc_sleep_ms(1);
 		}
 	}
 	for (int s = 0; s < g_world; s++)
 		if (s != g_rank && !skip(s) && rx_count(phase, s) != want)
-			FAIL("phase %u: %" PRIu64 " messages from %d, expected exactly %" PRIu64,
+			tc_fail("phase %u: %" PRIu64 " messages from %d, expected exactly %" PRIu64,
 			     phase, rx_count(phase, s), s, want);
 }
 
@@ -357,9 +356,9 @@ static int mode_peerloss(void)
 	bool victim = my >= 0 && is_victim(my);
 	struct shf_ctx *c = open_ctx(!victim, victim ? cfg.vring : 0);
 	if (is_victim(g_rank) != victim)
-		FAIL("SHF_RANK %d but shf_rank() %d", my, g_rank);
+		tc_fail("SHF_RANK %d but shf_rank() %d", my, g_rank);
 	if (g_world % cfg.per_node || cfg.victim >= g_world / cfg.per_node)
-		FAIL("world %d, per_node %d, victim %d do not fit", g_world, cfg.per_node,
+		tc_fail("world %d, per_node %d, victim %d do not fit", g_world, cfg.per_node,
 		     cfg.victim);
 	int r;
 	/* A: everyone to everyone */
@@ -368,12 +367,12 @@ static int mode_peerloss(void)
 			int dst = (g_rank + k) % g_world;
 			if ((r = send_msg(c, victim, 0, dst, sizeof(struct mmsg) + (uint32_t)(i % 200),
 					  0)) != 0)
-				FAIL("phase A: send to %d: %s", dst, shf_strerror(r));
+				tc_fail("phase A: send to %d: %s", dst, shf_strerror(r));
 		}
 	if ((r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout)) != 0)
-		FAIL("phase A: flush(REMOTE): %s (%s)", shf_strerror(r), shf_error_detail());
+		tc_fail("phase A: flush(REMOTE): %s (%s)", shf_strerror(r), shf_error_detail());
 	if ((r = shf_epoch(c, cfg.timeout)) != 0)
-		FAIL("phase A: epoch: %s (%s)", shf_strerror(r), shf_error_detail());
+		tc_fail("phase A: epoch: %s (%s)", shf_strerror(r), shf_error_detail());
 	wait_counts(c, victim, 0, (uint64_t)cfg.m, skip_none);
 	printf("rank %d: phase A ok (%ld messages to each of %d ranks)\n", g_rank, cfg.m,
 	       g_world - 1);
@@ -392,9 +391,9 @@ static int mode_peerloss(void)
 			if (r == -ENOTCONN)
 				break;
 			if (r != 0)
-				FAIL("victim: shf_stats_get: %s", shf_strerror(r));
+				tc_fail("victim: shf_stats_get: %s", shf_strerror(r));
 			if (tc_now_ms() > end)
-				FAIL("victim: never released");
+				tc_fail("victim: never released");
 			tc_sleep_ms(20);
 		}
 		printf("rank %d: victim done (%s)\n", g_rank,
@@ -413,7 +412,7 @@ static int mode_peerloss(void)
 		long n = cfg.burst / 1024;
 		for (long i = 0; i < n; i++)
 			if ((r = send_msg(c, false, 1, v0, 1024, SHF_NONBLOCK)) != 0)
-				FAIL("burst to rank %d: message %ld of %ld: %s (the burst must fit "
+				tc_fail("burst to rank %d: message %ld of %ld: %s (the burst must fit "
 				     "my send ring)", v0, i, n, shf_strerror(r));
 		tc_sync_post("s-flushing");
 		t0 = tc_now_ms();
@@ -422,18 +421,18 @@ static int mode_peerloss(void)
 		printf("rank 0: flush(REMOTE) with %ld messages to lost rank %d: %s after %ld ms "
 		       "(%s)\n", n, v0, err_name(r), dt, shf_error_detail());
 		if (r != -EHOSTDOWN)
-			FAIL("flush after losing the destination node: %s, expected EHOSTDOWN",
+			tc_fail("flush after losing the destination node: %s, expected EHOSTDOWN",
 			     err_name(r));
 		if (dt < cfg.hold_min_ms)
-			FAIL("flush returned after %ld ms, before the node was lost (>= %d ms)",
+			tc_fail("flush returned after %ld ms, before the node was lost (>= %d ms)",
 			     dt, cfg.hold_min_ms);
 		struct shf_stats st;
 		if ((r = shf_stats_get(c, &st)) != 0)
-			FAIL("shf_stats_get: %s", shf_strerror(r));
+			tc_fail("shf_stats_get: %s", shf_strerror(r));
 		printf("rank 0: dropped_down %" PRIu64 ", dropped_dead %" PRIu64 "\n",
 		       st.dropped_down, st.dropped_dead);
 		if (st.dropped_down == 0)
-			FAIL("stats.dropped_down is 0 after a flush returned EHOSTDOWN");
+			tc_fail("stats.dropped_down is 0 after a flush returned EHOSTDOWN");
 	} else {
 		tc_sync_post("in-epoch.%d", g_rank);
 		t0 = tc_now_ms();
@@ -442,17 +441,17 @@ static int mode_peerloss(void)
 		printf("rank %d: epoch in flight when the node was lost: %s after %ld ms (%s)\n",
 		       g_rank, err_name(r), dt, shf_error_detail());
 		if (!err_ok(r, cfg.inflight_epoch))
-			FAIL("epoch in flight at the loss: %s, expected %s", err_name(r),
+			tc_fail("epoch in flight at the loss: %s, expected %s", err_name(r),
 			     cfg.inflight_epoch);
 		if (dt < cfg.hold_min_ms)
-			FAIL("epoch returned after %ld ms, before the node was lost (>= %d ms)",
+			tc_fail("epoch returned after %ld ms, before the node was lost (>= %d ms)",
 			     dt, cfg.hold_min_ms);
 	}
 	r = shf_epoch(c, cfg.timeout);
 	printf("rank %d: epoch begun after the loss: %s (%s)\n", g_rank, err_name(r),
 	       shf_error_detail());
 	if (!err_ok(r, cfg.post_epoch))
-		FAIL("epoch after the loss: %s, expected %s", err_name(r), cfg.post_epoch);
+		tc_fail("epoch after the loss: %s, expected %s", err_name(r), cfg.post_epoch);
 	tc_sync_post("B.%d", g_rank);
 	for (int s = 0; s < g_world; s++)
 		if (!is_victim(s))
@@ -466,14 +465,14 @@ static int mode_peerloss(void)
 				continue;
 			if ((r = send_msg(c, false, 2, dst, sizeof(struct mmsg) + (uint32_t)(i % 300),
 					  0)) != 0)
-				FAIL("phase C: send to %d: %s", dst, shf_strerror(r));
+				tc_fail("phase C: send to %d: %s", dst, shf_strerror(r));
 		}
 	if ((r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout)) != 0)
-		FAIL("phase C: flush(REMOTE) among survivors: %s (%s)", shf_strerror(r),
+		tc_fail("phase C: flush(REMOTE) among survivors: %s (%s)", shf_strerror(r),
 		     shf_error_detail());
 	wait_counts(c, false, 2, (uint64_t)cfg.c, is_victim);
 	if (rx_errors())
-		FAIL("%" PRIu64 " delivery errors", rx_errors());
+		tc_fail("%" PRIu64 " delivery errors", rx_errors());
 	printf("rank %d: phase C ok (%ld messages to each survivor)\n", g_rank, cfg.c);
 	tc_sync_post("C.%d", g_rank);
 	for (int s = 0; s < g_world; s++)
@@ -481,7 +480,7 @@ static int mode_peerloss(void)
 			tc_sync_wait(cfg.timeout, "C.%d", s);
 	r = shf_close(c);
 	if (r != 0)
-		FAIL("shf_close: %s", shf_strerror(r));
+		tc_fail("shf_close: %s", shf_strerror(r));
 	return 0;
 }
 
@@ -491,7 +490,7 @@ static int mode_epochleave(void)
 {
 	struct shf_ctx *c = open_ctx(true, 0);
 	if (g_world != 3 || g_rank > 1)
-		FAIL("epochleave is for ranks 0 and 1 of world 3");
+		tc_fail("epochleave is for ranks 0 and 1 of world 3");
 	tc_sync_post("open.%d", g_rank);
 	int64_t t0 = tc_now_ms();
 	int r = shf_epoch(c, cfg.timeout);
@@ -502,15 +501,15 @@ static int mode_epochleave(void)
 		/* leave at once, as a job's last epoch followed by exit does */
 		int rc = shf_close(c);
 		if (r != 0)
-			FAIL("rank 1's epoch: %s, expected ok", err_name(r));
+			tc_fail("rank 1's epoch: %s, expected ok", err_name(r));
 		if (rc != 0)
-			FAIL("shf_close: %s", shf_strerror(rc));
+			tc_fail("shf_close: %s", shf_strerror(rc));
 		return 0;
 	}
 	tc_sync_post("epoch.0");
 	tc_sync_wait(cfg.timeout, "close.0"); /* leave only when the fake node says so */
 	if (r != want)
-		FAIL("epoch completed everywhere else before rank 1 left, yet here: %s, expected %s",
+		tc_fail("epoch completed everywhere else before rank 1 left, yet here: %s, expected %s",
 		     err_name(r), cfg.expect);
 	shf_close(c);
 	return 0;
@@ -530,9 +529,9 @@ static void fault_phase_a(struct shf_ctx *c, bool poll, bool send, bool recv)
 	int other = 1 - g_rank, r;
 	for (long i = 0; send && i < cfg.m; i++)
 		if ((r = send_msg(c, poll, 0, other, sizeof(struct mmsg) + (uint32_t)(i % 200), 0)))
-			FAIL("phase A: send to %d: %s", other, shf_strerror(r));
+			tc_fail("phase A: send to %d: %s", other, shf_strerror(r));
 	if ((r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout)) != 0)
-		FAIL("phase A: flush(REMOTE): %s (%s)", err_name(r), shf_error_detail());
+		tc_fail("phase A: flush(REMOTE): %s (%s)", err_name(r), shf_error_detail());
 	if (recv)
 		wait_counts(c, poll, 0, (uint64_t)cfg.m, skip_self);
 	printf("rank %d: phase A ok\n", g_rank);
@@ -543,7 +542,7 @@ static void get_stats(struct shf_ctx *c, struct shf_stats *st)
 {
 	int r = shf_stats_get(c, st);
 	if (r)
-		FAIL("shf_stats_get: %s", shf_strerror(r));
+		tc_fail("shf_stats_get: %s", shf_strerror(r));
 }
 
 static int mode_parkdrop(void)
@@ -552,7 +551,7 @@ static int mode_parkdrop(void)
 	bool receiver = rs && atoi(rs) == 1;
 	struct shf_ctx *c = open_ctx(!receiver, receiver ? cfg.vring : 0);
 	if (g_world != 2 || (g_rank == 1) != receiver)
-		FAIL("parkdrop is for ranks 0 and 1 of world 2 (SHF_RANK %s)", rs ? rs : "unset");
+		tc_fail("parkdrop is for ranks 0 and 1 of world 2 (SHF_RANK %s)", rs ? rs : "unset");
 	if (cfg.size < sizeof(struct mmsg) || cfg.size > sizeof(g_buf))
 		usage("size out of range");
 	fault_phase_a(c, receiver, true, true);
@@ -562,7 +561,7 @@ static int mode_parkdrop(void)
 		tc_sync_post("stopped.1");
 		tc_sync_wait(cfg.timeout, "armed");
 		if ((r = send_msg(c, false, 2, 0, sizeof(struct mmsg), SHF_NONBLOCK)) != 0)
-			FAIL("send to rank 0 once armed: %s", shf_strerror(r));
+			tc_fail("send to rank 0 once armed: %s", shf_strerror(r));
 		tc_sync_post("sent.1");
 		tc_sync_wait(cfg.timeout, "exit.1");
 		printf("rank 1: leaving without reading or closing (%" PRIu64 " phase-1 messages "
@@ -575,7 +574,7 @@ static int mode_parkdrop(void)
 	get_stats(c, &st0);
 	for (long i = 0; i < cfg.count; i++)
 		if ((r = send_msg(c, false, 1, 1, cfg.size, 0)) != 0)
-			FAIL("send %ld of %ld to rank 1: %s", i, cfg.count, shf_strerror(r));
+			tc_fail("send %ld of %ld to rank 1: %s", i, cfg.count, shf_strerror(r));
 	tc_sync_post("sent.0");
 	int64_t t0 = tc_now_ms();
 	r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout);
@@ -585,9 +584,9 @@ static int mode_parkdrop(void)
 	       "dropped_down %" PRIu64 ", dropped_dead %" PRIu64 "\n", cfg.count, err_name(r),
 	       (long)(tc_now_ms() - t0), shf_error_detail(), down, dead);
 	if (r != -EHOSTDOWN)
-		FAIL("flush once node 1 was lost: %s, expected EHOSTDOWN", err_name(r));
+		tc_fail("flush once node 1 was lost: %s, expected EHOSTDOWN", err_name(r));
 	if (down < 1 || down > (uint64_t)cfg.count || dead)
-		FAIL("dropped_down %" PRIu64 " (expected 1..%ld: possible loss of the records in "
+		tc_fail("dropped_down %" PRIu64 " (expected 1..%ld: possible loss of the records in "
 		     "flight), dropped_dead %" PRIu64 " (expected 0)", down, cfg.count, dead);
 	tc_sync_post("flushed.0");
 	tc_sync_wait(cfg.timeout, "end");
@@ -599,7 +598,7 @@ static int mode_appenddown(void)
 {
 	struct shf_ctx *c = open_ctx(true, 0);
 	if (g_world != 2)
-		FAIL("appenddown is for world 2");
+		tc_fail("appenddown is for world 2");
 	if (cfg.size < sizeof(struct mmsg) || cfg.size > sizeof(g_buf))
 		usage("size out of range");
 	int r;
@@ -609,10 +608,10 @@ static int mode_appenddown(void)
 		uint64_t a = rx_count(0, 0), b = rx_count(1, 0);
 		printf("rank 1: got %" PRIu64 " phase-A and %" PRIu64 " phase-B messages\n", a, b);
 		if (a != (uint64_t)cfg.m || b != 0 || rx_errors())
-			FAIL("expected exactly %ld phase-A and 0 phase-B messages, no errors "
+			tc_fail("expected exactly %ld phase-A and 0 phase-B messages, no errors "
 			     "(%" PRIu64 ")", cfg.m, rx_errors());
 		if ((r = shf_close(c)) != 0)
-			FAIL("shf_close: %s", shf_strerror(r));
+			tc_fail("shf_close: %s", shf_strerror(r));
 		return 0;
 	}
 	tc_sync_wait(cfg.timeout, "armed");
@@ -620,7 +619,7 @@ static int mode_appenddown(void)
 	get_stats(c, &st0);
 	for (long i = 0; i < cfg.count; i++)
 		if ((r = send_msg(c, false, 1, 1, cfg.size, 0)) != 0)
-			FAIL("send %ld of %ld to rank 1: %s", i, cfg.count, shf_strerror(r));
+			tc_fail("send %ld of %ld to rank 1: %s", i, cfg.count, shf_strerror(r));
 	r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout);
 	get_stats(c, &st1);
 	uint64_t down = st1.dropped_down - st0.dropped_down, dead = st1.dropped_dead - st0.dropped_dead;
@@ -629,13 +628,13 @@ static int mode_appenddown(void)
 	       shf_error_detail(), down, dead);
 	tc_sync_post("B.0");
 	if (r != -EHOSTDOWN)
-		FAIL("flush after node 1 went down: %s, expected EHOSTDOWN", err_name(r));
+		tc_fail("flush after node 1 went down: %s, expected EHOSTDOWN", err_name(r));
 	if (down != (uint64_t)cfg.count || dead)
-		FAIL("sent %ld, delivered 0, reported dropped %" PRIu64 " (down) + %" PRIu64
+		tc_fail("sent %ld, delivered 0, reported dropped %" PRIu64 " (down) + %" PRIu64
 		     " (dead): %ld record(s) lost without a report", cfg.count, down, dead,
 		     cfg.count - (long)(down + dead));
 	if ((r = shf_close(c)) != 0)
-		FAIL("shf_close: %s", shf_strerror(r));
+		tc_fail("shf_close: %s", shf_strerror(r));
 	return 0;
 }
 
@@ -643,13 +642,13 @@ static int mode_leavefree(void)
 {
 	struct shf_ctx *c = open_ctx(true, 0);
 	if (g_world != 2)
-		FAIL("leavefree is for world 2");
+		tc_fail("leavefree is for world 2");
 	int r;
 	fault_phase_a(c, false, true, true);
 	if ((r = shf_epoch(c, cfg.timeout)) != 0)
-		FAIL("phase A: epoch: %s (%s)", err_name(r), shf_error_detail());
+		tc_fail("phase A: epoch: %s (%s)", err_name(r), shf_error_detail());
 	if (rx_errors())
-		FAIL("%" PRIu64 " delivery errors", rx_errors());
+		tc_fail("%" PRIu64 " delivery errors", rx_errors());
 	tc_sync_post("E.%d", g_rank);
 	if (g_rank == 0) {
 		tc_sync_wait(cfg.timeout, "armed");
@@ -657,14 +656,14 @@ static int mode_leavefree(void)
 		printf("rank 0: closed (its JOB_LEAVE to node 1 fails): %s\n", err_name(r));
 		tc_sync_post("closed.0");
 		if (r != 0)
-			FAIL("shf_close: %s", err_name(r));
+			tc_fail("shf_close: %s", err_name(r));
 		return 0;
 	}
 	tc_sync_wait(cfg.timeout, "exit.1");
 	r = shf_close(c);
 	printf("rank 1: closed: %s\n", err_name(r));
 	if (r != 0)
-		FAIL("shf_close: %s", err_name(r));
+		tc_fail("shf_close: %s", err_name(r));
 	return 0;
 }
 
@@ -681,7 +680,7 @@ static int mode_epochabort(void)
 	struct shf_ctx *c = open_ctx(true, 0);
 	int r;
 	if (g_rank == 0 && (r = send_msg(c, false, 2, cfg.victim, sizeof(struct mmsg), 0)) != 0)
-		FAIL("send to the victim: %s", shf_strerror(r));
+		tc_fail("send to the victim: %s", shf_strerror(r));
 	if (g_rank != cfg.victim)
 		tc_sync_post("in-epoch.%d", g_rank);
 	int64_t t0 = tc_now_ms();
@@ -692,7 +691,7 @@ static int mode_epochabort(void)
 	printf("rank %d: epoch with rank %d gone inside it: %s after %ld ms (%s)\n", g_rank,
 	       cfg.victim, err_name(r), dt, shf_error_detail());
 	if (r != err_code(want))
-		FAIL("epoch: %s, expected %s", err_name(r), want);
+		tc_fail("epoch: %s, expected %s", err_name(r), want);
 	shf_close(c);
 	return 0;
 }
@@ -707,11 +706,11 @@ static int mode_epochtime(void)
 	int r;
 	uint64_t *ns = calloc((size_t)cfg.count, sizeof(*ns));
 	if (!ns)
-		FAIL("out of memory");
+		tc_fail("out of memory");
 	for (long i = 0; i <= cfg.count; i++) {
 		uint64_t a = tc_now_ns();
 		if ((r = shf_epoch(c, cfg.timeout)) != 0)
-			FAIL("epoch %ld: %s (%s)", i, shf_strerror(r), shf_error_detail());
+			tc_fail("epoch %ld: %s (%s)", i, shf_strerror(r), shf_error_detail());
 		if (i > 0)
 			ns[i - 1] = tc_now_ns() - a;
 	}
@@ -725,19 +724,19 @@ static int mode_epochtime(void)
 			int dst = (g_rank + k) % g_world;
 			if ((r = send_msg(c, false, 0, dst, sizeof(struct mmsg) + (uint32_t)(i % 200),
 					  0)) != 0)
-				FAIL("load: send to %d: %s", dst, shf_strerror(r));
+				tc_fail("load: send to %d: %s", dst, shf_strerror(r));
 		}
 	if ((r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout)) != 0)
-		FAIL("load: flush(REMOTE): %s (%s)", shf_strerror(r), shf_error_detail());
+		tc_fail("load: flush(REMOTE): %s (%s)", shf_strerror(r), shf_error_detail());
 	if ((r = shf_epoch(c, cfg.timeout)) != 0)
-		FAIL("load: epoch: %s (%s)", shf_strerror(r), shf_error_detail());
+		tc_fail("load: epoch: %s (%s)", shf_strerror(r), shf_error_detail());
 	wait_counts(c, false, 0, (uint64_t)cfg.m, skip_none);
 	if (rx_errors())
-		FAIL("%" PRIu64 " delivery errors", rx_errors());
+		tc_fail("%" PRIu64 " delivery errors", rx_errors());
 	tc_sync_post("held.%d", g_rank);
 	tc_sync_wait(cfg.timeout, "release");
 	if ((r = shf_close(c)) != 0)
-		FAIL("shf_close: %s", shf_strerror(r));
+		tc_fail("shf_close: %s", shf_strerror(r));
 	return 0;
 }
 
@@ -755,19 +754,19 @@ static int mode_latency(void)
 		usage("size out of range");
 	rx.lat_ns = calloc((size_t)cfg.count, sizeof(uint64_t));
 	if (!rx.lat_ns)
-		FAIL("out of memory");
+		tc_fail("out of memory");
 	struct shf_ctx *c = open_ctx(true, 0);
 	if (g_world != 2)
-		FAIL("latency needs world 2");
+		tc_fail("latency needs world 2");
 	int r;
 	if (g_rank == 0) {
 		for (long i = 0; i < cfg.count; i++) {
 			if ((r = send_msg(c, false, 0, 1, cfg.size, 0)) != 0)
-				FAIL("send #%ld: %s", i, shf_strerror(r));
+				tc_fail("send #%ld: %s", i, shf_strerror(r));
 			tc_sleep_ms(cfg.gap_ms);
 		}
 		if ((r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout)) != 0)
-			FAIL("flush: %s", shf_strerror(r));
+			tc_fail("flush: %s", shf_strerror(r));
 		tc_sync_wait(cfg.timeout, "lat-done");
 		shf_close(c);
 		return 0;
@@ -780,12 +779,12 @@ static int mode_latency(void)
 		if (n >= cfg.count)
 			break;
 		if (tc_now_ms() > end)
-			FAIL("received %ld of %ld messages", n, cfg.count);
+			tc_fail("received %ld of %ld messages", n, cfg.count);
 		tc_sleep_ms(5);
 	}
 	tc_sync_post("lat-done");
 	if (rx_errors())
-		FAIL("%" PRIu64 " delivery errors", rx_errors());
+		tc_fail("%" PRIu64 " delivery errors", rx_errors());
 	uint64_t *l = rx.lat_ns;
 	long n = cfg.count;
 	qsort(l, (size_t)n, sizeof(*l), cmp_u64);
@@ -815,32 +814,24 @@ static int mode_latency(void)
 
 static void parse_args(int argc, char **argv)
 {
-	if (argc < 2)
-		usage("no mode");
-	cfg.mode = argv[1];
-	for (int i = 2; i < argc; i++) {
-		char *eq = strchr(argv[i], '=');
-		if (!eq)
-			usage(argv[i]);
-		*eq = '\0';
-		const char *k = argv[i], *v = eq + 1;
-		if (!strcmp(k, "per_node")) cfg.per_node = atoi(v);
-		else if (!strcmp(k, "victim")) cfg.victim = atoi(v);
-		else if (!strcmp(k, "m")) cfg.m = atol(v);
-		else if (!strcmp(k, "c")) cfg.c = atol(v);
-		else if (!strcmp(k, "count")) cfg.count = atol(v);
-		else if (!strcmp(k, "burst")) cfg.burst = atol(v);
-		else if (!strcmp(k, "vring")) cfg.vring = (uint32_t)strtoul(v, NULL, 0);
-		else if (!strcmp(k, "timeout")) cfg.timeout = atoi(v);
-		else if (!strcmp(k, "hold_min_ms")) cfg.hold_min_ms = atoi(v);
-		else if (!strcmp(k, "post_epoch")) cfg.post_epoch = v;
-		else if (!strcmp(k, "inflight_epoch")) cfg.inflight_epoch = v;
-		else if (!strcmp(k, "expect")) cfg.expect = v;
-		else if (!strcmp(k, "gap_ms")) cfg.gap_ms = atoi(v);
-		else if (!strcmp(k, "size")) cfg.size = (uint32_t)atol(v);
-		else if (!strcmp(k, "bound_us")) cfg.bound_us = atol(v);
-		else usage(k);
-	}
+	static const struct targ keys[] = {
+		{"per_node", TARG_INT, &cfg.per_node, NULL},
+		{"victim", TARG_INT, &cfg.victim, NULL},
+		{"m", TARG_LONG, &cfg.m, NULL},
+		{"c", TARG_LONG, &cfg.c, NULL},
+		{"count", TARG_LONG, &cfg.count, NULL},
+		{"burst", TARG_LONG, &cfg.burst, NULL},
+		{"vring", TARG_U32, &cfg.vring, NULL},
+		{"timeout", TARG_INT, &cfg.timeout, NULL},
+		{"hold_min_ms", TARG_INT, &cfg.hold_min_ms, NULL},
+		{"post_epoch", TARG_STR, &cfg.post_epoch, NULL},
+		{"inflight_epoch", TARG_STR, &cfg.inflight_epoch, NULL},
+		{"expect", TARG_STR, &cfg.expect, NULL},
+		{"gap_ms", TARG_INT, &cfg.gap_ms, NULL},
+		{"size", TARG_U32, &cfg.size, NULL},
+		{"bound_us", TARG_LONG, &cfg.bound_us, NULL},
+	};
+	cfg.mode = targs_parse(argc, argv, keys, TARGS_N(keys), usage);
 	if (cfg.per_node < 1 || cfg.m < 0 || cfg.c < 0 || cfg.count < 1 || cfg.timeout < 1)
 		usage("bad numbers");
 }

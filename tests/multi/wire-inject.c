@@ -100,16 +100,9 @@
 #include "daemon/net/auth.h"
 #include "daemon/net/fabric.h"
 #include "proto/wire.h"
+#include "tests/lib/check.h"
 
 #define MAX_NODES 16
-
-#define FAIL(...)                                                                      \
-	do {                                                                           \
-		fprintf(stderr, "wire-inject: FAIL: ");                                \
-		fprintf(stderr, __VA_ARGS__);                                          \
-		fputc('\n', stderr);                                                   \
-		exit(1);                                                               \
-	} while (0)
 
 static struct {
 	struct shd_fabric *f;
@@ -589,7 +582,7 @@ static int mode_garbage(uint32_t t)
 	/* 14. an epoch step of an unknown phase */
 	{
 		struct shf_wire_epoch ep = {shf_wire_job_hash("wire-inject-nojob"), 1, 1, 1};
-		long el = shf_wire_enc_epoch(b, sizeof(b), g.me, t, &ep);
+		long el = shf_wire_enc_epoch_kind(b, sizeof(b), SHF_WIRE_EPOCH_UP, g.me, t, &ep);
 		if (el != SHF_WIRE_EPOCH_BYTES)
 			FAIL("encode epoch");
 		shf_wire_put32(b + offsetof(struct shf_wire_raw_epoch, phase), 3);
@@ -838,7 +831,7 @@ static unsigned send_every_kind(uint32_t src, uint32_t t, const char *job, int32
 	}
 	{
 		struct shf_wire_epoch ep = {jh, 1, SHF_WIRE_EPOCH_PLACED, 1};
-		l = shf_wire_enc_epoch(b, sizeof(b), src, t, &ep);
+		l = shf_wire_enc_epoch_kind(b, sizeof(b), SHF_WIRE_EPOCH_UP, src, t, &ep);
 		if (l <= 0)
 			FAIL("encode epoch");
 		shf_wire_stamp(b, st, dt);

@@ -13,19 +13,7 @@
 #include <string.h>
 
 #include "proto/wire.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                             \
-	do {                                                                         \
-		if (!(cond)) {                                                       \
-			fprintf(stderr, "wire-unit: FAIL %s:%d: `%s`: ", __FILE__,   \
-				__LINE__, #cond);                                    \
-			fprintf(stderr, __VA_ARGS__);                                \
-			fprintf(stderr, "\n");                                       \
-			failures++;                                                  \
-		}                                                                    \
-	} while (0)
+#include "tests/lib/check.h"
 
 #define NODES 4u
 #define SRC 2u
@@ -79,19 +67,19 @@ static void test_le_and_hash(void)
 {
 	uint8_t b[8];
 	shf_wire_put32(b, 0x11223344u);
-	CHECK(b[0] == 0x44 && b[3] == 0x11, "put32 is little-endian");
+	EXPECTF(b[0] == 0x44 && b[3] == 0x11, "put32 is little-endian");
 	shf_wire_put64(b, UINT64_C(0x0102030405060708));
-	CHECK(b[0] == 0x08 && b[7] == 0x01, "put64 is little-endian");
-	CHECK(shf_wire_get64(b) == UINT64_C(0x0102030405060708), "get64");
+	EXPECTF(b[0] == 0x08 && b[7] == 0x01, "put64 is little-endian");
+	EXPECTF(shf_wire_get64(b) == UINT64_C(0x0102030405060708), "get64");
 	shf_wire_put16(b, 0xa1b2);
-	CHECK(b[0] == 0xb2 && shf_wire_get16(b) == 0xa1b2, "16-bit");
+	EXPECTF(b[0] == 0xb2 && shf_wire_get16(b) == 0xa1b2, "16-bit");
 	/* FNV-1a 64 reference values */
-	CHECK(shf_wire_job_hash("") == UINT64_C(0xcbf29ce484222325), "hash of empty");
-	CHECK(shf_wire_job_hash("a") == UINT64_C(0xaf63dc4c8601ec8c), "hash of a");
-	CHECK(shf_wire_rec_bytes(0) == 16 && shf_wire_rec_bytes(1) == 24 &&
+	EXPECTF(shf_wire_job_hash("") == UINT64_C(0xcbf29ce484222325), "hash of empty");
+	EXPECTF(shf_wire_job_hash("a") == UINT64_C(0xaf63dc4c8601ec8c), "hash of a");
+	EXPECTF(shf_wire_rec_bytes(0) == 16 && shf_wire_rec_bytes(1) == 24 &&
 		      shf_wire_rec_bytes(8) == 24 && shf_wire_rec_bytes(9) == 32,
 	      "record sizes");
-	CHECK(!strcmp(shf_wire_kind_name(SHF_WIRE_BATCH), "batch") &&
+	EXPECTF(!strcmp(shf_wire_kind_name(SHF_WIRE_BATCH), "batch") &&
 		      !strcmp(shf_wire_kind_name(99), "?"),
 	      "kind names");
 }
@@ -111,10 +99,10 @@ static void test_golden_ack(void)
 		0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, /* acked_seq */
 		8,    0,    0,    0,    3,    0,    0,    0,    /* window, dropped */
 	};
-	CHECK(n == 48 && !memcmp(b, want, 48), "ack bytes (n=%ld)", n);
-	CHECK(b[48] == 0xee, "the encoder wrote past the message");
+	EXPECTF(n == 48 && !memcmp(b, want, 48), "ack bytes (n=%ld)", n);
+	EXPECTF(b[48] == 0xee, "the encoder wrote past the message");
 	struct shf_wire_hdr h;
-	CHECK(chk(b, (size_t)n, &h) == 0 && h.src_session == 0 && h.dst_session == 0,
+	EXPECTF(chk(b, (size_t)n, &h) == 0 && h.src_session == 0 && h.dst_session == 0,
 	      "unstamped tags decode as 0 (and are not judged)");
 
 	/* stamped: the tags land at 16 and 24, little-endian, nothing else moves */
@@ -123,56 +111,56 @@ static void test_golden_ack(void)
 		0xef, 0xcd, 0xab, 0x89, 0x67, 0x45, 0x23, 0x01, /* src_session */
 		0x10, 0x32, 0x54, 0x76, 0x98, 0xba, 0xdc, 0xfe, /* dst_session */
 	};
-	CHECK(!memcmp(b, want, 16) && !memcmp(b + 16, tags, 16) && !memcmp(b + 32, want + 32, 16) &&
+	EXPECTF(!memcmp(b, want, 16) && !memcmp(b + 16, tags, 16) && !memcmp(b + 32, want + 32, 16) &&
 		      b[48] == 0xee,
 	      "stamped ack bytes");
-	CHECK(chk(b, (size_t)n, &h) == 0 && h.src_session == TAG_S && h.dst_session == TAG_D &&
+	EXPECTF(chk(b, (size_t)n, &h) == 0 && h.src_session == TAG_S && h.dst_session == TAG_D &&
 		      h.u.ack.acked_seq == a.acked_seq && h.u.ack.window == 8 && h.u.ack.dropped == 3,
 	      "stamped ack decodes its tags and body");
 	/* restamping overwrites; the checker takes any tags (the peer protocol
 	 * judges them) */
 	shf_wire_stamp(b, 0, ~(uint64_t)0);
-	CHECK(chk(b, (size_t)n, &h) == 0 && h.src_session == 0 && h.dst_session == ~(uint64_t)0,
+	EXPECTF(chk(b, (size_t)n, &h) == 0 && h.src_session == 0 && h.dst_session == ~(uint64_t)0,
 	      "tags 0 and ~0 pass the check");
 	shf_wire_stamp(b, 0, 0);
-	CHECK(!memcmp(b, want, 48), "stamp(0, 0) gives the encoder's bytes back");
+	EXPECTF(!memcmp(b, want, 48), "stamp(0, 0) gives the encoder's bytes back");
 }
 
 static void test_batch(void)
 {
 	uint8_t buf[1024];
 	struct shf_wire_batch_enc e;
-	CHECK(shf_wire_batch_begin(&e, buf, B, SRC, DST, 77) == -ENOBUFS, "tiny buffer");
-	CHECK(shf_wire_batch_begin(&e, buf, B + SHF_WIRE_REC_HDR - 1, SRC, DST, 77) == -ENOBUFS,
+	EXPECTF(shf_wire_batch_begin(&e, buf, B, SRC, DST, 77) == -ENOBUFS, "tiny buffer");
+	EXPECTF(shf_wire_batch_begin(&e, buf, B + SHF_WIRE_REC_HDR - 1, SRC, DST, 77) == -ENOBUFS,
 	      "no room for one empty record");
-	CHECK(shf_wire_batch_begin(&e, buf, sizeof(buf), SRC, DST, 77) == 0, "begin");
-	CHECK(shf_wire_batch_end(&e, 5) == 0, "empty batch is not a message");
+	EXPECTF(shf_wire_batch_begin(&e, buf, sizeof(buf), SRC, DST, 77) == 0, "begin");
+	EXPECTF(shf_wire_batch_end(&e, 5) == 0, "empty batch is not a message");
 	const char *p1 = "hello";
-	CHECK(shf_wire_batch_put(&e, 3, 4, 9, p1, 5) == 0, "put 1");
-	CHECK(shf_wire_batch_put(&e, 0, 0, 0, NULL, 0) == 0, "put empty payload");
+	EXPECTF(shf_wire_batch_put(&e, 3, 4, 9, p1, 5) == 0, "put 1");
+	EXPECTF(shf_wire_batch_put(&e, 0, 0, 0, NULL, 0) == 0, "put empty payload");
 	uint8_t *dst = shf_wire_batch_add(&e, 100, 200, 0xdeadbeef, 16);
-	CHECK(dst != NULL, "add");
+	EXPECTF(dst != NULL, "add");
 	for (int i = 0; i < 16; i++)
 		dst[i] = (uint8_t)i;
-	CHECK(shf_wire_batch_put(&e, -2, 0, 0, p1, 1) == -EINVAL, "negative rank");
-	CHECK(shf_wire_batch_put(&e, 0, SHF_WIRE_DST_BCAST, 0, p1, 1) == -EINVAL,
+	EXPECTF(shf_wire_batch_put(&e, -2, 0, 0, p1, 1) == -EINVAL, "negative rank");
+	EXPECTF(shf_wire_batch_put(&e, 0, SHF_WIRE_DST_BCAST, 0, p1, 1) == -EINVAL,
 	      "broadcast marker as a source");
-	CHECK(shf_wire_batch_put(&e, 0, SHF_WORLD_MAX, 0, p1, 1) == -EINVAL, "rank too big");
-	CHECK(!shf_wire_batch_fits(&e, 2000) && shf_wire_batch_put(&e, 1, 1, 1, buf, 2000) == -ENOSPC,
+	EXPECTF(shf_wire_batch_put(&e, 0, SHF_WORLD_MAX, 0, p1, 1) == -EINVAL, "rank too big");
+	EXPECTF(!shf_wire_batch_fits(&e, 2000) && shf_wire_batch_put(&e, 1, 1, 1, buf, 2000) == -ENOSPC,
 	      "does not fit");
 	size_t n = shf_wire_batch_end(&e, 42);
 	size_t want = B + shf_wire_rec_bytes(5) + shf_wire_rec_bytes(0) + shf_wire_rec_bytes(16);
-	CHECK(n == want && n == 56 + 24 + 16 + 32, "batch length %zu, want %zu", n, want);
-	CHECK(shf_wire_get64(buf + 32) == 42 && shf_wire_get64(buf + 40) == 77 &&
+	EXPECTF(n == want && n == 56 + 24 + 16 + 32, "batch length %zu, want %zu", n, want);
+	EXPECTF(shf_wire_get64(buf + 32) == 42 && shf_wire_get64(buf + 40) == 77 &&
 		      shf_wire_get32(buf + 48) == 3 && shf_wire_get32(buf + 52) == n - B,
 	      "batch body at 32..55");
 
 	struct shf_wire_hdr h;
-	CHECK(chk(buf, n, &h) == 0, "check");
-	CHECK(h.kind == SHF_WIRE_BATCH && h.src_node == SRC && h.dst_node == DST && h.len == n &&
+	EXPECTF(chk(buf, n, &h) == 0, "check");
+	EXPECTF(h.kind == SHF_WIRE_BATCH && h.src_node == SRC && h.dst_node == DST && h.len == n &&
 		      h.version == SHF_WIRE_VERSION && h.src_session == 0 && h.dst_session == 0,
 	      "header");
-	CHECK(h.u.batch.seq == 42 && h.u.batch.job_hash == 77 && h.u.batch.count == 3 &&
+	EXPECTF(h.u.batch.seq == 42 && h.u.batch.job_hash == 77 && h.u.batch.count == 3 &&
 		      h.u.batch.bytes == n - B,
 	      "batch fields");
 	/* a stamped batch: same fields and records, the tags decoded */
@@ -181,10 +169,10 @@ static void test_batch(void)
 		struct shf_wire_hdr h2;
 		memcpy(b2, buf, n);
 		shf_wire_stamp(b2, TAG_S, TAG_D);
-		CHECK(!memcmp(b2 + 32, buf + 32, n - 32) && shf_wire_get64(b2 + 16) == TAG_S &&
+		EXPECTF(!memcmp(b2 + 32, buf + 32, n - 32) && shf_wire_get64(b2 + 16) == TAG_S &&
 			      shf_wire_get64(b2 + 24) == TAG_D,
 		      "stamp writes bytes 16..31 only");
-		CHECK(chk(b2, n, &h2) == 0 && h2.src_session == TAG_S && h2.dst_session == TAG_D &&
+		EXPECTF(chk(b2, n, &h2) == 0 && h2.src_session == TAG_S && h2.dst_session == TAG_D &&
 			      h2.u.batch.seq == 42 && h2.u.batch.count == 3 &&
 			      shf_wire_batch_verify(b2, &h2, MAX_MSG) == 0,
 		      "stamped batch");
@@ -192,42 +180,43 @@ static void test_batch(void)
 	struct shf_wire_iter it;
 	struct shf_wire_rec r;
 	shf_wire_iter_init(&it, buf, &h, MAX_MSG);
-	CHECK(shf_wire_iter_next(&it, &r) == 1 && r.dst_rank == 3 && r.src_rank == 4 &&
+	EXPECTF(shf_wire_iter_next(&it, &r) == 1 && r.dst_rank == 3 && r.src_rank == 4 &&
 		      r.type == 9 && r.len == 5 && !memcmp(r.data, "hello", 5),
 	      "record 1");
-	CHECK(((const uint8_t *)r.data - buf) % 8 == 0, "payload 8-aligned");
-	CHECK(shf_wire_iter_next(&it, &r) == 1 && r.len == 0 && r.dst_rank == 0, "record 2");
-	CHECK(shf_wire_iter_next(&it, &r) == 1 && r.len == 16 && r.dst_rank == 100 &&
+	EXPECTF(((const uint8_t *)r.data - buf) % 8 == 0, "payload 8-aligned");
+	EXPECTF(shf_wire_iter_next(&it, &r) == 1 && r.len == 0 && r.dst_rank == 0, "record 2");
+	EXPECTF(shf_wire_iter_next(&it, &r) == 1 && r.len == 16 && r.dst_rank == 100 &&
 		      r.src_rank == 200 && r.type == 0xdeadbeef && ((const uint8_t *)r.data)[15] == 15,
 	      "record 3");
-	CHECK(shf_wire_iter_next(&it, &r) == 0 && shf_wire_iter_next(&it, &r) == 0, "end");
-	CHECK(shf_wire_batch_verify(buf, &h, MAX_MSG) == 0, "verify");
-	CHECK(shf_wire_batch_verify(buf, &h, 15) == -EBADMSG, "max_msg enforced");
+	EXPECTF(shf_wire_iter_next(&it, &r) == 0 && shf_wire_iter_next(&it, &r) == 0, "end");
+	EXPECTF(shf_wire_batch_verify(buf, &h, MAX_MSG) == 0, "verify");
+	EXPECTF(shf_wire_batch_verify(buf, &h, 15) == -EBADMSG, "max_msg enforced");
 
 	/* header field corruption */
-	CHECK(chk_patched32(buf, n, 0, 0x12345678) == -EPROTO, "magic");
-	CHECK(chk_patched8(buf, n, 4, 1) == -EPROTO, "version 1 (16-byte header)");
-	CHECK(chk_patched8(buf, n, 4, SHF_WIRE_VERSION + 1) == -EPROTO, "version + 1");
-	CHECK(chk_patched8(buf, n, 4, 3) == -EPROTO, "version 3 (no broadcast records)");
-	CHECK(chk_patched8(buf, n, 4, 4) == -EPROTO, "version 4 (no epoch tree)");
-	CHECK(chk_patched8(buf, n, 6, 0) == -EBADMSG, "kind 0");
-	CHECK(chk_patched8(buf, n, 6, SHF_WIRE_KIND_MAX) == -EBADMSG, "kind max");
-	CHECK(chk_patched32(buf, n, 8, NODES) == -EBADMSG, "src out of range");
-	CHECK(chk_patched32(buf, n, 8, DST) == -EBADMSG, "src == dst");
-	CHECK(chk_patched32(buf, n, 12, 0) == -EBADMSG, "not for me");
-	CHECK(chk_patched64(buf, n, 16, 0) == 0 && chk_patched64(buf, n, 24, ~(uint64_t)0) == 0,
+	EXPECTF(chk_patched32(buf, n, 0, 0x12345678) == -EPROTO, "magic");
+	EXPECTF(chk_patched8(buf, n, 4, 1) == -EPROTO, "version 1 (16-byte header)");
+	EXPECTF(chk_patched8(buf, n, 4, SHF_WIRE_VERSION + 1) == -EPROTO, "version + 1");
+	EXPECTF(chk_patched8(buf, n, 4, 3) == -EPROTO, "version 3 (no broadcast records)");
+	EXPECTF(chk_patched8(buf, n, 4, 4) == -EPROTO, "version 4 (no epoch tree)");
+	EXPECTF(chk_patched8(buf, n, 6, 0) == -EBADMSG, "kind 0");
+	EXPECTF(chk_patched8(buf, n, 6, SHF_WIRE_KIND_MAX) == -EBADMSG, "kind max");
+	EXPECTF(chk_patched8(buf, n, 6, 6) == -EBADMSG, "kind 6 (EPOCH of version 4)");
+	EXPECTF(chk_patched32(buf, n, 8, NODES) == -EBADMSG, "src out of range");
+	EXPECTF(chk_patched32(buf, n, 8, DST) == -EBADMSG, "src == dst");
+	EXPECTF(chk_patched32(buf, n, 12, 0) == -EBADMSG, "not for me");
+	EXPECTF(chk_patched64(buf, n, 16, 0) == 0 && chk_patched64(buf, n, 24, ~(uint64_t)0) == 0,
 	      "session tags are not judged by the check");
-	CHECK(chk_patched64(buf, n, 32, 0) == -EBADMSG, "seq 0");
-	CHECK(chk_patched32(buf, n, 48, 0) == -EBADMSG, "count 0");
-	CHECK(chk_patched32(buf, n, 52, (uint32_t)(n - B + 8)) == -EBADMSG, "bytes too big");
-	CHECK(chk_patched32(buf, n, 52, (uint32_t)(n - B - 8)) == -EBADMSG, "bytes too small");
-	CHECK(chk_patched32(buf, n, 48, (uint32_t)(n - B) / 16 + 1) == -EBADMSG,
+	EXPECTF(chk_patched64(buf, n, 32, 0) == -EBADMSG, "seq 0");
+	EXPECTF(chk_patched32(buf, n, 48, 0) == -EBADMSG, "count 0");
+	EXPECTF(chk_patched32(buf, n, 52, (uint32_t)(n - B + 8)) == -EBADMSG, "bytes too big");
+	EXPECTF(chk_patched32(buf, n, 52, (uint32_t)(n - B - 8)) == -EBADMSG, "bytes too small");
+	EXPECTF(chk_patched32(buf, n, 48, (uint32_t)(n - B) / 16 + 1) == -EBADMSG,
 	      "count cannot fit in bytes");
-	CHECK(chk(buf, n - 8, NULL) == -EBADMSG && chk(buf, 15, NULL) == -EBADMSG &&
+	EXPECTF(chk(buf, n - 8, NULL) == -EBADMSG && chk(buf, 15, NULL) == -EBADMSG &&
 		      chk(buf, SHF_WIRE_HDR - 1, NULL) == -EBADMSG &&
 		      chk(buf, SHF_WIRE_HDR, NULL) == -EBADMSG && chk(buf, B, NULL) == -EBADMSG,
 	      "truncated");
-	CHECK(chk(buf, 0, NULL) == -EBADMSG, "empty");
+	EXPECTF(chk(buf, 0, NULL) == -EBADMSG, "empty");
 
 	/* record corruption: each must stop the iterator */
 	struct {
@@ -251,7 +240,7 @@ static void test_batch(void)
 		int rc = chk(b2, n, &h2);
 		if (rc == 0)
 			rc = shf_wire_batch_verify(b2, &h2, MAX_MSG);
-		CHECK(rc == -EBADMSG, "%s: %d", recbad[i].what, rc);
+		EXPECTF(rc == -EBADMSG, "%s: %d", recbad[i].what, rc);
 	}
 	/* non-zero padding after "hello" */
 	{
@@ -259,7 +248,7 @@ static void test_batch(void)
 		memcpy(b2, buf, n);
 		b2[B + 16 + 6] = 1;
 		struct shf_wire_hdr h2;
-		CHECK(chk(b2, n, &h2) == 0 && shf_wire_batch_verify(b2, &h2, MAX_MSG) == -EBADMSG,
+		EXPECTF(chk(b2, n, &h2) == 0 && shf_wire_batch_verify(b2, &h2, MAX_MSG) == -EBADMSG,
 		      "padding must be zero");
 	}
 	/* the iterator is sticky after an error */
@@ -268,10 +257,10 @@ static void test_batch(void)
 		memcpy(b2, buf, n);
 		shf_wire_put32(b2 + B + 24 + 0, (uint32_t)-5); /* record 2 dst */
 		struct shf_wire_hdr h2;
-		CHECK(chk(b2, n, &h2) == 0, "header still fine");
+		EXPECTF(chk(b2, n, &h2) == 0, "header still fine");
 		shf_wire_iter_init(&it, b2, &h2, MAX_MSG);
-		CHECK(shf_wire_iter_next(&it, &r) == 1, "record 1 fine");
-		CHECK(shf_wire_iter_next(&it, &r) == -EBADMSG && shf_wire_iter_next(&it, &r) == -EBADMSG,
+		EXPECTF(shf_wire_iter_next(&it, &r) == 1, "record 1 fine");
+		EXPECTF(shf_wire_iter_next(&it, &r) == -EBADMSG && shf_wire_iter_next(&it, &r) == -EBADMSG,
 		      "sticky error");
 	}
 	/* an iterator over a non-batch header refuses */
@@ -279,18 +268,18 @@ static void test_batch(void)
 		struct shf_wire_hdr h2 = h;
 		h2.kind = SHF_WIRE_ACK;
 		shf_wire_iter_init(&it, buf, &h2, MAX_MSG);
-		CHECK(shf_wire_iter_next(&it, &r) == -EBADMSG, "not a batch");
+		EXPECTF(shf_wire_iter_next(&it, &r) == -EBADMSG, "not a batch");
 	}
 	/* a full batch: fill to the byte */
 	{
 		uint8_t big[B + 16 * 4];
-		CHECK(shf_wire_batch_begin(&e, big, sizeof(big), SRC, DST, 1) == 0, "begin");
+		EXPECTF(shf_wire_batch_begin(&e, big, sizeof(big), SRC, DST, 1) == 0, "begin");
 		int k = 0;
 		while (shf_wire_batch_add(&e, 1, 2, 3, 0))
 			k++;
-		CHECK(k == 4, "4 empty records fit exactly (%d)", k);
+		EXPECTF(k == 4, "4 empty records fit exactly (%d)", k);
 		size_t bn = shf_wire_batch_end(&e, 1);
-		CHECK(bn == sizeof(big) && chk(big, bn, &h) == 0 &&
+		EXPECTF(bn == sizeof(big) && chk(big, bn, &h) == 0 &&
 			      shf_wire_batch_verify(big, &h, 0) == 0,
 		      "full batch");
 	}
@@ -304,23 +293,23 @@ static void test_small_kinds(void)
 
 	struct shf_wire_ack a = {9, 16, 2};
 	n = shf_wire_enc_ack(b, sizeof(b), SRC, DST, &a);
-	CHECK(n == SHF_WIRE_ACK_BYTES && chk(b, (size_t)n, &h) == 0 && h.kind == SHF_WIRE_ACK &&
+	EXPECTF(n == SHF_WIRE_ACK_BYTES && chk(b, (size_t)n, &h) == 0 && h.kind == SHF_WIRE_ACK &&
 		      h.u.ack.acked_seq == 9 && h.u.ack.window == 16 && h.u.ack.dropped == 2,
 	      "ack round trip");
-	CHECK(chk(b, (size_t)n + 1, NULL) == -EBADMSG, "ack with a trailing byte");
-	CHECK(shf_wire_enc_ack(b, SHF_WIRE_ACK_BYTES - 1, SRC, DST, &a) == -ENOBUFS, "ack cap");
+	EXPECTF(chk(b, (size_t)n + 1, NULL) == -EBADMSG, "ack with a trailing byte");
+	EXPECTF(shf_wire_enc_ack(b, SHF_WIRE_ACK_BYTES - 1, SRC, DST, &a) == -ENOBUFS, "ack cap");
 	a.window = SHF_WIRE_WINDOW_MAX + 1;
-	CHECK(shf_wire_enc_ack(b, sizeof(b), SRC, DST, &a) == -EINVAL, "ack window");
-	CHECK(shf_wire_enc_ack(b, sizeof(b), SRC, SRC, &a) == -EINVAL, "to myself");
+	EXPECTF(shf_wire_enc_ack(b, sizeof(b), SRC, DST, &a) == -EINVAL, "ack window");
+	EXPECTF(shf_wire_enc_ack(b, sizeof(b), SRC, SRC, &a) == -EINVAL, "to myself");
 
 	struct shf_wire_heartbeat hb = {.time_ns = 123456789, .incarnation = 0xabcdef};
 	n = shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb);
-	CHECK(n == SHF_WIRE_HEARTBEAT_BYTES && chk(b, (size_t)n, &h) == 0 &&
+	EXPECTF(n == SHF_WIRE_HEARTBEAT_BYTES && chk(b, (size_t)n, &h) == 0 &&
 		      h.kind == SHF_WIRE_HEARTBEAT && h.u.heartbeat.time_ns == 123456789 &&
 		      h.u.heartbeat.incarnation == 0xabcdef,
 	      "heartbeat round trip");
 	hb.incarnation = 0;
-	CHECK(shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb) == -EINVAL, "incarnation 0");
+	EXPECTF(shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb) == -EINVAL, "incarnation 0");
 	/* v3: flags, nonce and MAC (the handshake's authentication) */
 	hb.incarnation = 5;
 	hb.flags = SHF_WIRE_HB_MAC | SHF_WIRE_HB_ECHO;
@@ -329,73 +318,78 @@ static void test_small_kinds(void)
 		hb.mac[i] = (uint8_t)(0xa0 + i);
 	}
 	n = shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb);
-	CHECK(n == SHF_WIRE_HEARTBEAT_BYTES && chk(b, (size_t)n, &h) == 0 &&
+	EXPECTF(n == SHF_WIRE_HEARTBEAT_BYTES && chk(b, (size_t)n, &h) == 0 &&
 		      h.u.heartbeat.flags == hb.flags &&
 		      !memcmp(h.u.heartbeat.nonce, hb.nonce, SHF_WIRE_NONCE_BYTES) &&
 		      !memcmp(h.u.heartbeat.mac, hb.mac, SHF_WIRE_MAC_BYTES) &&
 		      shf_wire_get32(b + 48) == hb.flags && shf_wire_get32(b + 52) == 0 &&
 		      b[56] == 1 && b[88] == 0xa0 && b[119] == 0xa0 + 31,
 	      "heartbeat v3 fields round trip, at 48, 56 and 88");
-	CHECK(chk_patched32(b, (size_t)n, 48, 4) == -EBADMSG, "heartbeat: unknown flag");
-	CHECK(chk_patched32(b, (size_t)n, 48, SHF_WIRE_HB_ECHO) == -EBADMSG,
+	EXPECTF(chk_patched32(b, (size_t)n, 48, 4) == -EBADMSG, "heartbeat: unknown flag");
+	EXPECTF(chk_patched32(b, (size_t)n, 48, SHF_WIRE_HB_ECHO) == -EBADMSG,
 	      "heartbeat: ECHO without MAC");
-	CHECK(chk_patched32(b, (size_t)n, 52, 1) == -EBADMSG, "heartbeat: reserved");
-	CHECK(chk_patched32(b, (size_t)n, 48, 0) == -EBADMSG, "heartbeat: a MAC without the flag");
+	EXPECTF(chk_patched32(b, (size_t)n, 52, 1) == -EBADMSG, "heartbeat: reserved");
+	EXPECTF(chk_patched32(b, (size_t)n, 48, 0) == -EBADMSG, "heartbeat: a MAC without the flag");
 	hb.flags = 0;
-	CHECK(shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb) == -EINVAL,
+	EXPECTF(shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb) == -EINVAL,
 	      "heartbeat: MAC bytes without the flag");
 	memset(hb.mac, 0, sizeof(hb.mac));
-	CHECK(shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb) == SHF_WIRE_HEARTBEAT_BYTES,
+	EXPECTF(shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb) == SHF_WIRE_HEARTBEAT_BYTES,
 	      "heartbeat: no MAC, zero MAC bytes");
 
 	struct shf_wire_leave l = {0x55, 7, -ECONNRESET};
 	n = shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l);
-	CHECK(n == SHF_WIRE_LEAVE_BYTES && chk(b, (size_t)n, &h) == 0 &&
+	EXPECTF(n == SHF_WIRE_LEAVE_BYTES && chk(b, (size_t)n, &h) == 0 &&
 		      h.kind == SHF_WIRE_JOB_LEAVE && h.u.leave.job_hash == 0x55 &&
 		      h.u.leave.rank == 7 && h.u.leave.reason == -ECONNRESET,
 	      "leave round trip");
 	l.rank = -1;
 	l.reason = 0;
-	CHECK(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l) == SHF_WIRE_LEAVE_BYTES,
+	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l) == SHF_WIRE_LEAVE_BYTES,
 	      "leave of all ranks");
 	l.rank = -2;
-	CHECK(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l) == -EINVAL, "rank -2");
+	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l) == -EINVAL, "rank -2");
 	l.rank = 1;
 	l.reason = 5;
-	CHECK(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l) == -EINVAL, "positive reason");
+	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l) == -EINVAL, "positive reason");
 
 	struct shf_wire_epoch ep = {0x66, 3, SHF_WIRE_EPOCH_DRAINED, 12};
-	n = shf_wire_enc_epoch(b, sizeof(b), SRC, DST, &ep);
-	CHECK(n == SHF_WIRE_EPOCH_BYTES && chk(b, (size_t)n, &h) == 0 && h.kind == SHF_WIRE_EPOCH &&
+	n = shf_wire_enc_epoch_kind(b, sizeof(b), SHF_WIRE_EPOCH_UP, SRC, DST, &ep);
+	EXPECTF(n == SHF_WIRE_EPOCH_BYTES && chk(b, (size_t)n, &h) == 0 && h.kind == SHF_WIRE_EPOCH_UP &&
 		      h.u.epoch.job_hash == 0x66 && h.u.epoch.epoch == 3 &&
 		      h.u.epoch.phase == SHF_WIRE_EPOCH_DRAINED && h.u.epoch.count == 12,
 	      "epoch round trip");
 	ep.phase = SHF_WIRE_EPOCH_PHASE_MAX;
-	CHECK(shf_wire_enc_epoch(b, sizeof(b), SRC, DST, &ep) == -EINVAL, "bad phase");
+	EXPECTF(shf_wire_enc_epoch_kind(b, sizeof(b), SHF_WIRE_EPOCH_UP, SRC, DST, &ep) == -EINVAL,
+	      "bad phase");
 	ep.phase = 1;
 	ep.epoch = 0;
-	CHECK(shf_wire_enc_epoch(b, sizeof(b), SRC, DST, &ep) == -EINVAL, "epoch 0");
+	EXPECTF(shf_wire_enc_epoch_kind(b, sizeof(b), SHF_WIRE_EPOCH_UP, SRC, DST, &ep) == -EINVAL,
+	      "epoch 0");
+	ep.epoch = 3;
+	EXPECTF(shf_wire_enc_epoch_kind(b, sizeof(b), 6, SRC, DST, &ep) == -EINVAL,
+	      "kind 6 (EPOCH, gone)");
 
 	struct shf_wire_drop d = {0x77, 4, 1, 2, 10, -ESRCH};
 	n = shf_wire_enc_drop(b, sizeof(b), SRC, DST, &d);
-	CHECK(n == SHF_WIRE_DROP_BYTES && chk(b, (size_t)n, &h) == 0 && h.kind == SHF_WIRE_DROP &&
+	EXPECTF(n == SHF_WIRE_DROP_BYTES && chk(b, (size_t)n, &h) == 0 && h.kind == SHF_WIRE_DROP &&
 		      h.u.drop.job_hash == 0x77 && h.u.drop.seq == 4 && h.u.drop.src_rank == 1 &&
 		      h.u.drop.dst_rank == 2 && h.u.drop.count == 10 && h.u.drop.reason == -ESRCH,
 	      "drop round trip");
 	d.dst_rank = SHF_WIRE_DST_BCAST;
 	n = shf_wire_enc_drop(b, sizeof(b), SRC, DST, &d);
-	CHECK(n == SHF_WIRE_DROP_BYTES && chk(b, (size_t)n, &h) == 0 &&
+	EXPECTF(n == SHF_WIRE_DROP_BYTES && chk(b, (size_t)n, &h) == 0 &&
 		      h.u.drop.dst_rank == SHF_WIRE_DST_BCAST, "drop of a broadcast round trip");
 	d.dst_rank = -2;
-	CHECK(shf_wire_enc_drop(b, sizeof(b), SRC, DST, &d) == -EINVAL ||
+	EXPECTF(shf_wire_enc_drop(b, sizeof(b), SRC, DST, &d) == -EINVAL ||
 		      (n = shf_wire_enc_drop(b, sizeof(b), SRC, DST, &d), chk(b, (size_t)n, &h) < 0),
 	      "drop dst -2");
 	d.dst_rank = 2;
 	d.count = 0;
-	CHECK(shf_wire_enc_drop(b, sizeof(b), SRC, DST, &d) == -EINVAL, "drop count 0");
+	EXPECTF(shf_wire_enc_drop(b, sizeof(b), SRC, DST, &d) == -EINVAL, "drop count 0");
 	d.count = 1;
 	d.reason = 0;
-	CHECK(shf_wire_enc_drop(b, sizeof(b), SRC, DST, &d) == -EINVAL, "drop reason 0");
+	EXPECTF(shf_wire_enc_drop(b, sizeof(b), SRC, DST, &d) == -EINVAL, "drop reason 0");
 }
 
 static void test_join(void)
@@ -406,52 +400,52 @@ static void test_join(void)
 	snprintf(j.name, sizeof(j.name), "job.42");
 	struct shf_wire_range rg[3] = {{0, 4}, {10, 1}, {60, 4}};
 	long n = shf_wire_enc_join(b, sizeof(b), SRC, DST, &j, rg, 3);
-	CHECK(n == (long)shf_wire_join_bytes(3) && n == 120 + 24, "join length %ld", n);
-	CHECK(shf_wire_get64(b + 32) == shf_wire_job_hash("job.42") && shf_wire_get32(b + 40) == 64 &&
+	EXPECTF(n == (long)shf_wire_join_bytes(3) && n == 120 + 24, "join length %ld", n);
+	EXPECTF(shf_wire_get64(b + 32) == shf_wire_job_hash("job.42") && shf_wire_get32(b + 40) == 64 &&
 		      shf_wire_get32(b + 44) == 3 && shf_wire_get32(b + 48) == 1000 &&
 		      !strcmp((const char *)b + 56, "job.42") && shf_wire_get32(b + 120) == 0 &&
 		      shf_wire_get32(b + 124) == 4,
 	      "join body at 32..119, ranges from 120");
-	CHECK(chk(b, (size_t)n, &h) == 0, "join checks");
-	CHECK(h.kind == SHF_WIRE_JOB_JOIN && h.u.join.world == 64 && h.u.join.uid == 1000 &&
+	EXPECTF(chk(b, (size_t)n, &h) == 0, "join checks");
+	EXPECTF(h.kind == SHF_WIRE_JOB_JOIN && h.u.join.world == 64 && h.u.join.uid == 1000 &&
 		      h.u.join.nranges == 3 && !strcmp(h.u.join.name, "job.42") &&
 		      h.u.join.job_hash == shf_wire_job_hash("job.42"),
 	      "join fields");
 	for (uint32_t i = 0; i < 3; i++) {
 		struct shf_wire_range r = shf_wire_join_range(&h.u.join, i);
-		CHECK(r.first == rg[i].first && r.count == rg[i].count, "range %u", i);
+		EXPECTF(r.first == rg[i].first && r.count == rg[i].count, "range %u", i);
 	}
-	CHECK(shf_wire_enc_join(b, (size_t)n - 1, SRC, DST, &j, rg, 3) == -ENOBUFS, "join cap");
+	EXPECTF(shf_wire_enc_join(b, (size_t)n - 1, SRC, DST, &j, rg, 3) == -ENOBUFS, "join cap");
 
 	/* encoder refuses what the checker would refuse */
 	struct shf_wire_range overlap[2] = {{0, 4}, {3, 2}};
-	CHECK(shf_wire_enc_join(b, sizeof(b), SRC, DST, &j, overlap, 2) == -EINVAL, "overlap");
+	EXPECTF(shf_wire_enc_join(b, sizeof(b), SRC, DST, &j, overlap, 2) == -EINVAL, "overlap");
 	struct shf_wire_range unsorted[2] = {{10, 1}, {0, 1}};
-	CHECK(shf_wire_enc_join(b, sizeof(b), SRC, DST, &j, unsorted, 2) == -EINVAL, "unsorted");
+	EXPECTF(shf_wire_enc_join(b, sizeof(b), SRC, DST, &j, unsorted, 2) == -EINVAL, "unsorted");
 	struct shf_wire_range beyond[1] = {{60, 5}};
-	CHECK(shf_wire_enc_join(b, sizeof(b), SRC, DST, &j, beyond, 1) == -EINVAL, "beyond world");
+	EXPECTF(shf_wire_enc_join(b, sizeof(b), SRC, DST, &j, beyond, 1) == -EINVAL, "beyond world");
 	struct shf_wire_range empty[1] = {{1, 0}};
-	CHECK(shf_wire_enc_join(b, sizeof(b), SRC, DST, &j, empty, 1) == -EINVAL, "count 0");
+	EXPECTF(shf_wire_enc_join(b, sizeof(b), SRC, DST, &j, empty, 1) == -EINVAL, "count 0");
 	struct shf_wire_range neg[1] = {{-1, 2}};
-	CHECK(shf_wire_enc_join(b, sizeof(b), SRC, DST, &j, neg, 1) == -EINVAL, "negative");
+	EXPECTF(shf_wire_enc_join(b, sizeof(b), SRC, DST, &j, neg, 1) == -EINVAL, "negative");
 	struct shf_wire_range huge[1] = {{0x7fffffff, 0x7fffffff}};
-	CHECK(shf_wire_enc_join(b, sizeof(b), SRC, DST, &j, huge, 1) == -EINVAL, "overflow");
-	CHECK(shf_wire_enc_join(b, sizeof(b), SRC, DST, &j, rg, 0) == -EINVAL, "no ranges");
+	EXPECTF(shf_wire_enc_join(b, sizeof(b), SRC, DST, &j, huge, 1) == -EINVAL, "overflow");
+	EXPECTF(shf_wire_enc_join(b, sizeof(b), SRC, DST, &j, rg, 0) == -EINVAL, "no ranges");
 	struct shf_wire_join bad = j;
 	snprintf(bad.name, sizeof(bad.name), "bad/name");
-	CHECK(shf_wire_enc_join(b, sizeof(b), SRC, DST, &bad, rg, 3) == -EINVAL, "bad name");
+	EXPECTF(shf_wire_enc_join(b, sizeof(b), SRC, DST, &bad, rg, 3) == -EINVAL, "bad name");
 	bad = j;
 	bad.world = 0;
-	CHECK(shf_wire_enc_join(b, sizeof(b), SRC, DST, &bad, rg, 3) == -EINVAL, "world 0");
+	EXPECTF(shf_wire_enc_join(b, sizeof(b), SRC, DST, &bad, rg, 3) == -EINVAL, "world 0");
 
 	/* raw corruption of a good join */
 	n = shf_wire_enc_join(b, sizeof(b), SRC, DST, &j, rg, 3);
-	CHECK(chk_patched64(b, (size_t)n, 32, 1) == -EBADMSG, "hash mismatch");
-	CHECK(chk_patched32(b, (size_t)n, 44, 2) == -EBADMSG, "nranges vs length");
-	CHECK(chk_patched32(b, (size_t)n, 52, 1) == -EBADMSG, "flags");
-	CHECK(chk_patched8(b, (size_t)n, 56 + 63, 'x') == -EBADMSG, "name not terminated");
-	CHECK(chk_patched8(b, (size_t)n, 56 + 10, 'x') == -EBADMSG, "junk after the NUL");
-	CHECK(chk(b, (size_t)n - 8, NULL) == -EBADMSG, "truncated join");
+	EXPECTF(chk_patched64(b, (size_t)n, 32, 1) == -EBADMSG, "hash mismatch");
+	EXPECTF(chk_patched32(b, (size_t)n, 44, 2) == -EBADMSG, "nranges vs length");
+	EXPECTF(chk_patched32(b, (size_t)n, 52, 1) == -EBADMSG, "flags");
+	EXPECTF(chk_patched8(b, (size_t)n, 56 + 63, 'x') == -EBADMSG, "name not terminated");
+	EXPECTF(chk_patched8(b, (size_t)n, 56 + 10, 'x') == -EBADMSG, "junk after the NUL");
+	EXPECTF(chk(b, (size_t)n - 8, NULL) == -EBADMSG, "truncated join");
 }
 
 /* Every kind: the encoders leave both tags 0; stamped, it still checks, its
@@ -460,27 +454,27 @@ static void stamp_round_trip(uint8_t *b, long n, unsigned kind, const char *what
 {
 	struct shf_wire_hdr h0, h1;
 	uint8_t before[512];
-	CHECK(n >= (long)SHF_WIRE_HDR && (size_t)n <= sizeof(before), "%s: length %ld", what, n);
+	EXPECTF(n >= (long)SHF_WIRE_HDR && (size_t)n <= sizeof(before), "%s: length %ld", what, n);
 	if (n < (long)SHF_WIRE_HDR || (size_t)n > sizeof(before))
 		return;
 	memcpy(before, b, (size_t)n);
-	CHECK(shf_wire_get64(b + 16) == 0 && shf_wire_get64(b + 24) == 0, "%s: encoder tags", what);
-	CHECK(chk(b, (size_t)n, &h0) == 0 && h0.kind == kind && h0.src_session == 0 &&
+	EXPECTF(shf_wire_get64(b + 16) == 0 && shf_wire_get64(b + 24) == 0, "%s: encoder tags", what);
+	EXPECTF(chk(b, (size_t)n, &h0) == 0 && h0.kind == kind && h0.src_session == 0 &&
 		      h0.dst_session == 0,
 	      "%s: unstamped", what);
 	shf_wire_stamp(b, TAG_S + kind, TAG_D - kind);
-	CHECK(!memcmp(b, before, 16) && !memcmp(b + 32, before + 32, (size_t)n - 32),
+	EXPECTF(!memcmp(b, before, 16) && !memcmp(b + 32, before + 32, (size_t)n - 32),
 	      "%s: stamp wrote outside 16..31", what);
-	CHECK(chk(b, (size_t)n, &h1) == 0 && h1.kind == kind && h1.len == (uint32_t)n &&
+	EXPECTF(chk(b, (size_t)n, &h1) == 0 && h1.kind == kind && h1.len == (uint32_t)n &&
 		      h1.src_node == SRC && h1.dst_node == DST && h1.src_session == TAG_S + kind &&
 		      h1.dst_session == TAG_D - kind,
 	      "%s: stamped", what);
 	/* a heartbeat's first probe: our tag, theirs not known yet */
 	shf_wire_stamp(b, TAG_S, 0);
-	CHECK(chk(b, (size_t)n, &h1) == 0 && h1.src_session == TAG_S && h1.dst_session == 0,
+	EXPECTF(chk(b, (size_t)n, &h1) == 0 && h1.src_session == TAG_S && h1.dst_session == 0,
 	      "%s: stamped (s, 0)", what);
 	/* truncating into the tags is a short message whatever the tags */
-	CHECK(chk(b, 24, NULL) == -EBADMSG && chk(b, SHF_WIRE_HDR - 1, NULL) == -EBADMSG,
+	EXPECTF(chk(b, 24, NULL) == -EBADMSG && chk(b, SHF_WIRE_HDR - 1, NULL) == -EBADMSG,
 	      "%s: cut in the tags", what);
 }
 
@@ -495,24 +489,24 @@ static void test_epoch_tree(void)
 		struct shf_wire_epoch ep = {77, 3, SHF_WIRE_EPOCH_DRAINED,
 					    kinds[k] == SHF_WIRE_EPOCH_ABORT ? ESRCH : 5};
 		long n = shf_wire_enc_epoch_kind(b, sizeof(b), kinds[k], SRC, DST, &ep);
-		CHECK(n == SHF_WIRE_EPOCH_BYTES && chk(b, (size_t)n, &h) == 0 && h.kind == kinds[k] &&
+		EXPECTF(n == SHF_WIRE_EPOCH_BYTES && chk(b, (size_t)n, &h) == 0 && h.kind == kinds[k] &&
 			      h.u.epoch.job_hash == 77 && h.u.epoch.epoch == 3 &&
 			      h.u.epoch.phase == SHF_WIRE_EPOCH_DRAINED && h.u.epoch.count == ep.count,
 		      "epoch kind %#x round trip", kinds[k]);
-		CHECK(chk(b, (size_t)n - 1, NULL) == -EBADMSG, "epoch kind %#x cut short", kinds[k]);
+		EXPECTF(chk(b, (size_t)n - 1, NULL) == -EBADMSG, "epoch kind %#x cut short", kinds[k]);
 		ep.phase = 3;
 		n = shf_wire_enc_epoch_kind(b, sizeof(b), kinds[k], SRC, DST, &ep);
-		CHECK(chk(b, (size_t)n, NULL) == -EBADMSG, "epoch kind %#x phase 3", kinds[k]);
+		EXPECTF(chk(b, (size_t)n, NULL) == -EBADMSG, "epoch kind %#x phase 3", kinds[k]);
 	}
 	struct shf_wire_epoch ab = {77, 1, SHF_WIRE_EPOCH_PLACED, 5};
 	long n = shf_wire_enc_epoch_kind(b, sizeof(b), SHF_WIRE_EPOCH_ABORT, SRC, DST, &ab);
-	CHECK(chk(b, (size_t)n, NULL) == -EBADMSG, "an abort with errno 5");
+	EXPECTF(chk(b, (size_t)n, NULL) == -EBADMSG, "an abort with errno 5");
 	ab.count = EHOSTDOWN;
 	n = shf_wire_enc_epoch_kind(b, sizeof(b), SHF_WIRE_EPOCH_ABORT, SRC, DST, &ab);
-	CHECK(chk(b, (size_t)n, NULL) == 0, "an abort with EHOSTDOWN");
-	CHECK(shf_wire_enc_epoch_kind(b, sizeof(b), SHF_WIRE_ACK, SRC, DST, &ab) == -EINVAL,
+	EXPECTF(chk(b, (size_t)n, NULL) == 0, "an abort with EHOSTDOWN");
+	EXPECTF(shf_wire_enc_epoch_kind(b, sizeof(b), SHF_WIRE_ACK, SRC, DST, &ab) == -EINVAL,
 	      "enc_epoch_kind refuses another kind");
-	CHECK(!strcmp(shf_wire_kind_name(SHF_WIRE_EPOCH_UP), "epoch-up") &&
+	EXPECTF(!strcmp(shf_wire_kind_name(SHF_WIRE_EPOCH_UP), "epoch-up") &&
 		      !strcmp(shf_wire_kind_name(SHF_WIRE_EPOCH_ABORT), "epoch-abort"),
 	      "epoch tree kind names");
 }
@@ -530,7 +524,7 @@ static void test_stamp(void)
 		       "v3-v5 sizes");
 	uint8_t b[512];
 	struct shf_wire_batch_enc e;
-	CHECK(shf_wire_batch_begin(&e, b, sizeof(b), SRC, DST, 5) == 0 &&
+	EXPECTF(shf_wire_batch_begin(&e, b, sizeof(b), SRC, DST, 5) == 0 &&
 		      shf_wire_batch_put(&e, 1, 2, 3, "xyz", 3) == 0,
 	      "batch");
 	stamp_round_trip(b, (long)shf_wire_batch_end(&e, 1), SHF_WIRE_BATCH, "batch");
@@ -539,7 +533,7 @@ static void test_stamp(void)
 	struct shf_wire_heartbeat hb = {.time_ns = 1, .incarnation = 2};
 	stamp_round_trip(b, shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb),
 			 SHF_WIRE_HEARTBEAT, "heartbeat");
-	CHECK(shf_wire_get64(b + 32) == 1 && shf_wire_get64(b + 40) == 2, "heartbeat body at 32");
+	EXPECTF(shf_wire_get64(b + 32) == 1 && shf_wire_get64(b + 40) == 2, "heartbeat body at 32");
 	struct shf_wire_join j = {.world = 4, .uid = 1};
 	snprintf(j.name, sizeof(j.name), "j");
 	struct shf_wire_range rg[1] = {{0, 4}};
@@ -548,16 +542,16 @@ static void test_stamp(void)
 	struct shf_wire_leave l = {7, 1, 0};
 	stamp_round_trip(b, shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l), SHF_WIRE_JOB_LEAVE,
 			 "leave");
-	CHECK(shf_wire_get64(b + 32) == 7 && shf_wire_get32(b + 40) == 1, "leave body at 32");
+	EXPECTF(shf_wire_get64(b + 32) == 7 && shf_wire_get32(b + 40) == 1, "leave body at 32");
 	struct shf_wire_epoch ep = {8, 9, SHF_WIRE_EPOCH_PLACED, 1};
-	stamp_round_trip(b, shf_wire_enc_epoch(b, sizeof(b), SRC, DST, &ep), SHF_WIRE_EPOCH,
-			 "epoch");
-	CHECK(shf_wire_get64(b + 32) == 8 && shf_wire_get64(b + 40) == 9 &&
+	stamp_round_trip(b, shf_wire_enc_epoch_kind(b, sizeof(b), SHF_WIRE_EPOCH_UP, SRC, DST, &ep),
+			 SHF_WIRE_EPOCH_UP, "epoch");
+	EXPECTF(shf_wire_get64(b + 32) == 8 && shf_wire_get64(b + 40) == 9 &&
 		      shf_wire_get32(b + 48) == SHF_WIRE_EPOCH_PLACED && shf_wire_get32(b + 52) == 1,
 	      "epoch body at 32");
 	struct shf_wire_drop d = {10, 11, 1, 2, 3, -ESRCH};
 	stamp_round_trip(b, shf_wire_enc_drop(b, sizeof(b), SRC, DST, &d), SHF_WIRE_DROP, "drop");
-	CHECK(shf_wire_get64(b + 32) == 10 && shf_wire_get64(b + 40) == 11 &&
+	EXPECTF(shf_wire_get64(b + 32) == 10 && shf_wire_get64(b + 40) == 11 &&
 		      shf_wire_get32(b + 56) == 3 && (int32_t)shf_wire_get32(b + 60) == -ESRCH,
 	      "drop body at 32");
 }
@@ -572,51 +566,51 @@ static void test_fan(void)
 				     .fanout = 8, .ntargets = 2, .args_len = 2, .args = "{}"};
 	snprintf(r.cmd, sizeof(r.cmd), "status");
 	long n = shf_wire_enc_fan_req(b, sizeof(b), SRC, DST, NODES, &r, tg);
-	CHECK(n == 96 + 8 + 2, "fan_req length %ld", n);
-	CHECK(chk(b, (size_t)n, &h) == 0 && h.kind == SHF_WIRE_FAN_REQ && h.u.fan_req.req_id == 77 &&
+	EXPECTF(n == 96 + 8 + 2, "fan_req length %ld", n);
+	EXPECTF(chk(b, (size_t)n, &h) == 0 && h.kind == SHF_WIRE_FAN_REQ && h.u.fan_req.req_id == 77 &&
 		      h.u.fan_req.uid == 1000 && h.u.fan_req.ntargets == 2 &&
 		      shf_wire_fan_target(&h.u.fan_req, 1) == 3 && !strcmp(h.u.fan_req.cmd, "status") &&
 		      h.u.fan_req.args_len == 2 && !memcmp(h.u.fan_req.args, "{}", 2),
 	      "fan_req round trip");
-	CHECK(chk(b, (size_t)n - 1, NULL) == -EBADMSG, "fan_req short by one");
-	CHECK(chk_patched64(b, (size_t)n, 32, 0) == -EBADMSG, "req_id 0");
-	CHECK(chk_patched32(b, (size_t)n, 40, DST) == -EBADMSG, "origin is the receiver");
-	CHECK(chk_patched32(b, (size_t)n, 40, NODES) == -EBADMSG, "origin outside the nodes");
-	CHECK(chk_patched32(b, (size_t)n, 48, 0) == -EBADMSG, "budget 0");
-	CHECK(chk_patched32(b, (size_t)n, 48, SHF_WIRE_FAN_BUDGET_MAX + 1) == -EBADMSG, "budget");
-	CHECK(chk_patched32(b, (size_t)n, 52, 1) == -EBADMSG, "fanout 1");
-	CHECK(chk_patched32(b, (size_t)n, 52, SHF_WIRE_FAN_K_MAX + 1) == -EBADMSG, "fanout 65");
-	CHECK(chk_patched32(b, (size_t)n, 56, 3) == -EBADMSG, "ntargets disagrees with the length");
-	CHECK(chk_patched32(b, (size_t)n, 60, 3) == -EBADMSG, "args_len disagrees with the length");
-	CHECK(chk_patched8(b, (size_t)n, 64, 'S') == -EBADMSG, "cmd with an upper-case letter");
-	CHECK(chk_patched8(b, (size_t)n, 64, 0) == -EBADMSG, "empty cmd");
-	CHECK(chk_patched8(b, (size_t)n, 64 + 8, 'x') == -EBADMSG, "cmd padding not zero");
-	CHECK(chk_patched32(b, (size_t)n, 96, 3) == -EBADMSG, "targets not increasing");
-	CHECK(chk_patched32(b, (size_t)n, 96, DST) == -EBADMSG, "the receiver as a target");
-	CHECK(chk_patched32(b, (size_t)n, 100, NODES) == -EBADMSG, "a target outside the nodes");
-	CHECK(chk_patched32(b, (size_t)n, 100, SRC) == -EBADMSG, "the sender as a target");
-	CHECK(chk_patched8(b, (size_t)n, 104, 0) == -EBADMSG, "a NUL in args");
+	EXPECTF(chk(b, (size_t)n - 1, NULL) == -EBADMSG, "fan_req short by one");
+	EXPECTF(chk_patched64(b, (size_t)n, 32, 0) == -EBADMSG, "req_id 0");
+	EXPECTF(chk_patched32(b, (size_t)n, 40, DST) == -EBADMSG, "origin is the receiver");
+	EXPECTF(chk_patched32(b, (size_t)n, 40, NODES) == -EBADMSG, "origin outside the nodes");
+	EXPECTF(chk_patched32(b, (size_t)n, 48, 0) == -EBADMSG, "budget 0");
+	EXPECTF(chk_patched32(b, (size_t)n, 48, SHF_WIRE_FAN_BUDGET_MAX + 1) == -EBADMSG, "budget");
+	EXPECTF(chk_patched32(b, (size_t)n, 52, 1) == -EBADMSG, "fanout 1");
+	EXPECTF(chk_patched32(b, (size_t)n, 52, SHF_WIRE_FAN_K_MAX + 1) == -EBADMSG, "fanout 65");
+	EXPECTF(chk_patched32(b, (size_t)n, 56, 3) == -EBADMSG, "ntargets disagrees with the length");
+	EXPECTF(chk_patched32(b, (size_t)n, 60, 3) == -EBADMSG, "args_len disagrees with the length");
+	EXPECTF(chk_patched8(b, (size_t)n, 64, 'S') == -EBADMSG, "cmd with an upper-case letter");
+	EXPECTF(chk_patched8(b, (size_t)n, 64, 0) == -EBADMSG, "empty cmd");
+	EXPECTF(chk_patched8(b, (size_t)n, 64 + 8, 'x') == -EBADMSG, "cmd padding not zero");
+	EXPECTF(chk_patched32(b, (size_t)n, 96, 3) == -EBADMSG, "targets not increasing");
+	EXPECTF(chk_patched32(b, (size_t)n, 96, DST) == -EBADMSG, "the receiver as a target");
+	EXPECTF(chk_patched32(b, (size_t)n, 100, NODES) == -EBADMSG, "a target outside the nodes");
+	EXPECTF(chk_patched32(b, (size_t)n, 100, SRC) == -EBADMSG, "the sender as a target");
+	EXPECTF(chk_patched8(b, (size_t)n, 104, 0) == -EBADMSG, "a NUL in args");
 	r.ntargets = 1;
-	CHECK(shf_wire_enc_fan_req(b, sizeof(b), SRC, DST, NODES, &r, (const uint32_t[]){DST}) ==
+	EXPECTF(shf_wire_enc_fan_req(b, sizeof(b), SRC, DST, NODES, &r, (const uint32_t[]){DST}) ==
 		      -EINVAL,
 	      "the encoder refuses what the check refuses");
 
 	struct shf_wire_fan_ans a = {77, SRC, 10, 4, 6, (const uint8_t *)"abcdef"};
 	n = shf_wire_enc_fan_ans(b, sizeof(b), SRC, DST, NODES, &a);
-	CHECK(n == 64 + 6, "fan_ans length %ld", n);
-	CHECK(chk(b, (size_t)n, &h) == 0 && h.kind == SHF_WIRE_FAN_ANS && h.u.fan_ans.total == 10 &&
+	EXPECTF(n == 64 + 6, "fan_ans length %ld", n);
+	EXPECTF(chk(b, (size_t)n, &h) == 0 && h.kind == SHF_WIRE_FAN_ANS && h.u.fan_ans.total == 10 &&
 		      h.u.fan_ans.offset == 4 && h.u.fan_ans.len == 6 &&
 		      !memcmp(h.u.fan_ans.data, "abcdef", 6),
 	      "fan_ans round trip");
-	CHECK(chk(b, (size_t)n + 1, NULL) == -EBADMSG, "fan_ans with a byte more");
-	CHECK(chk_patched32(b, (size_t)n, 44, 9) == -EBADMSG, "offset + len above total");
-	CHECK(chk_patched32(b, (size_t)n, 44, SHF_WIRE_FAN_ANS_MAX + 1) == -EBADMSG, "total above the bound");
-	CHECK(chk_patched32(b, (size_t)n, 44, 0) == -EBADMSG, "total 0");
-	CHECK(chk_patched32(b, (size_t)n, 52, 0) == -EBADMSG, "len 0");
-	CHECK(chk_patched32(b, (size_t)n, 56, 1) == -EBADMSG, "flags");
-	CHECK(chk_patched32(b, (size_t)n, 60, 1) == -EBADMSG, "reserved");
-	CHECK(chk_patched64(b, (size_t)n, 32, 0) == -EBADMSG, "req_id 0");
-	CHECK(!strcmp(shf_wire_kind_name(SHF_WIRE_FAN_REQ), "fan-req"), "kind name");
+	EXPECTF(chk(b, (size_t)n + 1, NULL) == -EBADMSG, "fan_ans with a byte more");
+	EXPECTF(chk_patched32(b, (size_t)n, 44, 9) == -EBADMSG, "offset + len above total");
+	EXPECTF(chk_patched32(b, (size_t)n, 44, SHF_WIRE_FAN_ANS_MAX + 1) == -EBADMSG, "total above the bound");
+	EXPECTF(chk_patched32(b, (size_t)n, 44, 0) == -EBADMSG, "total 0");
+	EXPECTF(chk_patched32(b, (size_t)n, 52, 0) == -EBADMSG, "len 0");
+	EXPECTF(chk_patched32(b, (size_t)n, 56, 1) == -EBADMSG, "flags");
+	EXPECTF(chk_patched32(b, (size_t)n, 60, 1) == -EBADMSG, "reserved");
+	EXPECTF(chk_patched64(b, (size_t)n, 32, 0) == -EBADMSG, "req_id 0");
+	EXPECTF(!strcmp(shf_wire_kind_name(SHF_WIRE_FAN_REQ), "fan-req"), "kind name");
 }
 
 /* routing=2d: FWD carries one whole message of another pair one hop on;
@@ -629,11 +623,11 @@ static void test_fwd(void)
 	struct shf_wire_hdr h;
 	struct shf_wire_heartbeat hb = {.time_ns = 1, .incarnation = 7, .flags = SHF_WIRE_HB_2D};
 	long m = shf_wire_enc_heartbeat(in, sizeof(in), 0, DST, &hb);
-	CHECK(m == SHF_WIRE_HEARTBEAT_BYTES, "inner heartbeat with flag 2D");
-	CHECK(shf_wire_enc_fwd_hdr(b, sizeof(b), SRC, DST) == SHF_WIRE_FWD_HDR, "fwd header");
+	EXPECTF(m == SHF_WIRE_HEARTBEAT_BYTES, "inner heartbeat with flag 2D");
+	EXPECTF(shf_wire_enc_fwd_hdr(b, sizeof(b), SRC, DST) == SHF_WIRE_FWD_HDR, "fwd header");
 	memcpy(b + SHF_WIRE_FWD_HDR, in, (size_t)m);
 	size_t n = SHF_WIRE_FWD_HDR + (size_t)m;
-	CHECK(chk(b, n, &h) == 0 && h.kind == SHF_WIRE_FWD && h.src_node == SRC &&
+	EXPECTF(chk(b, n, &h) == 0 && h.kind == SHF_WIRE_FWD && h.src_node == SRC &&
 		      h.u.fwd.inner_src == 0 && h.u.fwd.inner_dst == DST &&
 		      h.u.fwd.inner_kind == SHF_WIRE_HEARTBEAT && h.u.fwd.len == (uint32_t)m &&
 		      h.u.fwd.msg == b + SHF_WIRE_FWD_HDR,
@@ -641,53 +635,53 @@ static void test_fwd(void)
 	/* at the intermediate: a message of SRC for node 3 */
 	m = shf_wire_enc_heartbeat(in, sizeof(in), SRC, 3, &hb);
 	memcpy(b + SHF_WIRE_FWD_HDR, in, (size_t)m);
-	CHECK(chk(b, n, &h) == 0 && h.u.fwd.inner_src == SRC && h.u.fwd.inner_dst == 3,
+	EXPECTF(chk(b, n, &h) == 0 && h.u.fwd.inner_src == SRC && h.u.fwd.inner_dst == 3,
 	      "fwd to an intermediate");
-	CHECK(chk(b, n - 1, NULL) == -EBADMSG, "fwd: carried message cut short");
-	CHECK(chk(b, SHF_WIRE_FWD_HDR + 16, NULL) == -EBADMSG, "fwd: no whole header carried");
-	CHECK(chk_patched32(b, n, SHF_WIRE_FWD_HDR + 12, 9) == -EBADMSG,
+	EXPECTF(chk(b, n - 1, NULL) == -EBADMSG, "fwd: carried message cut short");
+	EXPECTF(chk(b, SHF_WIRE_FWD_HDR + 16, NULL) == -EBADMSG, "fwd: no whole header carried");
+	EXPECTF(chk_patched32(b, n, SHF_WIRE_FWD_HDR + 12, 9) == -EBADMSG,
 	      "fwd: carried dst out of range");
-	CHECK(chk_patched8(b, n, SHF_WIRE_FWD_HDR + 52, 1) == -EBADMSG,
+	EXPECTF(chk_patched8(b, n, SHF_WIRE_FWD_HDR + 52, 1) == -EBADMSG,
 	      "fwd: carried message invalid (reserved byte)");
 	/* the hop's own pair is not another pair's message */
 	m = shf_wire_enc_heartbeat(in, sizeof(in), SRC, DST, &hb);
 	memcpy(b + SHF_WIRE_FWD_HDR, in, (size_t)m);
-	CHECK(chk(b, n, NULL) == -EBADMSG, "fwd of the hop's own pair");
+	EXPECTF(chk(b, n, NULL) == -EBADMSG, "fwd of the hop's own pair");
 	/* no nesting, no FWD_LOST carried */
 	uint8_t b2[600];
-	CHECK(shf_wire_enc_fwd_hdr(b2, sizeof(b2), SRC, DST) == SHF_WIRE_FWD_HDR, "outer");
-	CHECK(shf_wire_enc_fwd_hdr(b2 + 32, sizeof(b2) - 32, 0, DST) == SHF_WIRE_FWD_HDR, "inner");
+	EXPECTF(shf_wire_enc_fwd_hdr(b2, sizeof(b2), SRC, DST) == SHF_WIRE_FWD_HDR, "outer");
+	EXPECTF(shf_wire_enc_fwd_hdr(b2 + 32, sizeof(b2) - 32, 0, DST) == SHF_WIRE_FWD_HDR, "inner");
 	m = shf_wire_enc_heartbeat(b2 + 64, sizeof(b2) - 64, 3, DST, &hb);
-	CHECK(chk(b2, 64 + (size_t)m, NULL) == -EBADMSG, "fwd inside a fwd");
+	EXPECTF(chk(b2, 64 + (size_t)m, NULL) == -EBADMSG, "fwd inside a fwd");
 	long l = shf_wire_enc_fwd_lost(in, sizeof(in), 0, DST, 3);
 	memcpy(b + SHF_WIRE_FWD_HDR, in, (size_t)l);
-	CHECK(chk(b, SHF_WIRE_FWD_HDR + (size_t)l, NULL) == -EBADMSG, "fwd_lost carried");
-	CHECK(shf_wire_enc_fwd_hdr(b, sizeof(b), SRC, SRC) == -EINVAL, "fwd to myself");
-	CHECK(shf_wire_enc_fwd_hdr(b, 31, SRC, DST) == -ENOBUFS, "fwd cap");
+	EXPECTF(chk(b, SHF_WIRE_FWD_HDR + (size_t)l, NULL) == -EBADMSG, "fwd_lost carried");
+	EXPECTF(shf_wire_enc_fwd_hdr(b, sizeof(b), SRC, SRC) == -EINVAL, "fwd to myself");
+	EXPECTF(shf_wire_enc_fwd_hdr(b, 31, SRC, DST) == -ENOBUFS, "fwd cap");
 
 	/* FWD_LOST */
 	l = shf_wire_enc_fwd_lost(b, sizeof(b), SRC, DST, 3);
-	CHECK(l == SHF_WIRE_FWD_LOST_BYTES && chk(b, (size_t)l, &h) == 0 &&
+	EXPECTF(l == SHF_WIRE_FWD_LOST_BYTES && chk(b, (size_t)l, &h) == 0 &&
 		      h.kind == SHF_WIRE_FWD_LOST && h.u.fwd_lost == 3,
 	      "fwd_lost round trip");
-	CHECK(chk_patched32(b, (size_t)l, 32, SRC) == -EBADMSG, "fwd_lost of the sender");
-	CHECK(chk_patched32(b, (size_t)l, 32, DST) == -EBADMSG, "fwd_lost of the receiver");
-	CHECK(chk_patched32(b, (size_t)l, 32, NODES) == -EBADMSG, "fwd_lost out of range");
-	CHECK(chk_patched32(b, (size_t)l, 36, 1) == -EBADMSG, "fwd_lost reserved");
-	CHECK(chk(b, (size_t)l + 8, NULL) == -EBADMSG, "fwd_lost length");
-	CHECK(shf_wire_enc_fwd_lost(b, sizeof(b), SRC, DST, DST) == -EINVAL, "enc fwd_lost of dst");
+	EXPECTF(chk_patched32(b, (size_t)l, 32, SRC) == -EBADMSG, "fwd_lost of the sender");
+	EXPECTF(chk_patched32(b, (size_t)l, 32, DST) == -EBADMSG, "fwd_lost of the receiver");
+	EXPECTF(chk_patched32(b, (size_t)l, 32, NODES) == -EBADMSG, "fwd_lost out of range");
+	EXPECTF(chk_patched32(b, (size_t)l, 36, 1) == -EBADMSG, "fwd_lost reserved");
+	EXPECTF(chk(b, (size_t)l + 8, NULL) == -EBADMSG, "fwd_lost length");
+	EXPECTF(shf_wire_enc_fwd_lost(b, sizeof(b), SRC, DST, DST) == -EINVAL, "enc fwd_lost of dst");
 	/* IDLE (bit 3, peer_idle_ms) round-trips; bits beyond WAKE stay invalid */
 	hb.flags = SHF_WIRE_HB_IDLE;
 	l = shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb);
-	CHECK(l == SHF_WIRE_HEARTBEAT_BYTES && chk(b, (size_t)l, &h) == 0 &&
+	EXPECTF(l == SHF_WIRE_HEARTBEAT_BYTES && chk(b, (size_t)l, &h) == 0 &&
 		      h.u.heartbeat.flags == SHF_WIRE_HB_IDLE, "heartbeat flag IDLE round trip");
 	/* WAKE (bit 4, the wake of an idle pair) round-trips too */
 	hb.flags = SHF_WIRE_HB_WAKE;
 	l = shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb);
-	CHECK(l == SHF_WIRE_HEARTBEAT_BYTES && chk(b, (size_t)l, &h) == 0 &&
+	EXPECTF(l == SHF_WIRE_HEARTBEAT_BYTES && chk(b, (size_t)l, &h) == 0 &&
 		      h.u.heartbeat.flags == SHF_WIRE_HB_WAKE, "heartbeat flag WAKE round trip");
 	hb.flags = 32;
-	CHECK(shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb) == -EINVAL, "heartbeat flag 32");
+	EXPECTF(shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb) == -EINVAL, "heartbeat flag 32");
 }
 
 /* FWD_BUNDLE: several whole FWDs of one hop (SRC -> DST) in one message;
@@ -698,45 +692,45 @@ static void test_bundle(void)
 	struct shf_wire_hdr h;
 	struct shf_wire_heartbeat hb = {.time_ns = 1, .incarnation = 7, .flags = SHF_WIRE_HB_2D};
 	long m = shf_wire_enc_heartbeat(in, sizeof(in), 0, DST, &hb);
-	CHECK(shf_wire_enc_fwd_hdr(f, sizeof(f), SRC, DST) == SHF_WIRE_FWD_HDR, "fwd header");
+	EXPECTF(shf_wire_enc_fwd_hdr(f, sizeof(f), SRC, DST) == SHF_WIRE_FWD_HDR, "fwd header");
 	memcpy(f + SHF_WIRE_FWD_HDR, in, (size_t)m);
 	uint32_t flen = SHF_WIRE_FWD_HDR + (uint32_t)m; /* 152: a multiple of 8 */
 	struct shf_wire_ack a = {5, 8, 0};
 	long am = shf_wire_enc_ack(in, sizeof(in), 3, DST, &a);
 	uint8_t f2[128];
-	CHECK(shf_wire_enc_fwd_hdr(f2, sizeof(f2), SRC, DST) == SHF_WIRE_FWD_HDR, "fwd header 2");
+	EXPECTF(shf_wire_enc_fwd_hdr(f2, sizeof(f2), SRC, DST) == SHF_WIRE_FWD_HDR, "fwd header 2");
 	memcpy(f2 + SHF_WIRE_FWD_HDR, in, (size_t)am);
 	uint32_t flen2 = SHF_WIRE_FWD_HDR + (uint32_t)am;
 	long off = shf_wire_enc_bundle_begin(b, sizeof(b), SRC, DST);
-	CHECK(off == SHF_WIRE_BUNDLE_HDR, "bundle begin");
+	EXPECTF(off == SHF_WIRE_BUNDLE_HDR, "bundle begin");
 	off = shf_wire_enc_bundle_add(b, sizeof(b), (size_t)off, f, flen);
 	off = shf_wire_enc_bundle_add(b, sizeof(b), (size_t)off, f2, flen2);
-	CHECK(off == 40 + 8 + 152 + 8 + 80, "bundle length %ld", off);
+	EXPECTF(off == 40 + 8 + 152 + 8 + 80, "bundle length %ld", off);
 	size_t n = (size_t)off;
-	CHECK(chk(b, n, &h) == 0 && h.kind == SHF_WIRE_FWD_BUNDLE && h.u.bundle.count == 2,
+	EXPECTF(chk(b, n, &h) == 0 && h.kind == SHF_WIRE_FWD_BUNDLE && h.u.bundle.count == 2,
 	      "bundle round trip");
 	uint32_t it = 0, len = 0;
 	const uint8_t *msg = NULL;
-	CHECK(shf_wire_bundle_next(&h.u.bundle, &it, &msg, &len) == 1 && len == flen &&
+	EXPECTF(shf_wire_bundle_next(&h.u.bundle, &it, &msg, &len) == 1 && len == flen &&
 		      !memcmp(msg + SHF_WIRE_FWD_HDR, f + SHF_WIRE_FWD_HDR, (size_t)m),
 	      "bundle item 1");
-	CHECK(shf_wire_bundle_next(&h.u.bundle, &it, &msg, &len) == 1 && len == flen2,
+	EXPECTF(shf_wire_bundle_next(&h.u.bundle, &it, &msg, &len) == 1 && len == flen2,
 	      "bundle item 2");
-	CHECK(shf_wire_bundle_next(&h.u.bundle, &it, &msg, &len) == 0, "bundle: two items");
-	CHECK(shf_wire_enc_bundle_add(b, n + 100, n, f, flen) == -ENOBUFS, "bundle add: no room");
-	CHECK(chk(b, n - 1, NULL) == -EBADMSG, "bundle cut short");
-	CHECK(chk(b, n + 8, NULL) == -EBADMSG, "bundle: bytes beyond the last item");
-	CHECK(chk_patched32(b, n, 32, 0) == -EBADMSG, "bundle: zero count");
-	CHECK(chk_patched32(b, n, 32, 3) == -EBADMSG, "bundle: count above its items");
-	CHECK(chk_patched32(b, n, 32, 1) == -EBADMSG, "bundle: count below its items");
-	CHECK(chk_patched32(b, n, 36, 1) == -EBADMSG, "bundle: reserved");
-	CHECK(chk_patched32(b, n, 40, 4096) == -EBADMSG, "bundle: item length past the end");
-	CHECK(chk_patched32(b, n, 40, 16) == -EBADMSG, "bundle: item shorter than a header");
-	CHECK(chk_patched32(b, n, 40, flen - 8) == -EBADMSG, "bundle: item length inside it");
-	CHECK(chk_patched32(b, n, 44, 1) == -EBADMSG, "bundle: item reserved");
-	CHECK(chk_patched32(b, n, 48 + 12, 3) == -EBADMSG, "bundle: item of another hop");
-	CHECK(chk_patched32(b, n, 48 + 16, 9) == -EBADMSG, "bundle: item with tags");
-	CHECK(chk_patched8(b, n, 48 + SHF_WIRE_FWD_HDR + 52, 1) == -EBADMSG,
+	EXPECTF(shf_wire_bundle_next(&h.u.bundle, &it, &msg, &len) == 0, "bundle: two items");
+	EXPECTF(shf_wire_enc_bundle_add(b, n + 100, n, f, flen) == -ENOBUFS, "bundle add: no room");
+	EXPECTF(chk(b, n - 1, NULL) == -EBADMSG, "bundle cut short");
+	EXPECTF(chk(b, n + 8, NULL) == -EBADMSG, "bundle: bytes beyond the last item");
+	EXPECTF(chk_patched32(b, n, 32, 0) == -EBADMSG, "bundle: zero count");
+	EXPECTF(chk_patched32(b, n, 32, 3) == -EBADMSG, "bundle: count above its items");
+	EXPECTF(chk_patched32(b, n, 32, 1) == -EBADMSG, "bundle: count below its items");
+	EXPECTF(chk_patched32(b, n, 36, 1) == -EBADMSG, "bundle: reserved");
+	EXPECTF(chk_patched32(b, n, 40, 4096) == -EBADMSG, "bundle: item length past the end");
+	EXPECTF(chk_patched32(b, n, 40, 16) == -EBADMSG, "bundle: item shorter than a header");
+	EXPECTF(chk_patched32(b, n, 40, flen - 8) == -EBADMSG, "bundle: item length inside it");
+	EXPECTF(chk_patched32(b, n, 44, 1) == -EBADMSG, "bundle: item reserved");
+	EXPECTF(chk_patched32(b, n, 48 + 12, 3) == -EBADMSG, "bundle: item of another hop");
+	EXPECTF(chk_patched32(b, n, 48 + 16, 9) == -EBADMSG, "bundle: item with tags");
+	EXPECTF(chk_patched8(b, n, 48 + SHF_WIRE_FWD_HDR + 52, 1) == -EBADMSG,
 	      "bundle: carried message invalid");
 	/* an item that is not a FWD: a bundle inside a bundle, a bare message */
 	uint8_t b2[1024];
@@ -745,18 +739,18 @@ static void test_bundle(void)
 	shf_wire_put32(b2 + off + 4, 0);
 	memcpy(b2 + off + 8, b, n);
 	shf_wire_put32(b2 + 32, 1);
-	CHECK(chk(b2, (size_t)off + 8 + n, NULL) == -EBADMSG, "bundle inside a bundle");
+	EXPECTF(chk(b2, (size_t)off + 8 + n, NULL) == -EBADMSG, "bundle inside a bundle");
 	shf_wire_put32(b2 + off, (uint32_t)am);
 	memcpy(b2 + off + 8, in, (size_t)am);
-	CHECK(chk(b2, (size_t)off + 8 + (size_t)am, NULL) == -EBADMSG, "bare message in a bundle");
+	EXPECTF(chk(b2, (size_t)off + 8 + (size_t)am, NULL) == -EBADMSG, "bare message in a bundle");
 	/* a FWD may not carry a bundle */
 	uint8_t b3[1100];
-	CHECK(shf_wire_enc_fwd_hdr(b3, sizeof(b3), 3, DST) == SHF_WIRE_FWD_HDR, "outer fwd");
+	EXPECTF(shf_wire_enc_fwd_hdr(b3, sizeof(b3), 3, DST) == SHF_WIRE_FWD_HDR, "outer fwd");
 	memcpy(b3 + SHF_WIRE_FWD_HDR, b, n);
-	CHECK(shf_wire_check(b3, SHF_WIRE_FWD_HDR + n, NODES, DST, &h) == -EBADMSG,
+	EXPECTF(shf_wire_check(b3, SHF_WIRE_FWD_HDR + n, NODES, DST, &h) == -EBADMSG,
 	      "bundle inside a fwd");
-	CHECK(shf_wire_enc_bundle_begin(b, sizeof(b), SRC, SRC) == -EINVAL, "bundle to myself");
-	CHECK(!strcmp(shf_wire_kind_name(SHF_WIRE_FWD_BUNDLE), "fwd-bundle"), "bundle kind name");
+	EXPECTF(shf_wire_enc_bundle_begin(b, sizeof(b), SRC, SRC) == -EINVAL, "bundle to myself");
+	EXPECTF(!strcmp(shf_wire_kind_name(SHF_WIRE_FWD_BUNDLE), "fwd-bundle"), "bundle kind name");
 }
 
 int main(void)
@@ -771,10 +765,8 @@ int main(void)
 	test_stamp();
 	test_epoch_tree();
 	test_fan();
-	if (failures) {
-		fprintf(stderr, "wire-unit: %d failures\n", failures);
+	if (check_result())
 		return 1;
-	}
 	fprintf(stderr, "wire-unit: PASS\n");
 	return 0;
 }

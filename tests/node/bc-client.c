@@ -83,8 +83,6 @@ static struct {
 
 static int g_rank = -1, g_world;
 
-#define FAIL(...) tc_fail(__VA_ARGS__)
-
 struct bmsg {
 	uint32_t magic;
 	int32_t src;
@@ -179,23 +177,23 @@ static void check_node_info(struct shf_ctx *c)
 		ranks[i] = counts[i] = -7;
 	int r = shf_node_info(c, &ni);
 	if (r)
-		FAIL("shf_node_info: %s (%s)", shf_strerror(r), shf_error_detail());
+		tc_fail("shf_node_info: %s (%s)", shf_strerror(r), shf_error_detail());
 	if (ni.node != me || ni.nodes != nodes || ni.local_count != local)
-		FAIL("shf_node_info: node %d of %d, %d local; expected node %d of %d, %d local",
+		tc_fail("shf_node_info: node %d of %d, %d local; expected node %d of %d, %d local",
 		     ni.node, ni.nodes, ni.local_count, me, nodes, local);
 	for (int i = 0; i < local; i++)
 		if (ranks[i] != first + i)
-			FAIL("shf_node_info: local_ranks[%d] = %d, expected %d", i, ranks[i],
+			tc_fail("shf_node_info: local_ranks[%d] = %d, expected %d", i, ranks[i],
 			     first + i);
 	if (ranks[local] != -7)
-		FAIL("shf_node_info wrote past local_cap");
+		tc_fail("shf_node_info wrote past local_cap");
 	for (int n = 0; n < nodes; n++) {
 		int want = g_world - n * K < K ? g_world - n * K : K;
 		if (counts[n] != want)
-			FAIL("shf_node_info: node_counts[%d] = %d, expected %d", n, counts[n], want);
+			tc_fail("shf_node_info: node_counts[%d] = %d, expected %d", n, counts[n], want);
 	}
 	if (counts[nodes] != -7)
-		FAIL("shf_node_info wrote past node_counts_cap");
+		tc_fail("shf_node_info wrote past node_counts_cap");
 	/* a short array: filled up to its capacity, the count still whole */
 	for (int i = 0; i <= MAX_WORLD; i++)
 		ranks[i] = -7;
@@ -203,15 +201,15 @@ static void check_node_info(struct shf_ctx *c)
 	r = shf_node_info(c, &sh);
 	if (r || sh.local_count != local || (local > 1 && ranks[local - 2] != first + local - 2) ||
 	    ranks[local - 1] != -7)
-		FAIL("shf_node_info with local_cap %d: r %d, count %d, last %d", local - 1, r,
+		tc_fail("shf_node_info with local_cap %d: r %d, count %d, last %d", local - 1, r,
 		     sh.local_count, ranks[local - 1]);
 	/* no arrays at all */
 	struct shf_node_info none = {-1, -1, -1, NULL, 0, NULL, 0};
 	if (shf_node_info(c, &none) || none.node != me || none.nodes != nodes)
-		FAIL("shf_node_info without arrays");
+		tc_fail("shf_node_info without arrays");
 	struct shf_node_info bad = {0, 0, 0, NULL, 3, NULL, 0};
 	if (shf_node_info(c, &bad) != -EINVAL)
-		FAIL("shf_node_info with local_cap 3 and no array did not say -EINVAL");
+		tc_fail("shf_node_info with local_cap 3 and no array did not say -EINVAL");
 	printf("rank %d: node_info: node %d of %d, %d local: ok\n", g_rank, ni.node, ni.nodes,
 	       ni.local_count);
 }
@@ -226,7 +224,7 @@ static int mode_exact(void)
 	uint8_t *buf = calloc(1, cfg.size);
 	struct shf_msg *msgs = calloc(MAX_WORLD, sizeof(*msgs));
 	if (!buf || !msgs)
-		FAIL("out of memory");
+		tc_fail("out of memory");
 	for (long k = 0; k < cfg.ops; k++) {
 		fill(buf, k);
 		int r = 0;
@@ -245,7 +243,7 @@ static int mode_exact(void)
 				if (r == (int)n)
 					r = 0;
 				else if (r >= 0)
-					FAIL("op %ld: shf_send_many sent %d of %u", k, r, n);
+					tc_fail("op %ld: shf_send_many sent %d of %u", k, r, n);
 				break;
 			}
 			for (int d = 0; d < g_world && !r; d++)
@@ -253,18 +251,18 @@ static int mode_exact(void)
 					r = shf_send(c, d, T_SEND, buf, cfg.size, 0);
 		}
 		if (r)
-			FAIL("op %ld: %s (%s)", k, shf_strerror(r), shf_error_detail());
+			tc_fail("op %ld: %s (%s)", k, shf_strerror(r), shf_error_detail());
 	}
 	int r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout);
 	if (r)
-		FAIL("shf_flush(REMOTE): %s (%s)", shf_strerror(r), shf_error_detail());
+		tc_fail("shf_flush(REMOTE): %s (%s)", shf_strerror(r), shf_error_detail());
 	r = shf_epoch(c, cfg.timeout);
 	if (r)
-		FAIL("shf_epoch: %s (%s)", shf_strerror(r), shf_error_detail());
+		tc_fail("shf_epoch: %s (%s)", shf_strerror(r), shf_error_detail());
 	long total = 0;
 	pthread_mutex_lock(&rx.mu);
 	if (rx.bad)
-		FAIL("%ld bad deliveries, first: %s", rx.bad, rx.why);
+		tc_fail("%ld bad deliveries, first: %s", rx.bad, rx.why);
 	for (int s = 0; s < g_world; s++) {
 		long i = 0;
 		for (long k = 0; k < cfg.ops; k++) {
@@ -272,21 +270,21 @@ static int mode_exact(void)
 			if (!mine)
 				continue;
 			if (i >= rx.n[s])
-				FAIL("from rank %d: got %ld messages, op %ld never came", s, rx.n[s], k);
+				tc_fail("from rank %d: got %ld messages, op %ld never came", s, rx.n[s], k);
 			if (rx.got[s][i] != k)
-				FAIL("from rank %d: message %ld is op %" PRId64 ", expected op %ld "
+				tc_fail("from rank %d: message %ld is op %" PRId64 ", expected op %ld "
 				     "(lost, duplicated or out of order)", s, i, rx.got[s][i], k);
 			i++;
 		}
 		if (i != rx.n[s])
-			FAIL("from rank %d: %ld messages, expected %ld", s, rx.n[s], i);
+			tc_fail("from rank %d: %ld messages, expected %ld", s, rx.n[s], i);
 		total += i;
 	}
 	pthread_mutex_unlock(&rx.mu);
 	struct shf_stats st;
 	shf_stats_get(c, &st);
 	if (st.dropped_dead || st.dropped_down)
-		FAIL("drops reported: %" PRIu64 " dead, %" PRIu64 " down", st.dropped_dead,
+		tc_fail("drops reported: %" PRIu64 " dead, %" PRIu64 " down", st.dropped_dead,
 		     st.dropped_down);
 	printf("rank %d: bcast exact: ok (%ld messages)\n", g_rank, total);
 	fflush(stdout);
@@ -294,7 +292,7 @@ static int mode_exact(void)
 	tc_sync_wait(cfg.timeout, "release");
 	r = shf_close(c);
 	if (r)
-		FAIL("shf_close: %s", shf_strerror(r));
+		tc_fail("shf_close: %s", shf_strerror(r));
 	free(buf);
 	free(msgs);
 	return 0;
@@ -309,9 +307,9 @@ static void expect_fail(struct shf_ctx *c, const struct shf_msg *m, unsigned n, 
 {
 	int r = shf_send_many(c, m, n, flags);
 	if (r != want)
-		FAIL("shf_send_many: %d (%s), expected %d", r, shf_strerror(r), want);
+		tc_fail("shf_send_many: %d (%s), expected %d", r, shf_strerror(r), want);
 	if (detail && !strstr(shf_error_detail(), detail))
-		FAIL("shf_send_many: detail \"%s\" does not name \"%s\"", shf_error_detail(),
+		tc_fail("shf_send_many: detail \"%s\" does not name \"%s\"", shf_error_detail(),
 		     detail);
 }
 
@@ -319,7 +317,7 @@ static int mode_many_check(void)
 {
 	struct shf_ctx *c = open_ctx(!cfg.poll, 0);
 	if (g_world != 1)
-		FAIL("many-check runs alone (world 1)");
+		tc_fail("many-check runs alone (world 1)");
 	uint8_t big[8] = {0}, buf[64];
 	struct shf_msg m[4];
 	for (int i = 0; i < 4; i++) {
@@ -327,9 +325,9 @@ static int mode_many_check(void)
 		m[i] = (struct shf_msg){0, T_SEND, buf, sizeof(struct bmsg)};
 	}
 	if (shf_send_many(c, m, 0, 0) != 0)
-		FAIL("n 0 did not return 0");
+		tc_fail("n 0 did not return 0");
 	if (shf_send_many(c, NULL, 0, 0) != 0)
-		FAIL("NULL msgs with n 0 did not return 0");
+		tc_fail("NULL msgs with n 0 did not return 0");
 	expect_fail(c, NULL, 2, 0, -EINVAL, "msgs is NULL");
 	expect_fail(c, m, 4, 0x80, -EINVAL, "unknown flags");
 	m[2].dst = 1;
@@ -347,17 +345,17 @@ static int mode_many_check(void)
 	/* nothing of the refused calls was sent */
 	int r = shf_epoch(c, cfg.timeout);
 	if (r)
-		FAIL("shf_epoch: %s", shf_strerror(r));
+		tc_fail("shf_epoch: %s", shf_strerror(r));
 	pthread_mutex_lock(&rx.mu);
 	long got = rx.n[0];
 	pthread_mutex_unlock(&rx.mu);
 	if (got)
-		FAIL("%ld records of refused calls arrived", got);
+		tc_fail("%ld records of refused calls arrived", got);
 	/* a NULL payload of length 0 is fine */
 	struct shf_msg z = {0, T_SEND, NULL, 0};
 	r = shf_send_many(c, &z, 1, 0);
 	if (r != 1)
-		FAIL("a record of length 0: %d (%s)", r, shf_strerror(r));
+		tc_fail("a record of length 0: %d (%s)", r, shf_strerror(r));
 	/* ops 0..3 in one call */
 	for (int i = 0; i < 4; i++) {
 		fill(buf + 16 * i, i);
@@ -365,28 +363,28 @@ static int mode_many_check(void)
 	}
 	r = shf_send_many(c, m, 4, SHF_NONBLOCK);
 	if (r != 4)
-		FAIL("4 good records: %d (%s)", r, shf_strerror(r));
+		tc_fail("4 good records: %d (%s)", r, shf_strerror(r));
 	r = shf_epoch(c, cfg.timeout);
 	if (r)
-		FAIL("shf_epoch: %s", shf_strerror(r));
+		tc_fail("shf_epoch: %s", shf_strerror(r));
 	pthread_mutex_lock(&rx.mu);
 	if (rx.bad != 1) /* the empty record is a bad delivery to on_msg: counted once */
-		FAIL("%ld bad deliveries (%s), expected the one empty record", rx.bad, rx.why);
+		tc_fail("%ld bad deliveries (%s), expected the one empty record", rx.bad, rx.why);
 	if (rx.n[0] != 4)
-		FAIL("%ld records arrived, expected 4", rx.n[0]);
+		tc_fail("%ld records arrived, expected 4", rx.n[0]);
 	for (int i = 0; i < 4; i++)
 		if (rx.got[0][i] != i)
-			FAIL("record %d is op %" PRId64, i, rx.got[0][i]);
+			tc_fail("record %d is op %" PRId64, i, rx.got[0][i]);
 	pthread_mutex_unlock(&rx.mu);
 	struct shf_stats st;
 	shf_stats_get(c, &st);
 	if (st.sent_msgs != 5 || st.delivered_msgs != 5)
-		FAIL("stats: sent %" PRIu64 ", delivered %" PRIu64 ", expected 5 and 5",
+		tc_fail("stats: sent %" PRIu64 ", delivered %" PRIu64 ", expected 5 and 5",
 		     st.sent_msgs, st.delivered_msgs);
 	printf("rank %d: many-check: ok\n", g_rank);
 	r = shf_close(c);
 	if (r)
-		FAIL("shf_close: %s", shf_strerror(r));
+		tc_fail("shf_close: %s", shf_strerror(r));
 	return 0;
 }
 
@@ -412,7 +410,7 @@ static void *mt_sender(void *arg)
 		}
 		int r = shf_send_many(mt_ctx, m, 7, 0);
 		if (r != 7)
-			FAIL("thread %ld: shf_send_many: %d (%s)", t, r, shf_error_detail());
+			tc_fail("thread %ld: shf_send_many: %d (%s)", t, r, shf_error_detail());
 	}
 	return NULL;
 }
@@ -421,33 +419,33 @@ static int mode_many_threads(void)
 {
 	mt_ctx = open_ctx(!cfg.poll, 0);
 	if (cfg.threads < 1 || cfg.threads > 16)
-		FAIL("threads=%d", cfg.threads);
+		tc_fail("threads=%d", cfg.threads);
 	pthread_t th[16];
 	for (long t = 0; t < cfg.threads; t++)
 		if (pthread_create(&th[t], NULL, mt_sender, (void *)(intptr_t)t))
-			FAIL("pthread_create");
+			tc_fail("pthread_create");
 	for (int t = 0; t < cfg.threads; t++)
 		pthread_join(th[t], NULL);
 	int r = shf_epoch(mt_ctx, cfg.timeout);
 	if (r)
-		FAIL("shf_epoch: %s (%s)", shf_strerror(r), shf_error_detail());
+		tc_fail("shf_epoch: %s (%s)", shf_strerror(r), shf_error_detail());
 	pthread_mutex_lock(&rx.mu);
 	if (rx.bad)
-		FAIL("%ld bad deliveries, first: %s", rx.bad, rx.why);
+		tc_fail("%ld bad deliveries, first: %s", rx.bad, rx.why);
 	long total = 0;
 	for (int s = 0; s < g_world; s++) {
 		int64_t next[16] = {0};
 		for (long i = 0; i < rx.n[s]; i++) {
 			int64_t v = rx.got[s][i], t = v >> 40, seq = v & ((1LL << 40) - 1);
 			if (t < 0 || t >= cfg.threads || seq < next[t])
-				FAIL("from rank %d: record %ld (thread %" PRId64 ", %" PRId64
+				tc_fail("from rank %d: record %ld (thread %" PRId64 ", %" PRId64
 				     ") out of order or duplicated", s, i, t, seq);
 			/* the records of thread t meant for me: every k*7+i with
 			 * (k + i) % world == my rank, in order */
 			while (next[t] < seq) {
 				int64_t kk = next[t] / 7, ii = next[t] % 7;
 				if ((kk + ii) % g_world == g_rank)
-					FAIL("from rank %d thread %" PRId64 ": record %" PRId64
+					tc_fail("from rank %d thread %" PRId64 ": record %" PRId64
 					     " lost", s, t, next[t]);
 				next[t]++;
 			}
@@ -460,13 +458,13 @@ static int mode_many_threads(void)
 		for (int i = 0; i < 7; i++)
 			want += (k + i) % g_world == g_rank;
 	if (total != want * (long)cfg.threads * g_world)
-		FAIL("%ld records arrived, expected %ld", total, want * (long)cfg.threads * g_world);
+		tc_fail("%ld records arrived, expected %ld", total, want * (long)cfg.threads * g_world);
 	pthread_mutex_unlock(&rx.mu);
 	printf("rank %d: many-threads: ok (%ld records)\n", g_rank, total);
 	fflush(stdout);
 	r = shf_close(mt_ctx);
 	if (r)
-		FAIL("shf_close: %s", shf_strerror(r));
+		tc_fail("shf_close: %s", shf_strerror(r));
 	return 0;
 }
 
@@ -489,12 +487,12 @@ static int rank1_count_all(struct shf_ctx *c)
 	}
 	pthread_mutex_lock(&rx.mu);
 	if (rx.bad)
-		FAIL("%ld bad deliveries, first: %s", rx.bad, rx.why);
+		tc_fail("%ld bad deliveries, first: %s", rx.bad, rx.why);
 	if (rx.n[0] != cfg.count)
-		FAIL("got %ld broadcasts from rank 0, expected %ld", rx.n[0], cfg.count);
+		tc_fail("got %ld broadcasts from rank 0, expected %ld", rx.n[0], cfg.count);
 	for (long i = 0; i < cfg.count; i++)
 		if (rx.got[0][i] != i)
-			FAIL("broadcast %ld is number %" PRId64, i, rx.got[0][i]);
+			tc_fail("broadcast %ld is number %" PRId64, i, rx.got[0][i]);
 	pthread_mutex_unlock(&rx.mu);
 	printf("rank 1: got %ld\n", cfg.count);
 	fflush(stdout);
@@ -510,12 +508,12 @@ static void bcast_numbered(struct shf_ctx *c, const char *after_first)
 {
 	uint8_t *buf = calloc(1, cfg.size);
 	if (!buf)
-		FAIL("out of memory");
+		tc_fail("out of memory");
 	for (long k = 0; k < cfg.count; k++) {
 		fill(buf, k);
 		int r = shf_bcast(c, T_BCAST, buf, cfg.size, 0);
 		if (r)
-			FAIL("broadcast %ld: %s (%s)", k, shf_strerror(r), shf_error_detail());
+			tc_fail("broadcast %ld: %s (%s)", k, shf_strerror(r), shf_error_detail());
 		if (k == 0 && after_first)
 			tc_sync_post("%s", after_first);
 	}
@@ -532,7 +530,7 @@ static int mode_lost(void)
 	}
 	struct shf_ctx *c = open_ctx(victim ? 0 : 1, victim ? 128 * 1024 : 0);
 	if (g_world != 3)
-		FAIL("mode lost needs world 3");
+		tc_fail("mode lost needs world 3");
 	if (victim) {
 		tc_sync_post("ready.2");
 		/* no library call at all: in poll mode every wait would deliver */
@@ -555,9 +553,9 @@ static int mode_lost(void)
 	       "\n", r ? shf_strerror(r) : "ok", tc_now_ms() - t0, st.dropped_down, st.dropped_dead);
 	fflush(stdout);
 	if (r != -EHOSTDOWN)
-		FAIL("flush returned %d (%s), expected -EHOSTDOWN", r, shf_strerror(r));
+		tc_fail("flush returned %d (%s), expected -EHOSTDOWN", r, shf_strerror(r));
 	if (st.dropped_down < 1)
-		FAIL("no drop counted for the lost node");
+		tc_fail("no drop counted for the lost node");
 	tc_sync_post("sent.0");
 	tc_sync_wait(cfg.timeout, "end");
 	shf_close(c);
@@ -570,13 +568,13 @@ static int mode_left(void)
 {
 	struct shf_ctx *c = open_ctx(1, 0);
 	if (g_world != 3)
-		FAIL("mode left needs world 3");
+		tc_fail("mode left needs world 3");
 	if (g_rank == 2) {
 		tc_sync_post("ready.2");
 		tc_sync_wait(cfg.timeout, "leave");
 		int r = shf_close(c);
 		if (r)
-			FAIL("shf_close: %s", shf_strerror(r));
+			tc_fail("shf_close: %s", shf_strerror(r));
 		tc_sync_post("closed.2");
 		return 0;
 	}
@@ -592,10 +590,10 @@ static int mode_left(void)
 	       r ? shf_strerror(r) : "ok", st.dropped_down, st.dropped_dead);
 	fflush(stdout);
 	if (r != -ESRCH)
-		FAIL("flush returned %d (%s), expected -ESRCH: rank 2 left before the broadcasts", r,
+		tc_fail("flush returned %d (%s), expected -ESRCH: rank 2 left before the broadcasts", r,
 		     shf_strerror(r));
 	if (st.dropped_dead != (uint64_t)cfg.count || st.dropped_down != 0)
-		FAIL("dropped_dead %" PRIu64 ", dropped_down %" PRIu64 ": expected %ld and 0 (one "
+		tc_fail("dropped_dead %" PRIu64 ", dropped_down %" PRIu64 ": expected %ld and 0 (one "
 		     "copy per broadcast for the rank that left)", st.dropped_dead, st.dropped_down,
 		     cfg.count);
 	tc_sync_post("sent.0");

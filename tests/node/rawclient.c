@@ -133,7 +133,7 @@ static void raw_connect(struct raw *w, const char *job)
 
 static void bell(struct raw *w)
 {
-	shf_ring_ring_bell(w->fds[SHF_FD_DAEMON_BELL]);
+	shf_bell_ring(w->fds[SHF_FD_DAEMON_BELL]);
 }
 
 /* Publish one message record to dst (no data). */

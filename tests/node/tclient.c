@@ -46,6 +46,7 @@
 #include <unistd.h>
 
 #include "shuffle.h"
+#include "tests/lib/args.h"
 #include "tests/lib/daemon.h"
 #include "tmsg.h"
 
@@ -138,50 +139,65 @@ static void parse_set(const char *v, bool *set)
 	}
 }
 
+static void set_srcs(const char *v)
+{
+	parse_set(v, cfg.srcs);
+	cfg.srcs_set = true;
+}
+
+static void set_dsts(const char *v)
+{
+	parse_set(v, cfg.dsts);
+	cfg.dsts_set = true;
+}
+
+static void set_prefix(const char *v)
+{
+	parse_set(v, cfg.prefix);
+}
+
+static void set_slow_src(const char *v)
+{
+	parse_set(v, cfg.slow_src);
+	cfg.slow_src_set = true;
+}
+
 static void parse_args(int argc, char **argv)
 {
-	if (argc < 2)
-		usage("no mode");
-	cfg.mode = argv[1];
-	for (int i = 2; i < argc; i++) {
-		char *eq = strchr(argv[i], '=');
-		if (!eq)
-			usage(argv[i]);
-		*eq = '\0';
-		const char *k = argv[i], *v = eq + 1;
-		if (!strcmp(k, "n")) cfg.n = atol(v);
-		else if (!strcmp(k, "rounds")) cfg.rounds = (unsigned)atoi(v);
-		else if (!strcmp(k, "seed")) cfg.seed = strtoull(v, NULL, 0);
-		else if (!strcmp(k, "poll")) cfg.poll = atoi(v);
-		else if (!strcmp(k, "minlen")) cfg.minlen = (uint32_t)atol(v);
-		else if (!strcmp(k, "maxlen")) cfg.maxlen = (uint32_t)atol(v);
-		else if (!strcmp(k, "big")) cfg.big = (uint32_t)atol(v);
-		else if (!strcmp(k, "ring")) cfg.ring = (uint32_t)strtoul(v, NULL, 0);
-		else if (!strcmp(k, "flush")) cfg.flush = atoi(v);
-		else if (!strcmp(k, "epoch")) cfg.epoch = atoi(v);
-		else if (!strcmp(k, "wait")) cfg.wait = atoi(v);
-		else if (!strcmp(k, "expect_epoch")) cfg.expect_epoch = v;
-		else if (!strcmp(k, "expect")) cfg.expect = v;
-		else if (!strcmp(k, "detail")) cfg.detail = v;
-		else if (!strcmp(k, "then")) cfg.then = v;
-		else if (!strcmp(k, "slow_us")) cfg.slow_us = atol(v);
-		else if (!strcmp(k, "slow_every")) cfg.slow_every = atol(v);
-		else if (!strcmp(k, "stall")) cfg.stall = v;
-		else if (!strcmp(k, "timeout")) cfg.timeout = atoi(v);
-		else if (!strcmp(k, "hold")) cfg.hold = v;
-		else if (!strcmp(k, "post")) cfg.post = v;
-		else if (!strcmp(k, "check_blocked")) cfg.check_blocked = atoi(v);
-		else if (!strcmp(k, "victim_flush")) cfg.victim_flush = atol(v);
-		else if (!strcmp(k, "victim_until")) cfg.victim_until = v;
-		else if (!strcmp(k, "steps")) cfg.steps = atoi(v);
-		else if (!strcmp(k, "rank")) cfg.rank = atoi(v);
-		else if (!strcmp(k, "world")) cfg.world = atoi(v);
-		else if (!strcmp(k, "srcs")) { parse_set(v, cfg.srcs); cfg.srcs_set = true; }
-		else if (!strcmp(k, "dsts")) { parse_set(v, cfg.dsts); cfg.dsts_set = true; }
-		else if (!strcmp(k, "prefix")) parse_set(v, cfg.prefix);
-		else if (!strcmp(k, "slow_src")) { parse_set(v, cfg.slow_src); cfg.slow_src_set = true; }
-		else usage(k);
-	}
+	static const struct targ keys[] = {
+		{"n", TARG_LONG, &cfg.n, NULL},
+		{"rounds", TARG_UNSIGNED, &cfg.rounds, NULL},
+		{"seed", TARG_U64, &cfg.seed, NULL},
+		{"poll", TARG_INT, &cfg.poll, NULL},
+		{"minlen", TARG_U32, &cfg.minlen, NULL},
+		{"maxlen", TARG_U32, &cfg.maxlen, NULL},
+		{"big", TARG_U32, &cfg.big, NULL},
+		{"ring", TARG_U32, &cfg.ring, NULL},
+		{"flush", TARG_INT, &cfg.flush, NULL},
+		{"epoch", TARG_INT, &cfg.epoch, NULL},
+		{"wait", TARG_INT, &cfg.wait, NULL},
+		{"expect_epoch", TARG_STR, &cfg.expect_epoch, NULL},
+		{"expect", TARG_STR, &cfg.expect, NULL},
+		{"detail", TARG_STR, &cfg.detail, NULL},
+		{"then", TARG_STR, &cfg.then, NULL},
+		{"slow_us", TARG_LONG, &cfg.slow_us, NULL},
+		{"slow_every", TARG_LONG, &cfg.slow_every, NULL},
+		{"stall", TARG_STR, &cfg.stall, NULL},
+		{"timeout", TARG_INT, &cfg.timeout, NULL},
+		{"hold", TARG_STR, &cfg.hold, NULL},
+		{"post", TARG_STR, &cfg.post, NULL},
+		{"check_blocked", TARG_INT, &cfg.check_blocked, NULL},
+		{"victim_flush", TARG_LONG, &cfg.victim_flush, NULL},
+		{"victim_until", TARG_STR, &cfg.victim_until, NULL},
+		{"steps", TARG_INT, &cfg.steps, NULL},
+		{"rank", TARG_INT, &cfg.rank, NULL},
+		{"world", TARG_INT, &cfg.world, NULL},
+		{"srcs", TARG_FN, NULL, set_srcs},
+		{"dsts", TARG_FN, NULL, set_dsts},
+		{"prefix", TARG_FN, NULL, set_prefix},
+		{"slow_src", TARG_FN, NULL, set_slow_src},
+	};
+	cfg.mode = targs_parse(argc, argv, keys, TARGS_N(keys), usage);
 	if (cfg.rounds < 1 || cfg.rounds > MAX_ROUNDS)
 		usage("rounds out of range");
 	if (cfg.maxlen < cfg.minlen || cfg.minlen < sizeof(struct tmsg))

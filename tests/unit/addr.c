@@ -19,19 +19,7 @@
 
 #include "daemon/rdv/rdv.h"
 #include "proto/addr.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                              \
-	do {                                                                          \
-		if (!(cond)) {                                                        \
-			fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__,        \
-				__LINE__, #cond);                                     \
-			fprintf(stderr, __VA_ARGS__);                                 \
-			fputc('\n', stderr);                                          \
-			failures++;                                                   \
-		}                                                                     \
-	} while (0)
+#include "tests/lib/check.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -103,47 +91,47 @@ static void test_hostport(void)
 		const char *why = NULL;
 		int r = shf_addr_parse(c->in, strlen(c->in), c->flags, host, sizeof(host), port,
 				       sizeof(port), &why);
-		CHECK(r == c->want, "'%s' flags %u: %d, want %d (%s)", c->in, c->flags, r, c->want,
+		EXPECTF(r == c->want, "'%s' flags %u: %d, want %d (%s)", c->in, c->flags, r, c->want,
 		      why ? why : "");
 		if (r == 0 && c->want == 0)
-			CHECK(!strcmp(host, c->host) && !strcmp(port, c->port),
+			EXPECTF(!strcmp(host, c->host) && !strcmp(port, c->port),
 			      "'%s': host '%s' port '%s'", c->in, host, port);
 		if (r < 0)
-			CHECK(why && why[0] && !host[0] && !port[0], "'%s': reason and empty outputs",
+			EXPECTF(why && why[0] && !host[0] && !port[0], "'%s': reason and empty outputs",
 			      c->in);
 		/* check-only form agrees */
-		CHECK(shf_addr_parse(c->in, strlen(c->in), c->flags, NULL, 0, NULL, 0, NULL) == r,
+		EXPECTF(shf_addr_parse(c->in, strlen(c->in), c->flags, NULL, 0, NULL, 0, NULL) == r,
 		      "'%s' without outputs", c->in);
 	}
 
 	/* len bounds the input: "h:80junk" cut at 4 */
 	char host[SHF_ADDR_HOST_MAX], port[SHF_ADDR_PORT_MAX];
-	CHECK(shf_addr_parse("h:80junk", 4, SHF_ADDR_NEED_PORT, host, sizeof(host), port,
+	EXPECTF(shf_addr_parse("h:80junk", 4, SHF_ADDR_NEED_PORT, host, sizeof(host), port,
 			     sizeof(port), NULL) == 0 &&
 		      !strcmp(host, "h") && !strcmp(port, "80"),
 	      "length-bounded");
-	CHECK(shf_addr_parse("h\0:80", 5, 0, NULL, 0, NULL, 0, NULL) == -EINVAL, "NUL inside");
+	EXPECTF(shf_addr_parse("h\0:80", 5, 0, NULL, 0, NULL, 0, NULL) == -EINVAL, "NUL inside");
 
 	/* overlong: 255 bytes of host fit, 256 do not; and a small buffer */
 	char big[600];
 	memset(big, 'a', 255);
 	strcpy(big + 255, ":1");
-	CHECK(shf_addr_parse(big, strlen(big), 0, host, sizeof(host), port, sizeof(port), NULL) ==
+	EXPECTF(shf_addr_parse(big, strlen(big), 0, host, sizeof(host), port, sizeof(port), NULL) ==
 			  0 && strlen(host) == 255,
 	      "255-byte host");
 	memset(big, 'a', 256);
 	strcpy(big + 256, ":1");
-	CHECK(shf_addr_parse(big, strlen(big), 0, host, sizeof(host), port, sizeof(port), NULL) ==
+	EXPECTF(shf_addr_parse(big, strlen(big), 0, host, sizeof(host), port, sizeof(port), NULL) ==
 		      -EINVAL,
 	      "256-byte host");
 	char small[4];
-	CHECK(shf_addr_parse("abcd:1", 6, 0, small, sizeof(small), port, sizeof(port), NULL) ==
+	EXPECTF(shf_addr_parse("abcd:1", 6, 0, small, sizeof(small), port, sizeof(port), NULL) ==
 			  -EINVAL && !small[0] && !port[0],
 	      "host does not fit its buffer");
-	CHECK(shf_addr_parse("abc:1", 5, 0, small, sizeof(small), port, sizeof(port), NULL) == 0,
+	EXPECTF(shf_addr_parse("abc:1", 5, 0, small, sizeof(small), port, sizeof(port), NULL) == 0,
 	      "host just fits");
 	char p2[3];
-	CHECK(shf_addr_parse("a:100", 5, 0, host, sizeof(host), p2, sizeof(p2), NULL) == -EINVAL,
+	EXPECTF(shf_addr_parse("a:100", 5, 0, host, sizeof(host), p2, sizeof(p2), NULL) == -EINVAL,
 	      "port does not fit its buffer");
 }
 
@@ -155,19 +143,19 @@ static void test_node_names(void)
 					  "a:b", "a\tb", "é", "a\nb", "{node}"};
 	const char *why;
 	for (size_t i = 0; i < N(good); i++)
-		CHECK(shf_node_name_check(good[i], &why) == 0, "good name '%s'", good[i]);
+		EXPECTF(shf_node_name_check(good[i], &why) == 0, "good name '%s'", good[i]);
 	for (size_t i = 0; i < N(bad); i++) {
 		why = NULL;
-		CHECK(shf_node_name_check(bad[i], &why) == -EINVAL && why, "bad name '%s'", bad[i]);
+		EXPECTF(shf_node_name_check(bad[i], &why) == -EINVAL && why, "bad name '%s'", bad[i]);
 	}
-	CHECK(shf_node_name_check(NULL, NULL) == -EINVAL, "NULL");
+	EXPECTF(shf_node_name_check(NULL, NULL) == -EINVAL, "NULL");
 	char n[80];
 	memset(n, 'n', 63);
 	n[63] = '\0';
-	CHECK(shf_node_name_check(n, NULL) == 0, "63 bytes");
+	EXPECTF(shf_node_name_check(n, NULL) == 0, "63 bytes");
 	n[63] = 'n';
 	n[64] = '\0';
-	CHECK(shf_node_name_check(n, &why) == -EINVAL && strstr(why, "63"), "64 bytes");
+	EXPECTF(shf_node_name_check(n, &why) == -EINVAL && strstr(why, "63"), "64 bytes");
 }
 
 static void test_bind(void)
@@ -200,39 +188,39 @@ static void test_bind(void)
 		char host[320] = "junk", port[32] = "junk";
 		int r = shd_rdv_bind_split(cases[i].bind, cases[i].node, host, sizeof(host), port,
 					   sizeof(port));
-		CHECK(r == cases[i].want && !strcmp(host, cases[i].host) &&
+		EXPECTF(r == cases[i].want && !strcmp(host, cases[i].host) &&
 			      !strcmp(port, cases[i].port),
 		      "bind '%s' node %d: %d '%s' '%s'", cases[i].bind, cases[i].node, r, host,
 		      port);
 		/* the load-time check: the grammar, {node} taken as known */
 		if (cases[i].node >= 0)
-			CHECK((shd_rdv_bind_check(cases[i].bind, NULL, NULL, 0) == 0) == (r == 0),
+			EXPECTF((shd_rdv_bind_check(cases[i].bind, NULL, NULL, 0) == 0) == (r == 0),
 			      "bind check '%s'", cases[i].bind);
 	}
 	char host[16], port[8];
-	CHECK(shd_rdv_bind_split(NULL, 0, host, sizeof(host), port, sizeof(port)) == -EINVAL,
+	EXPECTF(shd_rdv_bind_split(NULL, 0, host, sizeof(host), port, sizeof(port)) == -EINVAL,
 	      "NULL bind");
-	CHECK(shd_rdv_bind_split("a-long-host-name", 0, host, sizeof(host), port, sizeof(port)) ==
+	EXPECTF(shd_rdv_bind_split("a-long-host-name", 0, host, sizeof(host), port, sizeof(port)) ==
 		      -EINVAL,
 	      "host does not fit");
 	char big[400];
 	memset(big, 'h', 300);
 	big[300] = '\0';
-	CHECK(shd_rdv_bind_split(big, 0, host, sizeof(host), port, sizeof(port)) == -EINVAL,
+	EXPECTF(shd_rdv_bind_split(big, 0, host, sizeof(host), port, sizeof(port)) == -EINVAL,
 	      "overlong bind");
 
 	char err[256];
 #ifdef SHD_HAVE_RDV_MPI
-	CHECK(shd_rdv_bind_check("127.0.0.{node}:7000", "mpi", err, sizeof(err)) == 0, "mpi");
+	EXPECTF(shd_rdv_bind_check("127.0.0.{node}:7000", "mpi", err, sizeof(err)) == 0, "mpi");
 #endif
-	CHECK(shd_rdv_bind_check("127.0.0.{node}:7000", "auto", err, sizeof(err)) == 0, "auto");
-	CHECK(shd_rdv_bind_check("127.0.0.{node}", "dir:/x:2", err, sizeof(err)) == -EINVAL &&
+	EXPECTF(shd_rdv_bind_check("127.0.0.{node}:7000", "auto", err, sizeof(err)) == 0, "auto");
+	EXPECTF(shd_rdv_bind_check("127.0.0.{node}", "dir:/x:2", err, sizeof(err)) == -EINVAL &&
 		      strstr(err, "{node}"),
 	      "dir: %s", err);
-	CHECK(shd_rdv_bind_check("h{node}:1", "static:h1:1", err, sizeof(err)) == -EINVAL,
+	EXPECTF(shd_rdv_bind_check("h{node}:1", "static:h1:1", err, sizeof(err)) == -EINVAL,
 	      "static");
-	CHECK(shd_rdv_bind_check("h1:1", "static:h1:1", err, sizeof(err)) == 0, "static plain");
-	CHECK(shd_rdv_bind_check("h 1", NULL, err, sizeof(err)) == -EINVAL && err[0], "reason");
+	EXPECTF(shd_rdv_bind_check("h1:1", "static:h1:1", err, sizeof(err)) == 0, "static plain");
+	EXPECTF(shd_rdv_bind_check("h 1", NULL, err, sizeof(err)) == -EINVAL && err[0], "reason");
 }
 
 /* "static:" spec: open with each entry as the bind address; my node = index. */
@@ -247,7 +235,7 @@ static void open_each_static(const char *spec)
 		struct shd_rdv *r = NULL;
 		char err[256] = "";
 		int rc = shd_rdv_open(spec, &self, &r, err, sizeof(err));
-		CHECK(rc == 0 && shd_rdv_my_node(r) == i, "open '%s' as '%s': %d %s", spec, bind, rc,
+		EXPECTF(rc == 0 && shd_rdv_my_node(r) == i, "open '%s' as '%s': %d %s", spec, bind, rc,
 		      err);
 		shd_rdv_close(r);
 		if (!e)
@@ -292,19 +280,19 @@ static void test_spec(void)
 	for (size_t i = 0; i < N(good_no_n); i++) {
 		err[0] = '\0';
 		int rc = shd_rdv_spec_check(good_no_n[i], err, sizeof(err));
-		CHECK(rc == 0, "spec '%s': %d %s", good_no_n[i], rc, err);
+		EXPECTF(rc == 0, "spec '%s': %d %s", good_no_n[i], rc, err);
 	}
 	for (size_t i = 0; i < N(good); i++) {
 		err[0] = '\0';
 		int rc = shd_rdv_spec_check(good[i], err, sizeof(err));
-		CHECK(rc == 0, "spec '%s': %d %s", good[i], rc, err);
+		EXPECTF(rc == 0, "spec '%s': %d %s", good[i], rc, err);
 		if (!strncmp(good[i], "static:", 7)) {
 			open_each_static(good[i]);
 		} else if (!strncmp(good[i], "dir:", 4)) {
 			struct shd_rdv_self self = {.name = "n1"};
 			struct shd_rdv *r = NULL;
 			rc = shd_rdv_open(good[i], &self, &r, err, sizeof(err));
-			CHECK(rc == 0 && shd_rdv_my_node(r) == -1, "open '%s': %d %s", good[i], rc,
+			EXPECTF(rc == 0 && shd_rdv_my_node(r) == -1, "open '%s': %d %s", good[i], rc,
 			      err);
 			shd_rdv_close(r);
 		}
@@ -312,30 +300,30 @@ static void test_spec(void)
 	for (size_t i = 0; i < N(bad); i++) {
 		err[0] = '\0';
 		int rc = shd_rdv_spec_check(bad[i], err, sizeof(err));
-		CHECK(rc == -EINVAL && err[0], "spec '%s' accepted", bad[i]);
+		EXPECTF(rc == -EINVAL && err[0], "spec '%s' accepted", bad[i]);
 		struct shd_rdv_self self = {.name = "n1", .bind = "h1:7000"};
 		struct shd_rdv *r = NULL;
 		rc = shd_rdv_open(bad[i], &self, &r, err, sizeof(err));
-		CHECK(rc == -EINVAL && r == NULL, "open '%s': %d", bad[i], rc);
+		EXPECTF(rc == -EINVAL && r == NULL, "open '%s': %d", bad[i], rc);
 	}
-	CHECK(shd_rdv_spec_check(NULL, err, sizeof(err)) == -EINVAL, "NULL spec");
+	EXPECTF(shd_rdv_spec_check(NULL, err, sizeof(err)) == -EINVAL, "NULL spec");
 	/* messages the configuration shows */
 	shd_rdv_spec_check("static:h1:7000,h2:x", err, sizeof(err));
-	CHECK(strstr(err, "entry 2") && strstr(err, "h2:x"), "%s", err);
+	EXPECTF(strstr(err, "entry 2") && strstr(err, "h2:x"), "%s", err);
 	shd_rdv_spec_check("static:fe80::1:7000", err, sizeof(err));
-	CHECK(strstr(err, "brackets"), "%s", err);
+	EXPECTF(strstr(err, "brackets"), "%s", err);
 	shd_rdv_spec_check("static:h:1,h:1", err, sizeof(err));
-	CHECK(strstr(err, "repeats entry 1"), "%s", err);
+	EXPECTF(strstr(err, "repeats entry 1"), "%s", err);
 
 	/* none and auto are the caller's to resolve: valid, but not opened */
 	struct shd_rdv *r = NULL;
-	CHECK(shd_rdv_open("none", NULL, &r, err, sizeof(err)) == -EINVAL && !r, "open none");
+	EXPECTF(shd_rdv_open("none", NULL, &r, err, sizeof(err)) == -EINVAL && !r, "open none");
 	/* an accepted spec can still fail on this node's own values */
 	struct shd_rdv_self self = {.name = "n1", .bind = "h3:7000"};
-	CHECK(shd_rdv_open("static:h1:7000,h2:7000", &self, &r, err, sizeof(err)) == -ENOENT,
+	EXPECTF(shd_rdv_open("static:h1:7000,h2:7000", &self, &r, err, sizeof(err)) == -ENOENT,
 	      "bind not listed");
 	self.name = "../x";
-	CHECK(shd_rdv_open("dir:/tmp:2", &self, &r, err, sizeof(err)) == -EINVAL, "bad dir name");
+	EXPECTF(shd_rdv_open("dir:/tmp:2", &self, &r, err, sizeof(err)) == -EINVAL, "bad dir name");
 }
 
 int main(void)
@@ -344,10 +332,8 @@ int main(void)
 	test_node_names();
 	test_bind();
 	test_spec();
-	if (failures) {
-		fprintf(stderr, "addr: %d check(s) failed\n", failures);
+	if (check_result())
 		return 1;
-	}
 	fprintf(stderr, "addr: PASS\n");
 	return 0;
 }

@@ -222,7 +222,7 @@ static uint32_t fk_next(struct fake *f, void *out, uint32_t cap, uint32_t *len_p
 			memcpy(out, v.data, v.len);
 			*len_p = v.len;
 			if (shf_ring_release(&f->send))
-				shf_ring_ring_bell(f->bell_space);
+				shf_bell_ring(f->bell_space);
 			return v.kind;
 		}
 		if (!shf_ring_cons_arm(&f->send))
@@ -247,7 +247,7 @@ static void fk_deliver(struct fake *f, int32_t src, uint32_t kind, uint32_t type
 	memcpy(p, &h, sizeof(h));
 	memcpy(p + sizeof(h), data, len);
 	if (shf_ring_publish(&f->deliver))
-		shf_ring_ring_bell(f->bell_deliver);
+		shf_bell_ring(f->bell_deliver);
 }
 
 static void fk_flush_done(struct fake *f, uint64_t id, uint64_t dead, uint64_t down, int st)
