@@ -25,7 +25,7 @@ static void test_defaults(void)
 	CHECKF(load_args(&c, err, sizeof(err), "--node_name", "n0", NULL) == 0, "%s", err);
 	CHECK(c.ring_bytes == 1u << 20);
 	CHECK(c.max_msg == 60u << 10);
-	CHECK(c.batch_bytes == 32u << 10);
+	CHECK(c.batch_bytes == 128u << 10);
 	CHECK(c.linger_us == 100);
 	CHECK(c.peer_credits == 8);
 	CHECK(c.max_inflight == 256);
