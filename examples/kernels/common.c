@@ -409,12 +409,12 @@ void k_conduit_init(struct kern *k, k_handler h, void *user)
 
 void k_send8(struct kern *k, int dst, uint32_t type, uint64_t val)
 {
-	if (k->impl == K_SHUFFLE) {
-		shf_send8(k, dst, type, val);
+	if (dst == k->rank) {
+		k->handler(k, dst, type, val); /* mine: no message, in both */
 		return;
 	}
-	if (dst == k->rank) {
-		k->handler(k, dst, type, val); /* mine: no message */
+	if (k->impl == K_SHUFFLE) {
+		shf_send8(k, dst, type, val);
 		return;
 	}
 	struct kmpi *m = k->mpi;
