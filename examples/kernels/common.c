@@ -43,8 +43,7 @@ static void usage(const char *name, struct kopt *opts, const char *why)
 		name);
 	for (struct kopt *o = opts; o && o->name; o++)
 		fprintf(stderr, " [--%s N]", o->name);
-	fprintf(stderr, "\n  --agg N  mpi: messages per aggregation buffer (default 512: 4 KiB, "
-		"sent eagerly by Open MPI's shared memory)\n");
+	fprintf(stderr, "\n  --agg N  mpi: messages per aggregation buffer (default 512: 4 KiB)\n");
 	for (struct kopt *o = opts; o && o->name; o++)
 		fprintf(stderr, "  --%s N  %s (default %ld)\n", o->name, o->help, *o->val);
 	exit(2);
