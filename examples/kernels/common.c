@@ -214,6 +214,13 @@ static void shf_send8(struct kern *k, int dst, uint32_t type, uint64_t v)
 
 /* ----------------------------------------------------------- MPI conduit */
 
+/* A completed receive waiting to be handled: in its receive buffer (slot),
+ * or copied out (slot -1) when it completed inside a handler's wait. */
+struct kq {
+	uint64_t *data;
+	int slot, src, tag, bytes;
+};
+
 struct kmpi {
 	uint64_t *buf;      /* [world][K_TYPES][2][agg] */
 	int *fill;          /* [world][K_TYPES]: messages in the current buffer */
@@ -225,9 +232,8 @@ struct kmpi {
 	uint64_t *rbuf;     /* [nrecv][agg] */
 	uint64_t *pseq;     /* [nrecv]: when each receive was posted */
 	uint64_t posts;
-	MPI_Status *st;     /* [nrecv]: of each completed receive */
-	int *q;             /* completed receives, in the order they matched */
-	int qhead, qlen;
+	struct kvec q;      /* struct kq: completed receives, in matching order */
+	size_t qhead;
 	bool busy;          /* handling the queue (a handler's send must not recurse) */
 	int ends[2];        /* ENDs received, by phase parity */
 };
@@ -244,7 +250,11 @@ static void mpi_post(struct kern *k, int i)
  * Queue the receives that completed, in the order they were posted: MPI
  * matches a source's messages to receives in posting order, so this is
  * each source's sending order (ig's replies rely on it; MPI_Testsome lists
- * them by index, which is not).  Their buffers are reposted once handled.
+ * them by index, which is not).  Inside a handler's wait the data is
+ * copied out and the receive reposted at once, so a rank that waits for a
+ * send never runs out of posted receives (two ranks waiting for each
+ * other's sends both keep receiving); otherwise the buffer is reposted
+ * once handled.
  */
 static void mpi_poll(struct kern *k)
 {
@@ -262,8 +272,19 @@ static void mpi_poll(struct kern *k)
 			st[b] = st[b - 1], st[b - 1] = ts;
 		}
 	for (int j = 0; j < n; j++) {
-		m->st[idx[j]] = st[j];
-		m->q[(m->qhead + m->qlen++) % m->nrecv] = idx[j];
+		int i = idx[j], bytes = 0;
+		MPI_Get_count(&st[j], MPI_BYTE, &bytes);
+		struct kq e = {m->rbuf + (size_t)i * (size_t)k->agg, i, st[j].MPI_SOURCE,
+			       st[j].MPI_TAG, bytes};
+		if (m->busy) {
+			e.data = malloc((size_t)bytes + 8);
+			if (!e.data)
+				k_die(k, "out of memory");
+			memcpy(e.data, m->rbuf + (size_t)i * (size_t)k->agg, (size_t)bytes);
+			e.slot = -1;
+			mpi_post(k, i);
+		}
+		kvec_push(&m->q, &e);
 	}
 }
 
@@ -277,21 +298,20 @@ static void mpi_progress(struct kern *k)
 	if (m->busy)
 		return;
 	m->busy = true;
-	while (m->qlen) {
-		int i = m->q[m->qhead];
-		m->qhead = (m->qhead + 1) % m->nrecv;
-		m->qlen--;
-		int tag = m->st[i].MPI_TAG, src = m->st[i].MPI_SOURCE, bytes = 0;
-		if (tag >= END_TAG) {
-			m->ends[tag - END_TAG]++;
+	while (m->qhead < m->q.n) {
+		struct kq e = ((struct kq *)m->q.p)[m->qhead++];
+		if (e.tag >= END_TAG) {
+			m->ends[e.tag - END_TAG]++;
 		} else {
-			MPI_Get_count(&m->st[i], MPI_BYTE, &bytes);
-			const uint64_t *p = m->rbuf + (size_t)i * (size_t)k->agg;
-			for (int e = 0; e < bytes / 8; e++)
-				k->handler(k, src, (uint32_t)tag, p[e]);
+			for (int v = 0; v < e.bytes / 8; v++)
+				k->handler(k, e.src, (uint32_t)e.tag, e.data[v]);
 		}
-		mpi_post(k, i);
+		if (e.slot >= 0)
+			mpi_post(k, e.slot);
+		else
+			free(e.data);
 	}
+	m->q.n = m->qhead = 0;
 	m->busy = false;
 }
 
@@ -342,10 +362,9 @@ static void mpi_init(struct kern *k)
 	m->rreq = malloc((size_t)m->nrecv * sizeof(MPI_Request));
 	m->rbuf = malloc((size_t)m->nrecv * a * 8);
 	m->pseq = malloc((size_t)m->nrecv * 8);
-	m->q = malloc((size_t)m->nrecv * sizeof(int));
-	m->st = malloc((size_t)m->nrecv * sizeof(MPI_Status));
+	m->q.size = sizeof(struct kq);
 	if (!m->buf || !m->fill || !m->cur || !m->sreq || !m->ereq || !m->rreq || !m->rbuf ||
-	    !m->pseq || !m->q || !m->st)
+	    !m->pseq)
 		k_die(k, "out of memory for %zu x %zu aggregation buffers", w * K_TYPES * 2, a);
 	for (size_t i = 0; i < w * K_TYPES * 2; i++)
 		m->sreq[i] = MPI_REQUEST_NULL;
@@ -389,7 +408,8 @@ static void mpi_fini(struct kern *k)
 		MPI_Wait(&m->rreq[i], MPI_STATUS_IGNORE);
 	}
 	free(m->buf), free(m->fill), free(m->cur), free(m->sreq), free(m->ereq);
-	free(m->rreq), free(m->rbuf), free(m->pseq), free(m->q), free(m->st);
+	free(m->rreq), free(m->rbuf), free(m->pseq);
+	kvec_free(&m->q);
 	free(m);
 	k->mpi = NULL;
 }
