@@ -272,6 +272,12 @@ struct shf_ctx {
 	/* --- consumer side, under deliver_lock */
 	pthread_mutex_t deliver_lock;
 	struct shf_ring deliver;   /* our consumer view of SHF_SHM_DELIVER */
+	/* The epoch as a phase boundary (data.c, "epoch hold"): set by the
+	 * epoch's thread just before it sends phase 2, cleared when EPOCH_DONE
+	 * came.  While set, no callback runs: what lies in the ring then may
+	 * have been sent by ranks that already left the epoch.  seq_cst on
+	 * both sides (the delivery loop loads it after each peek). */
+	_Atomic bool epoch_hold;
 
 	/* --- under mu */
 	pthread_mutex_t mu;

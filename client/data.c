@@ -165,6 +165,47 @@ static inline void send_leave(struct shf_ctx *c, bool fast)
 		pthread_mutex_unlock(&c->send_lock);
 }
 
+/* ----------------------------------------------------------- epoch hold */
+
+/*
+ * The epoch as a phase boundary: no callback for a record sent after its
+ * sender returned from epoch k runs here before this rank has returned
+ * from epoch k.  Such a record can exist only once every rank has sent
+ * phase 2 (DRAINED) of epoch k, this one too; so from the moment this rank
+ * sends its phase 2 until its EPOCH_DONE came, its delivery ring is held:
+ * the records stay in it, in order, and run after (shf_poll(), the
+ * delivery thread).  Nothing else is needed for it: no byte in any
+ * record header, no daemon state.  Records sent by callbacks while their
+ * rank is inside the same epoch may wait with them (docs/api.md, "The
+ * epoch as a phase boundary").
+ *
+ * Ordering: the hold is stored (seq_cst) before the phase-2 datagram is
+ * sent, and a record sent after another rank returned reaches this ring
+ * only after the daemons saw that datagram; the delivery loop loads the
+ * hold (seq_cst) after peeking each record, so it sees it set.
+ */
+static inline bool epoch_holds(struct shf_ctx *c)
+{
+	return atomic_load_explicit(&c->epoch_hold, memory_order_seq_cst);
+}
+
+static void epoch_hold_begin(struct shf_ctx *c)
+{
+	atomic_store_explicit(&c->epoch_hold, true, memory_order_seq_cst);
+}
+
+/* The epoch returned (or failed): deliver what waited.  Wakes the delivery
+ * thread, or makes shf_event_fd() readable in poll mode, when records do. */
+static void epoch_hold_end(struct shf_ctx *c)
+{
+	if (!atomic_exchange_explicit(&c->epoch_hold, false, memory_order_seq_cst))
+		return;
+	if (c->thread_mode)
+		shf_bell_ring(c->deliver_bell); /* the thread re-looks at the ring */
+	else
+		shc_poll_restore(c);
+}
+
 /* ------------------------------------------------------------- delivery */
 
 /* Hand recs[0..n) to the batch callback; count them once it returned
@@ -205,6 +246,10 @@ int shc_deliver_batch(struct shf_ctx *c, unsigned max)
 			shc_protocol_error(c, "delivery ring corrupt (%s)",
 					   r == -EBADMSG ? "bad record header" : "bad head index");
 			bad = true;
+			break;
+		}
+		if (epoch_holds(c)) {
+			shf_ring_unpeek(&c->deliver, &v); /* runs once the epoch returned */
 			break;
 		}
 		if (v.kind != SHF_REC_MSG || v.len < SHF_MSG_HDR_BYTES) {
@@ -778,6 +823,10 @@ static int flush_delivery(struct shf_ctx *c, int64_t deadline)
 		int n = shc_deliver_batch(c, SHC_BATCH);
 		if (n < 0) {
 			r = n;
+		} else if (n == 0 && epoch_holds(c)) {
+			/* another thread's shf_epoch() holds the ring */
+			r = shc_fail(-EBUSY, "the delivery ring is held until the epoch under way "
+				     "in another thread returns");
 		} else if (c->deliver.done == before) {
 			shc_protocol_error(c, "delivery ring: published records vanished");
 			r = shc_dead_err(c);
@@ -867,9 +916,11 @@ static int epoch_run(struct shf_ctx *c, int64_t deadline)
 			return r;
 		shc_waiter_add(c, &c->epoch_w, SHF_IPC_EPOCH_DONE, c->epoch_id);
 		struct shf_ipc_epoch m = {c->epoch_id, 2, 0};
+		epoch_hold_begin(c); /* before anyone can leave this epoch */
 		r = shf_ipc_send(c->sock, SHF_IPC_EPOCH, (uint32_t)c->epoch_id, &m, sizeof(m),
 				 NULL, 0);
 		if (r) {
+			epoch_hold_end(c);
 			shc_waiter_del(c, &c->epoch_w);
 			shc_mark_dead(c, "cannot send to the daemon: %s", strerror(-r));
 			return shc_dead_err(c);
@@ -883,14 +934,20 @@ static int epoch_run(struct shf_ctx *c, int64_t deadline)
 				"within the timeout (shf_epoch() again resumes it)",
 				(unsigned long long)c->epoch_id);
 	if (r < 0)
-		return r;
+		return r; /* still inside the epoch (a later call resumes it): held */
 	shc_waiter_del(c, &c->epoch_w);
 	c->epoch_stage = SHC_EPOCH_IDLE;
-	if (c->epoch_w.status < 0)
+	if (c->epoch_w.status < 0) {
+		epoch_hold_end(c);
 		return shc_fail(c->epoch_w.status, "epoch %llu failed: %s%s%.150s",
 				(unsigned long long)c->epoch_id, shf_strerror(c->epoch_w.status),
 				c->epoch_w.text[0] ? ": " : "", c->epoch_w.text);
+	}
+	/* counted before the hold ends: a callback that reads shf_stats.epochs
+	 * sees k for every record sent between its sender's epochs k and k+1
+	 * (docs/api.md) */
 	stat_add(&c->st.epochs, 1);
+	epoch_hold_end(c);
 	return drop_result(c->epoch_dropped_dead, c->epoch_dropped_down);
 }
 

@@ -47,6 +47,10 @@
  *              other rank posts "in-epoch.r" and enters the epoch, which
  *              must return `expect` (ESRCH, say) once the driver kills
  *              R, within `timeout`; prints how long it waited.
+ *   phases     thread=0|1 count=L m=M: L levels, each M sends to random
+ *              ranks and a broadcast, then an epoch; every record must run
+ *              in the level it was sent in (the epoch as a phase boundary,
+ *              tests/multi/epoch-phase.sh); posts "held.R", waits "release".
  *   latency    world 2: rank 0 sends `count` messages of `size` bytes to
  *              rank 1, one every gap_ms, each stamped with CLOCK_MONOTONIC;
  *              rank 1 prints one-way latency statistics (same host, same
@@ -82,6 +86,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -111,6 +116,7 @@ static struct {
 	int gap_ms;
 	uint32_t size;
 	long bound_us;
+	bool thread; /* phases: delivery thread (1) or poll mode (0) */
 } cfg = {
 	.per_node = 1, .victim = -1, .m = 200, .c = 200, .count = 200, .burst = 256 * 1024,
 	.vring = 128 * 1024, .timeout = 30000, .hold_min_ms = 300, .post_epoch = "any",
@@ -740,6 +746,128 @@ static int mode_epochtime(void)
 	return 0;
 }
 
+/* ------------------------------------------------------------- phases */
+
+/*
+ * The epoch as a phase boundary (level-synchronous, as a BFS): in level L
+ * every rank sends m messages to random ranks and one broadcast, each
+ * carrying L, then calls shf_epoch().  Every callback checks that the
+ * record's level is the level its rank is in: the number of epochs it has
+ * completed (poll mode: the main loop's level, set after shf_epoch()
+ * returned; thread mode: shf_stats.epochs, which the library counts before
+ * it lets the next level's records run).  A record of level L+1 run while
+ * its rank still waits in epoch L (a faster rank left it and sent on) is a
+ * violation, so is a record of level L run after epoch L returned.  At
+ * the end each rank sends every rank what it sent it, and the totals are
+ * checked (nothing lost or run twice).  thread=0|1, count levels, m sends
+ * per level.
+ */
+static struct {
+	struct shf_ctx *c;
+	bool thread;
+	_Atomic uint32_t level;      /* poll mode: levels completed */
+	_Atomic uint64_t viol, got, bc_got;
+	_Atomic uint64_t total_from[MAX_WORLD]; /* end: what each rank sent me */
+	_Atomic int totals;
+} ph;
+
+#define PH_TYPE 7
+#define PH_TOTAL 8
+
+static void ph_deliver(void *arg, int src, int dst, uint32_t type, const void *data, uint32_t len)
+{
+	(void)arg;
+	(void)dst;
+	if (type == PH_TOTAL && len == 8 && src >= 0 && src < g_world) {
+		uint64_t n;
+		memcpy(&n, data, 8);
+		atomic_store(&ph.total_from[src], n);
+		atomic_fetch_add(&ph.totals, 1);
+		return;
+	}
+	uint32_t lv[2];
+	if (type != PH_TYPE || len != sizeof(lv)) {
+		atomic_fetch_add(&ph.viol, 1);
+		return;
+	}
+	memcpy(lv, data, sizeof(lv));
+	uint64_t cur;
+	if (ph.thread) {
+		struct shf_stats st;
+		shf_stats_get(ph.c, &st);
+		cur = st.epochs;
+	} else {
+		cur = atomic_load(&ph.level);
+	}
+	if (lv[0] != cur) {
+		if (atomic_fetch_add(&ph.viol, 1) < 10)
+			fprintf(stderr, "mn-client rank %d: a level-%u record from rank %d ran in "
+				"level %" PRIu64 "\n", g_rank, lv[0], src, cur);
+	}
+	if (lv[1])
+		atomic_fetch_add(&ph.bc_got, 1);
+	atomic_fetch_add(&ph.got, 1);
+}
+
+static int mode_phases(void)
+{
+	ph.thread = cfg.thread;
+	struct shf_opts o;
+	shf_opts_init(&o);
+	o.delivery_thread = cfg.thread;
+	o.timeout_ms = cfg.timeout;
+	ph.c = tc_open(&o, ph_deliver, NULL, &g_rank, &g_world, MAX_WORLD);
+	struct shf_ctx *c = ph.c;
+	uint64_t sent_to[MAX_WORLD] = {0};
+	uint64_t seed = 0x9e3779b97f4a7c15ull * (uint64_t)(g_rank + 1);
+	int r;
+	for (uint32_t lv = 0; lv < (uint32_t)cfg.count; lv++) {
+		uint32_t msg[2] = {lv, 0};
+		for (long i = 0; i < cfg.m; i++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			int dst = (int)((seed >> 33) % (uint64_t)g_world);
+			if ((r = shf_send(c, dst, PH_TYPE, msg, sizeof(msg), 0)) != 0)
+				tc_fail("level %u: send to %d: %s", lv, dst, shf_strerror(r));
+			sent_to[dst]++;
+		}
+		msg[1] = 1;
+		if ((r = shf_bcast(c, PH_TYPE, msg, sizeof(msg), SHF_BCAST_SELF)) != 0)
+			tc_fail("level %u: bcast: %s", lv, shf_strerror(r));
+		for (int d = 0; d < g_world; d++)
+			sent_to[d]++;
+		if ((r = shf_epoch(c, cfg.timeout)) != 0)
+			tc_fail("level %u: epoch: %s (%s)", lv, shf_strerror(r), shf_error_detail());
+		atomic_store(&ph.level, lv + 1);
+	}
+	/* what I sent each rank, then one more epoch: they all arrived */
+	for (int d = 0; d < g_world; d++)
+		if ((r = shf_send(c, d, PH_TOTAL, &sent_to[d], 8, 0)) != 0)
+			tc_fail("total to %d: %s", d, shf_strerror(r));
+	if ((r = shf_epoch(c, cfg.timeout)) != 0)
+		tc_fail("last epoch: %s (%s)", shf_strerror(r), shf_error_detail());
+	if (atomic_load(&ph.totals) != g_world)
+		tc_fail("%d totals of %d after the last epoch", atomic_load(&ph.totals), g_world);
+	uint64_t want = 0;
+	for (int s = 0; s < g_world; s++)
+		want += atomic_load(&ph.total_from[s]);
+	uint64_t got = atomic_load(&ph.got), viol = atomic_load(&ph.viol);
+	printf("rank %d: levels %ld received %" PRIu64 " (expected %" PRIu64 ", %" PRIu64
+	       " broadcasts) out-of-level %" PRIu64 "\n", g_rank, cfg.count, got, want,
+	       atomic_load(&ph.bc_got), viol);
+	if (got != want)
+		tc_fail("received %" PRIu64 " level records, senders sent %" PRIu64, got, want);
+	if (atomic_load(&ph.bc_got) != (uint64_t)cfg.count * (uint64_t)g_world)
+		tc_fail("received %" PRIu64 " broadcasts, expected %ld", atomic_load(&ph.bc_got),
+		     cfg.count * g_world);
+	if (viol)
+		tc_fail("%" PRIu64 " records ran outside the level they were sent in", viol);
+	tc_sync_post("held.%d", g_rank);
+	tc_sync_wait(cfg.timeout, "release");
+	if ((r = shf_close(c)) != 0)
+		tc_fail("shf_close: %s", shf_strerror(r));
+	return 0;
+}
+
 /* ------------------------------------------------------------ latency */
 
 static int cmp_u64(const void *a, const void *b)
@@ -812,6 +940,11 @@ static int mode_latency(void)
 
 /* ------------------------------------------------------------ main */
 
+static void set_thread(const char *v)
+{
+	cfg.thread = atoi(v) != 0;
+}
+
 static void parse_args(int argc, char **argv)
 {
 	static const struct targ keys[] = {
@@ -830,6 +963,7 @@ static void parse_args(int argc, char **argv)
 		{"gap_ms", TARG_INT, &cfg.gap_ms, NULL},
 		{"size", TARG_U32, &cfg.size, NULL},
 		{"bound_us", TARG_LONG, &cfg.bound_us, NULL},
+		{"thread", TARG_FN, NULL, set_thread},
 	};
 	cfg.mode = targs_parse(argc, argv, keys, TARGS_N(keys), usage);
 	if (cfg.per_node < 1 || cfg.m < 0 || cfg.c < 0 || cfg.count < 1 || cfg.timeout < 1)
@@ -857,6 +991,8 @@ int main(int argc, char **argv)
 		return mode_appenddown();
 	if (!strcmp(cfg.mode, "leavefree"))
 		return mode_leavefree();
+	if (!strcmp(cfg.mode, "phases"))
+		return mode_phases();
 	usage("unknown mode");
 	return 2;
 }

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * examples/kernels/common.h - what the five kernels share: options, the
+ * two implementations' set-up, a counter-based random generator, timing,
+ * the one JSON line, and the "conduit" that histo, ig and bfs send their
+ * 8-byte messages through:
+ *
+ *   impl shuffle   k_send8() is one shf_send(); the handler runs in the
+ *                  delivery callback (poll mode: inside shuffle calls on
+ *                  the kernel's thread); k_phase_end() is shf_epoch().
+ *   impl mpi       what a careful MPI programmer writes by hand: per
+ *                  (destination, type) aggregation buffers sent with
+ *                  MPI_Isend when full (two per pair, so filling one
+ *                  overlaps sending the other), MPI_Irecv posted from any
+ *                  source, messages to oneself applied at once, and
+ *                  k_phase_end() as the termination protocol: flush, a
+ *                  zero-byte END to every rank (tag by phase parity, so a
+ *                  faster rank's next END is not miscounted), receive and
+ *                  handle until every rank's END came.
+ *
+ * MPI is initialised in both implementations: it launches the ranks, and
+ * set-up, validation and the report use it outside the timed region.  The
+ * shuffle implementation's timed region calls no MPI.
+ *
+ * Batch API: every message goes through k_send8() (or a kernel's own
+ * send for sort/particles), so a variant on shf_send_many() replaces one
+ * function: it would add a per-node staging array here and send it when
+ * full and at k_phase_end().
+ */
+#ifndef KERNELS_COMMON_H
+#define KERNELS_COMMON_H
+
+#include <mpi.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shuffle.h"
+
+enum k_impl { K_SHUFFLE, K_MPI };
+
+/* A kernel's numeric option: --name VALUE. */
+struct kopt {
+	const char *name;
+	long *val;
+	const char *help;
+};
+
+/* A growable array of elements of `size` bytes. */
+struct kvec {
+	void *p;
+	size_t n, cap, size;
+};
+void kvec_push(struct kvec *v, const void *e);
+void kvec_reserve(struct kvec *v, size_t n);
+void kvec_free(struct kvec *v);
+
+struct kern;
+typedef void (*k_handler)(struct kern *k, int src, uint32_t type, uint64_t val);
+
+struct kmpi; /* the MPI conduit's state (common.c) */
+
+struct kern {
+	const char *name;
+	enum k_impl impl;
+	int rank, world;
+	int nodes;          /* simulated nodes of the run (env NODES), for memory per node */
+	uint64_t seed;
+	bool thread;        /* shuffle: a delivery thread instead of poll mode */
+	long agg;           /* mpi: messages per aggregation buffer */
+	struct shf_ctx *shf;
+	k_handler handler;  /* the conduit's receiver */
+	void *user;         /* the kernel's state, for its handler */
+	struct kmpi *mpi;
+	unsigned phase;     /* k_phase_end() calls so far */
+	bool in_handler;    /* shuffle: inside the conduit's handler */
+	struct kvec pend;   /* shuffle: a handler's sends that did not fit (struct kpend) */
+	size_t pend_head;
+	double t0;
+};
+
+/* MPI_Init, options (--impl shuffle|mpi, --seed N, --thread, --agg N, and
+ * the kernel's), rank and world.  Exits 2 on a bad option. */
+void k_init(struct kern *k, const char *name, int *argc, char ***argv, struct kopt *opts);
+/* shuffle: shf_open() with this callback (poll mode unless --thread). */
+void k_open_shuffle(struct kern *k, shf_deliver_fn fn, void *arg);
+/* The conduit for 8-byte messages of up to 4 types: opens shuffle (impl
+ * shuffle) or sets up the buffers (impl mpi). */
+void k_conduit_init(struct kern *k, k_handler h, void *user);
+void k_send8(struct kern *k, int dst, uint32_t type, uint64_t val);
+/* Every message sent before it, by any rank, has been handled, and none
+ * sent after it (by a rank that left it) has (collective). */
+void k_phase_end(struct kern *k);
+/* Handle what has arrived, without waiting (for long send loops). */
+void k_progress(struct kern *k);
+void k_fini(struct kern *k);
+
+/* Errors: abort the job with a message. */
+void k_die(struct kern *k, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+
+double k_now(void);
+/* Barrier, then start the clock; stop returns the slowest rank's seconds. */
+void k_timer_start(struct kern *k);
+double k_timer_stop(struct kern *k);
+
+/* splitmix64: a counter-based generator (value i of stream s is
+ * k_mix(s ^ i)), so any rank can recompute any other's numbers. */
+static inline uint64_t k_mix(uint64_t z)
+{
+	z += 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+static inline uint64_t k_rand(uint64_t *state)
+{
+	*state += 0x9e3779b97f4a7c15ull;
+	uint64_t z = *state;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/*
+ * The one JSON line (rank 0) and the exit status: collective.  ok: this
+ * rank's validation; errors: its count of failures; msgs: messages this
+ * rank sent; rate, rate_name: the kernel's figure of merit (already
+ * global); extra: more JSON members ("\"a\":1,\"b\":2") or "".  Adds the
+ * ranks' CPU seconds and their peak RSS summed per simulated node.
+ * Returns the exit status for main(): 0 when every rank validated.
+ */
+int k_report(struct kern *k, bool ok, uint64_t errors, uint64_t msgs, double time_s,
+	     double rate, const char *rate_name, const char *extra);
+
+#endif
