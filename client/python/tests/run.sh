@@ -17,6 +17,15 @@ export SHF_NODES_ENV=$NODES_DIR/env
 export SHF_SOCKET=$SHF_NODES_SOCKET_1
 export PYTHONPATH=${SHF_PYTHONPATH:?}${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONDONTWRITEBYTECODE=1
+# a sanitizer build (SHF_PY_PRELOAD, set by meson): every python3 started
+# from here (children too) goes through a wrapper that preloads the runtime
+if [ -n "${SHF_PY_PRELOAD-}" ]; then
+  w=$NODES_TMP/python3
+  printf '#!/bin/sh\nexport LD_PRELOAD=%q ASAN_OPTIONS=detect_leaks=0:abort_on_error=1\nexec %q "$@"\n' \
+    "$SHF_PY_PRELOAD" "${SHF_PYTHON:-/usr/bin/python3}" > "$w"
+  chmod +x "$w"
+  export SHF_PYTHON=$w
+fi
 case $script in
   *.sh) bash "$script" "$@" ;;
   *) "${SHF_PYTHON:-/usr/bin/python3}" "$script" "$@" ;;
