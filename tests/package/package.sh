@@ -23,7 +23,7 @@ if [ -z "${SHF_PKG_IN_NS:-}" ]; then
 		skip "cannot create a mount namespace here (unshare --mount)"
 	exec env SHF_PKG_IN_NS=1 unshare --mount --propagation private "$0" "$@"
 fi
-for p in shuffled libshuffle-client1 libshuffle-client-dev shuffled-dbgsym libshuffle-client1-dbgsym; do
+for p in shuffled libshuffle-client1 libshuffle-client-dev shuffled-dbgsym libshuffle-client1-dbgsym python3-shuffle; do
 	if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed'; then
 		skip "package $p is already installed here; this test would replace and purge it"
 	fi
@@ -37,6 +37,7 @@ daemon_pid=
 made_run=
 cleanup() {
 	[ -n "$daemon_pid" ] && kill -TERM "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
+	dpkg --purge python3-shuffle python3-shuffle-dbgsym >/dev/null 2>&1
 	dpkg --purge libshuffle-client1-dbgsym shuffled-dbgsym libshuffle-client-dev \
 		libshuffle-client1 shuffled >/dev/null 2>&1
 	umount /run/shuffle 2>/dev/null
@@ -139,6 +140,33 @@ note "job of uid 65534 against the packaged -dev: 4 ranks, 80000 messages delive
 setpriv --reuid=65534 --regid=65534 --clear-groups env -i PATH=/usr/bin:/bin \
 	shufflectl status > "$work/status" 2>&1 || { cat "$work/status" >&2; fail "shufflectl status as uid 65534 failed"; }
 note "shufflectl status (uid 65534, no environment): $(head -n 1 "$work/status")"
+
+# ---- 4b. python3-shuffle: Debian's /usr/bin/python3 runs the word-count
+# example from the package's docs against the packaged daemon, as uid 65534
+if ls "$work/pkgs/python3-shuffle_"*.deb >/dev/null 2>&1; then
+	dpkg -i "$work/pkgs/python3-shuffle_"*.deb > "$work/dpkg-py.log" 2>&1 ||
+		{ cat "$work/dpkg-py.log" >&2; fail "dpkg -i python3-shuffle failed (Depends?)"; }
+	ex=/usr/share/doc/python3-shuffle/examples/wordcount.py
+	[ -f "$ex" ] || fail "python3-shuffle has no $ex"
+	pids=()
+	for r in 0 1 2 3; do
+		setpriv --reuid=65534 --regid=65534 --clear-groups \
+			env -i PATH=/usr/bin:/bin SHF_RANK=$r SHF_WORLD=4 SHF_JOB=pkgpy \
+			/usr/bin/python3 "$ex" > "$work/py.$r" 2>&1 &
+		pids+=($!)
+	done
+	rc=0
+	for i in "${!pids[@]}"; do
+		wait "${pids[$i]}" || { rc=1; cat "$work/py.$i" >&2; }
+	done
+	[ "$rc" = 0 ] || fail "the packaged Python word count failed"
+	grep -q "matches the serial count" "$work/py.0" || fail "word count: $(cat "$work/py.0")"
+	note "python3-shuffle: $(tail -n 1 "$work/py.0")"
+	dpkg --purge python3-shuffle > "$work/purge-py.log" 2>&1 ||
+		{ cat "$work/purge-py.log" >&2; fail "dpkg --purge python3-shuffle failed"; }
+else
+	fail "no python3-shuffle package was built"
+fi
 
 kill -TERM "$daemon_pid"
 wait "$daemon_pid"
