@@ -22,9 +22,9 @@
  * the context usable (an interrupted epoch is resumed by the next
  * epoch() call: shf_epoch() after -ETIMEDOUT resumes the same epoch).
  *
- * send_many() and the receive buffer are each isolated in one function
- * (batch_send(), on_record()) so that they can move onto the C library's
- * batch calls (shf_send_many, batch delivery) without touching the rest.
+ * send_many() and the receive buffer each go through one function on the
+ * C library's batch calls: batch_send() (shf_send_many, 1024 records a
+ * call) and on_records() (batch delivery, one lock per batch).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -145,12 +145,10 @@ static void rbuf_compact(struct rbuf *b)
 	b->n = keep;
 }
 
-/* The library's delivery callback (poll mode: runs inside our own calls,
- * GIL released).  Copies the record; the pointer is valid only now. */
-static void on_record(void *arg, int src, int dst, uint32_t type, const void *data, uint32_t len)
+/* One record into b (b->mu held).  Copies it: the pointer is valid only
+ * during the library's callback. */
+static void rbuf_put(struct rbuf *b, int src, uint32_t type, const void *data, uint32_t len)
 {
-	struct rbuf *b = arg;
-	pthread_mutex_lock(&b->mu);
 	rbuf_compact(b);
 	if (b->n == b->cap) {
 		size_t nc = b->cap ? b->cap * 2 : 1024;
@@ -183,10 +181,19 @@ static void on_record(void *arg, int src, int dst, uint32_t type, const void *da
 	b->type[b->n] = type;
 	b->off[b->n + 1] = used + len;
 	b->n++;
-	pthread_mutex_unlock(&b->mu);
 	return;
 lost:
 	b->lost++;
+}
+
+/* The library's batch delivery callback (opts.deliver_many; poll mode:
+ * runs inside our own calls, GIL released): one lock for the batch. */
+static void on_records(void *arg, const struct shf_rec *recs, unsigned n)
+{
+	struct rbuf *b = arg;
+	pthread_mutex_lock(&b->mu);
+	for (unsigned i = 0; i < n; i++)
+		rbuf_put(b, recs[i].src, recs[i].type, recs[i].data, recs[i].len);
 	pthread_mutex_unlock(&b->mu);
 }
 
@@ -301,7 +308,8 @@ static int ctx_init(CtxObject *self, PyObject *args, PyObject *kw)
 	int r;
 	char detail[512] = "";
 	Py_BEGIN_ALLOW_THREADS
-	r = shf_open(&o, on_record, &self->rb, &c);
+	o.deliver_many = on_records;
+	r = shf_open(&o, NULL, &self->rb, &c);
 	if (r < 0)
 		snprintf(detail, sizeof(detail), "%s", shf_error_detail());
 	Py_END_ALLOW_THREADS
@@ -493,33 +501,40 @@ struct batch {
 };
 
 /*
- * The whole batch in one call, GIL released by the caller.  Returns the
- * number sent (n on success) and sets *err to 0 or the first error.  The
- * only place that knows how records reach the library: switch to
- * shf_send_many() here once it exists.
+ * The whole batch, GIL released by the caller: shf_send_many() of up to
+ * BATCH_CHUNK records at a time.  Returns the number sent (n on success)
+ * and sets *err to 0 or the error that stopped it.
  */
+#define BATCH_CHUNK 1024u
 static size_t batch_send(struct shf_ctx *c, const struct batch *b, int *err, char *detail,
 			 size_t dlen)
 {
+	struct shf_msg m[BATCH_CHUNK];
+	size_t done = 0;
 	*err = 0;
-	for (size_t i = 0; i < b->n; i++) {
-		const uint8_t *p;
-		uint32_t len;
-		if (b->offs) {
-			p = b->base + b->offs[i];
-			len = (uint32_t)(b->offs[i + 1] - b->offs[i]);
-		} else {
-			p = b->base + i * b->fixed;
-			len = (uint32_t)b->fixed;
+	while (done < b->n) {
+		unsigned k = (unsigned)(b->n - done < BATCH_CHUNK ? b->n - done : BATCH_CHUNK);
+		for (unsigned j = 0; j < k; j++) {
+			size_t i = done + j;
+			if (b->offs) {
+				m[j].data = b->base + b->offs[i];
+				m[j].len = (uint32_t)(b->offs[i + 1] - b->offs[i]);
+			} else {
+				m[j].data = b->base + i * b->fixed;
+				m[j].len = (uint32_t)b->fixed;
+			}
+			m[j].dst = b->dst[i];
+			m[j].type = b->types ? b->types[i] : b->type0;
 		}
-		int r = shf_send(c, b->dst[i], b->types ? b->types[i] : b->type0, p, len, 0);
+		int r = shf_send_many(c, m, k, 0);
 		if (r < 0) {
 			*err = r;
 			snprintf(detail, dlen, "%s", shf_error_detail());
-			return i;
+			return done;
 		}
+		done += (size_t)r; /* a short count: the next call says what stops it */
 	}
-	return b->n;
+	return done;
 }
 
 /* A 1-D array of n integers as int64 (a copy only when needed). */
