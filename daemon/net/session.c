@@ -18,6 +18,7 @@ struct shd_ratelimit shd_net_rl_wire = SHD_RATELIMIT_INIT(1000, 5);
  * probe (a peer with another key probes every second, forever) */
 static struct shd_ratelimit rl_auth = SHD_RATELIMIT_INIT(10000, 2);
 static struct shd_ratelimit rl_route = SHD_RATELIMIT_INIT(10000, 2);
+static struct shd_ratelimit rl_held = SHD_RATELIMIT_INIT(10000, 2);
 
 void shd_net_set_state(struct shd_peer *p, enum peer_state st)
 {
@@ -132,7 +133,9 @@ bool shd_net_has_address(const struct shd_peer *p)
  * is put into the address vector; the message that prompted the lookup is
  * dropped all the same (the caller counts it foreign): only what comes
  * from the published address is taken, and the node's next heartbeat, or
- * our probe's answer, does.  true when an address was learned. */
+ * our probe's answer, does.  Only for a peer that is unknown or down: the
+ * address of a peer in a session is never replaced on the store's word
+ * (docs/design.md, "Threat model").  true when an address was learned. */
 bool shd_net_learn_address(struct shd_peer *p)
 {
 	struct shd_net *n = p->net;
@@ -161,6 +164,23 @@ bool shd_net_learn_address(struct shd_peer *p)
 	if (p->raw_len == rn.addr_len && !memcmp(p->raw_addr, rn.addr, rn.addr_len))
 		return false; /* the address we have: the sender is not at it */
 	bool moved = shd_net_has_address(p);
+	if (moved && p->state != PEER_UNKNOWN && p->state != PEER_DOWN) {
+		/* The store's word alone never moves a peer we hear from (up,
+		 * joining, or failing): anyone who reaches the store can write
+		 * a record.  If it really moved, its old address falls silent,
+		 * its session ends after peer_timeout_ms, and the next message
+		 * from the new address finds it down: then the address is
+		 * taken.  With a key, what comes from the new address must
+		 * still prove it before the peer is up. */
+		n->d->st.addr_held++;
+		char got[sizeof(p->addr)];
+		shd_fabric_addr_str(n->fab, rn.addr, rn.addr_len, got, sizeof(got));
+		shd_log_rl(&rl_held, SHD_LOG_WARN, "node %u (%s) is %s at %s; the store names "
+			   "another address (%s): kept until the old one is silent for "
+			   "peer_timeout_ms", p->node, p->host,
+			   p->state == PEER_UP ? "up" : "in a session", p->addr, got);
+		return false;
+	}
 	if (moved)
 		shd_fabric_remove(n->fab, p->node);
 	snprintf(p->host, sizeof(p->host), "%s", rn.host);
