@@ -357,6 +357,7 @@ void shd_net_reap(struct shd_daemon *d)
  * for at most LOOKUP_MS per round trip while the store is unreachable. */
 static void store_refresh(struct shd_net *n)
 {
+	static struct shd_ratelimit rl_conflict = SHD_RATELIMIT_INIT(10000, 3);
 	char err[256] = "";
 	int r = shd_rdv_refresh(n->rdv, LOOKUP_MS, err, sizeof(err));
 	if (r < 0) {
@@ -366,7 +367,20 @@ static void store_refresh(struct shd_net *n)
 		n->store_lost = true;
 		return;
 	}
-	if (n->store_lost || r == 1)
+	if (r == 1) {
+		/* the store lost our keys: it lost the others' id claims too;
+		 * put back those of the nodes we know, so that one restarting
+		 * now gets its own id again (never a new one, nor another's) */
+		for (uint32_t i = 0; i < n->n_nodes; i++) {
+			struct shd_peer *p = &n->peers[i];
+			if (i != n->d->node_id && p->host[0] && p->raw_len &&
+			    shd_rdv_restore_claim(n->rdv, i, p->host, err, sizeof(err)) < 0)
+				break; /* the store went away again: next second */
+		}
+	}
+	if (r == 2)
+		shd_log_rl(&rl_conflict, SHD_LOG_WARN, "%s", err);
+	else if (n->store_lost || r == 1)
 		shd_notice("store reachable again%s", r == 1 ? "; it had lost our id and "
 							     "address: published again" : "");
 	n->store_lost = false;
@@ -806,6 +820,8 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 		shd_warn("rendezvous %s: %s; still waiting for the store (%d s)", spec, err,
 			 tries * STORE_WAIT_MS / 1000);
 	}
+	if (shd_rdv_warning(rdv))
+		shd_warn("%s", shd_rdv_warning(rdv));
 	int my = shd_rdv_my_node(rdv);
 	uint32_t nn = shd_rdv_nodes(rdv);
 	struct shd_net *n = calloc(1, sizeof(*n));

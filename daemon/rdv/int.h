@@ -49,6 +49,9 @@ struct shd_rdv {
 	char store_port[SHD_RDV_PORT_MAX];
 	struct shd_sc *sc;     /* connection to the store; NULL after a failure */
 	char record[2 * SHD_RDV_ADDR_MAX + SHD_RDV_HOST_MAX + 48]; /* my published record */
+	uint32_t next_floor;   /* one past the highest node id this daemon knows of:
+				* a refresh raises /shuffle/next to it */
+	char warning[512];     /* tcp: what open had to work around, for the log */
 };
 
 static inline int64_t now_ms(void)
@@ -96,6 +99,8 @@ int shd_rdv_tcp_exchange(struct shd_rdv *r, const void *addr, size_t addr_len,
 int shd_rdv_tcp_lookup(struct shd_rdv *r, uint32_t node, int timeout_ms,
 		       struct shd_rdv_node *out, char *err, size_t errlen);
 void shd_rdv_tcp_close(struct shd_rdv *r);
+int shd_rdv_tcp_restore_claim(struct shd_rdv *r, uint32_t node, const char *name, char *err,
+			      size_t errlen);
 int shd_rdv_tcp_refresh(struct shd_rdv *r, int timeout_ms, char *err, size_t errlen);
 
 #endif /* SHD_RDV_INT_H */

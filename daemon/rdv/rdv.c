@@ -517,6 +517,19 @@ int shd_rdv_refresh(struct shd_rdv *r, int timeout_ms, char *err, size_t errlen)
 	return shd_rdv_tcp_refresh(r, timeout_ms, err, errlen);
 }
 
+int shd_rdv_restore_claim(struct shd_rdv *r, uint32_t node, const char *name, char *err,
+			  size_t errlen)
+{
+	if (r->kind != SHD_RDV_TCP)
+		return -ENOTSUP;
+	return shd_rdv_tcp_restore_claim(r, node, name, err, errlen);
+}
+
+const char *shd_rdv_warning(const struct shd_rdv *r)
+{
+	return r->warning[0] ? r->warning : NULL;
+}
+
 int shd_rdv_lookup(struct shd_rdv *r, uint32_t node, int timeout_ms, struct shd_rdv_node *out,
 		   char *err, size_t errlen)
 {
