@@ -152,3 +152,31 @@ bool shd_auth_verify(const struct shd_auth *a, const struct shd_auth_hb *m,
 	sodium_memzero(want, sizeof(want));
 	return ok;
 }
+
+/* Store records (tcp rendezvous): HMAC-SHA-512-256(key, "shuffle-rec-v1"
+ * || store key || 0 || value), so that a record is bound to the key it
+ * was published under (a node record to its id, an id claim to its name). */
+static const char rec_domain[] = "shuffle-rec-v1";
+
+void shd_auth_mac_record(const struct shd_auth *a, const char *key, const void *val,
+			 size_t len, uint8_t mac[SHD_AUTH_MAC_BYTES])
+{
+	crypto_auth_hmacsha512256_state st;
+	crypto_auth_hmacsha512256_init(&st, a->key, sizeof(a->key));
+	crypto_auth_hmacsha512256_update(&st, (const unsigned char *)rec_domain,
+					 sizeof(rec_domain) - 1);
+	crypto_auth_hmacsha512256_update(&st, (const unsigned char *)key, strlen(key) + 1);
+	crypto_auth_hmacsha512256_update(&st, val, len);
+	crypto_auth_hmacsha512256_final(&st, mac);
+	sodium_memzero(&st, sizeof(st));
+}
+
+bool shd_auth_verify_record(const struct shd_auth *a, const char *key, const void *val,
+			    size_t len, const uint8_t mac[SHD_AUTH_MAC_BYTES])
+{
+	uint8_t want[SHD_AUTH_MAC_BYTES];
+	shd_auth_mac_record(a, key, val, len, want);
+	bool ok = sodium_memcmp(want, mac, SHD_AUTH_MAC_BYTES) == 0;
+	sodium_memzero(want, sizeof(want));
+	return ok;
+}

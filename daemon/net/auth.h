@@ -63,4 +63,12 @@ void shd_auth_mac(const struct shd_auth *a, const struct shd_auth_hb *m,
 bool shd_auth_verify(const struct shd_auth *a, const struct shd_auth_hb *m,
 		     const uint8_t mac[SHD_AUTH_MAC_BYTES]);
 
+/* Records a daemon publishes in the tcp:// store (daemon/rdv/tcp.c): the
+ * MAC of store key and value, HMAC-SHA-512-256(key, "shuffle-rec-v1" ||
+ * store key || 0 || value).  verify compares in constant time. */
+void shd_auth_mac_record(const struct shd_auth *a, const char *key, const void *val,
+			 size_t len, uint8_t mac[SHD_AUTH_MAC_BYTES]);
+bool shd_auth_verify_record(const struct shd_auth *a, const char *key, const void *val,
+			    size_t len, const uint8_t mac[SHD_AUTH_MAC_BYTES]);
+
 #endif

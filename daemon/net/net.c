@@ -22,6 +22,7 @@
  * sequence numbers, credits and acks), never resuming the old one.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -352,6 +353,36 @@ void shd_net_reap(struct shd_daemon *d)
 	}
 }
 
+/* tcp with a cluster key: the records we publish in the store carry a
+ * MAC, and those we read must (daemon/rdv/types.h, struct shd_rdv_signer) */
+static void rec_mac(const void *ctx, const char *key, const void *val, size_t len,
+		    uint8_t mac[SHD_RDV_MAC_BYTES])
+{
+	shd_auth_mac_record(ctx, key, val, len, mac);
+}
+static bool rec_verify(const void *ctx, const char *key, const void *val, size_t len,
+		       const uint8_t mac[SHD_RDV_MAC_BYTES])
+{
+	return shd_auth_verify_record(ctx, key, val, len, mac);
+}
+static struct shd_rdv_signer rec_signer = {NULL, rec_mac, rec_verify};
+
+/* Records in the store without a MAC that verifies (a key): counted in
+ * store_bad_mac, a line now and then naming the key file. */
+void shd_net_store_bad_records(struct shd_net *n)
+{
+	static struct shd_ratelimit rl = SHD_RATELIMIT_INIT(10000, 2);
+	const char *key = NULL;
+	uint64_t bad = shd_rdv_bad_records(n->rdv, &key);
+	if (bad <= n->store_bad_seen)
+		return;
+	n->d->st.store_bad_mac += bad - n->store_bad_seen;
+	n->store_bad_seen = bad;
+	shd_log_rl(&rl, SHD_LOG_WARN, "store: %s has no valid MAC under the cluster key %s: "
+		   "ignored (%" PRIu64 " such records so far; forged, or a node with another "
+		   "key)", key, n->d->cfg.cluster_key, bad);
+}
+
 /* tcp: keep our id claim and address in the store (one round trip a
  * second; a store that restarted empty gets them again).  Blocks the loop
  * for at most LOOKUP_MS per round trip while the store is unreachable. */
@@ -360,6 +391,7 @@ static void store_refresh(struct shd_net *n)
 	static struct shd_ratelimit rl_conflict = SHD_RATELIMIT_INIT(10000, 3);
 	char err[256] = "";
 	int r = shd_rdv_refresh(n->rdv, LOOKUP_MS, err, sizeof(err));
+	shd_net_store_bad_records(n);
 	if (r < 0) {
 		if (!n->store_lost)
 			shd_warn("store: %s; running jobs are not affected, nodes that start "
@@ -798,7 +830,9 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 	if (getrandom(&incarnation, sizeof(incarnation), 0) != sizeof(incarnation))
 		incarnation = shd_now_ns() ^ ((uint64_t)getpid() << 32);
 	incarnation |= 1u; /* never 0: 0 means "not known" */
-	struct shd_rdv_self self = {cfg->node_name, cfg->bind, 0, incarnation, cfg->max_nodes};
+	struct shd_rdv_self self = {cfg->node_name, cfg->bind, 0, incarnation, cfg->max_nodes,
+				    auth ? &rec_signer : NULL};
+	rec_signer.ctx = auth;
 	struct shd_rdv *rdv = NULL;
 	/* a store (tcp) may be down for a while: wait for it in steps of
 	 * STORE_WAIT_MS, saying why each time, for up to a minute */

@@ -156,6 +156,8 @@ bool shd_net_learn_address(struct shd_peer *p)
 	char err[256] = "";
 	int r = shd_rdv_lookup(n->rdv, p->node, (int)(left_ns / 1000000u), &rn, err, sizeof(err));
 	n->lookup_spent_ns += shd_now_ns() - now;
+	if (r == -EBADMSG)
+		shd_net_store_bad_records(n); /* (with a key: no valid MAC) */
 	if (r < 0) {
 		shd_log_rl(&shd_net_rl_wire, SHD_LOG_WARN, "node %u contacted us but its address "
 			   "is not known: %s", p->node, r == -ENOENT ? "not in the store (yet)" : err);

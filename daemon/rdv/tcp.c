@@ -80,6 +80,52 @@ static int store_failed(struct shd_rdv *r, int ret)
 	return ret;
 }
 
+/* With a cluster key: "VALUE m=HEX" where HEX is the MAC of key and VALUE
+ * (types.h, struct shd_rdv_signer); without: VALUE. */
+static void sign(const struct shd_rdv *r, const char *key, const char *val, char *out,
+		 size_t cap)
+{
+	if (!r->signer) {
+		snprintf(out, cap, "%s", val);
+		return;
+	}
+	uint8_t mac[SHD_RDV_MAC_BYTES];
+	char h[2 * SHD_RDV_MAC_BYTES + 1];
+	r->signer->mac(r->signer->ctx, key, val, strlen(val), mac);
+	for (size_t i = 0; i < sizeof(mac); i++)
+		snprintf(h + 2 * i, 3, "%02x", mac[i]);
+	snprintf(out, cap, "%s m=%s", val, h);
+}
+
+/* The value of a record read at key, its MAC checked and cut off (in place:
+ * v is NUL-terminated).  Without a key: v as it is.  -EBADMSG (counted,
+ * the key kept for the log) when it has no MAC that verifies. */
+static int unsign(struct shd_rdv *r, const char *key, char *v)
+{
+	if (!r->signer)
+		return 0;
+	char *m = strstr(v, " m=");
+	uint8_t mac[SHD_RDV_MAC_BYTES];
+	bool ok = m && strlen(m + 3) == 2 * SHD_RDV_MAC_BYTES;
+	for (size_t i = 0; ok && i < SHD_RDV_MAC_BYTES; i++) {
+		unsigned x;
+		ok = sscanf(m + 3 + 2 * i, "%2x", &x) == 1;
+		mac[i] = (uint8_t)x;
+	}
+	if (ok) {
+		*m = '\0';
+		ok = r->signer->verify(r->signer->ctx, key, v, strlen(v), mac);
+		if (!ok)
+			*m = ' ';
+	}
+	if (!ok) {
+		r->bad_records++;
+		snprintf(r->bad_key, sizeof(r->bad_key), "%s", key);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
 static int parse_record(const char *v, size_t len, struct shd_rdv_node *node);
 static int read_node(struct shd_rdv *r, uint32_t node, struct shd_rdv_node *out, char *err,
 		     size_t errlen);
@@ -114,7 +160,8 @@ static int id_held(struct shd_rdv *r, uint32_t id, char *other, size_t olen, cha
  * names another name are skipped. */
 static int claim_id(struct shd_rdv *r, char *err, size_t errlen)
 {
-	char key[SHD_RDV_HOST_MAX + 32], want[24], other[SHD_RDV_HOST_MAX];
+	char key[SHD_RDV_HOST_MAX + 32], num[24], want[24 + 4 + 2 * SHD_RDV_MAC_BYTES];
+	char other[SHD_RDV_HOST_MAX];
 	snprintf(key, sizeof(key), "/shuffle/id/%s", r->name);
 	const char *const keys[] = {key};
 	for (int tries = 0; tries < 64; tries++) {
@@ -139,7 +186,8 @@ static int claim_id(struct shd_rdv *r, char *err, size_t errlen)
 					continue;
 				}
 			}
-			snprintf(want, sizeof(want), "%" PRId64, next - 1);
+			snprintf(num, sizeof(num), "%" PRId64, next - 1);
+			sign(r, key, num, want, sizeof(want));
 			ret = shd_sc_compare_set(r->sc, key, "", 0, want, strlen(want), &cur,
 						 &cur_len, err, errlen);
 		} else {
@@ -147,21 +195,35 @@ static int claim_id(struct shd_rdv *r, char *err, size_t errlen)
 		}
 		if (ret < 0)
 			return store_failed(r, ret);
+		/* (cur: NUL-terminated past cur_len; what the store holds is
+		 * kept as it is for the compare-and-set below) */
+		char *plain = cur ? strdup(cur) : NULL;
+		if (cur && !plain) {
+			free(cur);
+			return -ENOMEM;
+		}
+		bool signed_ok = plain && unsign(r, key, plain) == 0;
 		char *end = NULL;
-		long id = strtol(cur ? (char *)cur : "", &end, 10);
+		long id = strtol(plain ? plain : "", &end, 10);
 		bool ok = cur && cur_len > 0 && end && *end == '\0' && id >= 0;
-		if (!ok) {
+		free(plain);
+		if (plain && !signed_ok) {
+			/* not ours (no MAC under the cluster key): as if it named
+			 * another node's id */
+			id = -1;
+			snprintf(other, sizeof(other), "(a claim without a valid MAC)");
+		} else if (!ok) {
 			free(cur);
 			shd_errf(err, errlen, "store: %s holds no node id", key);
 			return -EBADMSG;
 		}
-		if ((uint32_t)id >= r->n_nodes) {
+		if (id >= 0 && (uint32_t)id >= r->n_nodes) {
 			free(cur);
 			shd_errf(err, errlen, "store: node id %ld for %s, but this set holds %u "
 					      "nodes (max_nodes)", id, r->name, r->n_nodes);
 			return -ENOSPC;
 		}
-		ret = id_held(r, (uint32_t)id, other, sizeof(other), err, errlen);
+		ret = id < 0 ? 1 : id_held(r, (uint32_t)id, other, sizeof(other), err, errlen);
 		if (ret < 0) {
 			free(cur);
 			return ret;
@@ -175,7 +237,8 @@ static int claim_id(struct shd_rdv *r, char *err, size_t errlen)
 			if (ret == 0) {
 				void *now = NULL;
 				size_t now_len = 0;
-				snprintf(want, sizeof(want), "%" PRId64, next - 1);
+				snprintf(num, sizeof(num), "%" PRId64, next - 1);
+				sign(r, key, num, want, sizeof(want));
 				ret = shd_sc_compare_set(r->sc, key, cur, cur_len, want, strlen(want),
 							 &now, &now_len, err, errlen);
 				free(now);
@@ -288,7 +351,9 @@ static int read_node(struct shd_rdv *r, uint32_t node, struct shd_rdv_node *out,
 	ret = shd_sc_get(r->sc, key, IO_MS, &v, &len, err, errlen);
 	if (ret < 0)
 		return store_failed(r, ret);
-	ret = parse_record(v, len, out);
+	ret = unsign(r, key, v);
+	if (ret == 0)
+		ret = parse_record(v, strlen(v), out);
 	free(v);
 	if (ret < 0)
 		shd_errf(err, errlen, "store: %s is not a node record", key);
@@ -302,9 +367,11 @@ int shd_rdv_tcp_exchange(struct shd_rdv *r, const void *addr, size_t addr_len,
 	char key[48];
 	int64_t deadline = r->timeout_ms < 0 ? -1 : now_ms() + r->timeout_ms;
 	hex(hexaddr, addr, addr_len);
-	snprintf(rec, sizeof(r->record), "v1 %016" PRIx64 " %s %s", r->me.incarnation, hexaddr,
-		 r->name);
+	char plain[sizeof(r->record)];
 	snprintf(key, sizeof(key), "/shuffle/node/%d", r->my_node);
+	snprintf(plain, sizeof(plain), "v1 %016" PRIx64 " %s %s", r->me.incarnation, hexaddr,
+		 r->name);
+	sign(r, key, plain, rec, sizeof(r->record));
 	struct shd_rdv_node *nodes = calloc(r->n_nodes, sizeof(*nodes));
 	if (!nodes)
 		return -ENOMEM;
@@ -416,7 +483,8 @@ static int get_opt(struct shd_rdv *r, const char *key, char **v, char *err, size
  */
 int shd_rdv_tcp_refresh(struct shd_rdv *r, int timeout_ms, char *err, size_t errlen)
 {
-	char idkey[SHD_RDV_HOST_MAX + 32], nodekey[48], id[24];
+	char idkey[SHD_RDV_HOST_MAX + 32], nodekey[48], num[24];
+	char id[24 + 4 + 2 * SHD_RDV_MAC_BYTES];
 	if (r->my_node < 0 || !r->record[0])
 		return 0;
 	if (!r->sc) {
@@ -429,7 +497,8 @@ int shd_rdv_tcp_refresh(struct shd_rdv *r, int timeout_ms, char *err, size_t err
 	}
 	snprintf(idkey, sizeof(idkey), "/shuffle/id/%s", r->name);
 	snprintf(nodekey, sizeof(nodekey), "/shuffle/node/%d", r->my_node);
-	snprintf(id, sizeof(id), "%d", r->my_node);
+	snprintf(num, sizeof(num), "%d", r->my_node);
+	sign(r, idkey, num, id, sizeof(id));
 	char *cur_id = NULL, *cur_rec = NULL;
 	int res = 0;
 	int ret = get_opt(r, idkey, &cur_id, err, errlen);
@@ -451,7 +520,7 @@ int shd_rdv_tcp_refresh(struct shd_rdv *r, int timeout_ms, char *err, size_t err
 				 idkey);
 			return -EEXIST;
 		} else if (ret == 1) {
-			shd_errf(err, errlen, "store: %s named node id %.20s, this daemon is node %d: "
+			shd_errf(err, errlen, "store: %s said \"%.40s\", this daemon is node %d: "
 					      "conflict, repaired", idkey, cur_id, r->my_node);
 			res = 2;
 		} else {
@@ -499,12 +568,14 @@ int shd_rdv_tcp_refresh(struct shd_rdv *r, int timeout_ms, char *err, size_t err
 int shd_rdv_tcp_restore_claim(struct shd_rdv *r, uint32_t node, const char *name, char *err,
 			      size_t errlen)
 {
-	char key[SHD_RDV_HOST_MAX + 32], id[24];
+	char key[SHD_RDV_HOST_MAX + 32], id[24 + 4 + 2 * SHD_RDV_MAC_BYTES];
 	const char *why = NULL;
 	if (!r->sc || shf_node_name_check(name, &why) < 0)
 		return 0;
 	snprintf(key, sizeof(key), "/shuffle/id/%s", name);
-	snprintf(id, sizeof(id), "%u", node);
+	char num[24];
+	snprintf(num, sizeof(num), "%u", node);
+	sign(r, key, num, id, sizeof(id));
 	void *cur = NULL;
 	size_t cur_len = 0;
 	int ret = shd_sc_compare_set(r->sc, key, "", 0, id, strlen(id), &cur, &cur_len, err, errlen);

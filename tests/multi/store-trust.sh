@@ -17,20 +17,25 @@
 #           and more claiming node id 1: node 1 keeps node 2's address (its
 #           session with node 2 stays the first one, addr_held counted),
 #           node 2 repairs its record (a conflict in its log), a job on
-#           1-2 runs exactly;
+#           1-2 runs exactly.  With a key node 1 ignores the forged record
+#           (no MAC: store_bad_mac counted); with `nokey` (second argument)
+#           it reads it but keeps the address of a peer in a session
+#           (addr_held counted);
 #  garbage  node 2's record is overwritten with garbage: node 2 repairs it
 #           and a node started afterwards (n3) meets node 2; a job on all
 #           three runs exactly.
-T=multi-store-trust-${1:-restart}
+T=multi-store-trust-${1:-restart}${2:+-$2}
 # shellcheck source=tests/multi/common.sh
 . "$(dirname "$0")/common.sh"
 CASE=${1:-restart}
+KEYARG=()
+[ "${2-}" = nokey ] && KEYARG=(--no-key)
 STORE_CLI=${SHF_TEST_STORE_CLI:-$NODES_BUILD/tests/multi/store-cli}
 t_need "$TCLIENT"
 t_need "$STORE_CLI"
 t_need "$WIRE_INJECT"
 K=2
-t_up --mode loopback -n 3 --rdv tcp --defer 3 \
+t_up --mode loopback -n 3 --rdv tcp --defer 3 "${KEYARG[@]}" \
   --daemon-args "--peer-timeout-ms 1000 --heartbeat-ms 200"
 store() { "$STORE_CLI" "$SHF_NODES_STORE_ADDR" "$@"; }
 node_id() { nodes_json "$1" status 2>/dev/null | jq -r '.node_id'; }
@@ -121,7 +126,9 @@ forge)
   # (bounded: 8 s at most, should the test end early)
   ( for _ in $(seq 160); do store set /shuffle/node/1 "$forged"; sleep 0.05; done ) &
   rewriter=$!
-  held0=$(nodes_stat 1 .daemon.addr_held)
+  counter=store_bad_mac
+  [ "${2-}" = nokey ] && counter=addr_held
+  held0=$(nodes_stat 1 ".daemon.$counter")
   for k in 1 2 3; do
     "$WIRE_INJECT" --me 2 --nodes 3 --bind "$net.9:$SHF_NODES_PORT" \
       --peer "0=$SHF_NODES_ADDR_1" forge 0 1 nojob 0 >"$NODES_TMP/logs/forge$k.log" 2>&1 ||
@@ -129,10 +136,10 @@ forge)
     sleep 1.1 # (one lookup per claimed node per second)
   done
   kill "$rewriter"; wait "$rewriter" 2>/dev/null
-  held=$(nodes_stat 1 .daemon.addr_held)
-  t_note "node 1: addr_held $held0 -> $held"
+  held=$(nodes_stat 1 ".daemon.$counter")
+  t_note "node 1: $counter $held0 -> $held"
   pair_kept
-  [ "$held" -gt "$held0" ] 2>/dev/null || t_fail "node 1 did not count the address it kept (addr_held $held)"
+  [ "$held" -gt "$held0" ] 2>/dev/null || t_fail "node 1 did not count the forged record it refused ($counter $held)"
   wait_for 5000 "node 2 to repair its record" eval '[ "$(store get /shuffle/node/1)" = "$rec" ]'
   grep -q "conflict, repaired" "$(nodes_var LOG 2)" || t_fail "node 2 did not log the conflict"
   run_job forged 1 2
