@@ -13,11 +13,16 @@
  *                       id across restarts (ids are never reused)
  *   /shuffle/node/ID    "v1 INCARNATION ADDRHEX NAME": the node's current
  *                       fabric address; a restart overwrites it
+ * With a cluster key both values end in " m=HEX", the MAC of key and value
+ * (sign(), unsign()): records without a valid one are ignored.
  *
- * A store that restarts empty would hand out ids again: every daemon checks
- * its own keys once a second (shd_rdv_refresh) and publishes them again
- * when they are gone, and a daemon that had to wait for the store gives
- * the running set two such periods to do so before it claims an id.
+ * The store is untrusted input (docs/design.md, "Threat model").  A store
+ * that restarts empty would hand out ids again: every daemon compares its
+ * own keys once a second (shd_rdv_refresh) and publishes them again when
+ * they are gone or wrong, raising next past every id it knows, and a
+ * daemon that finds the store empty, or had to wait for it, gives the
+ * running set two such periods to do so before it claims an id; a claim
+ * never takes an id whose node record names another name.
  *
  * The set's capacity (max_nodes) is fixed at open: node ids are below it.
  * exchange() publishes this node and reads every node published so far;
