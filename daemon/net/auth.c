@@ -26,6 +26,8 @@ struct shd_auth {
 };
 
 static const char domain[] = "shuffle-hb-v3"; /* never reused for another MAC */
+static const char domain4[] = "shuffle-hb-v4"; /* with a counter (HB_CTR) */
+_Static_assert(sizeof(domain) == sizeof(domain4), "same length");
 
 int shd_auth_init(void)
 {
@@ -116,13 +118,14 @@ uint64_t shd_auth_random64(void)
 	return v;
 }
 
-/* The bytes the MAC covers (auth.h). */
+/* The bytes the MAC covers (auth.h): v3, and v4 with the counter. */
 #define MSG_BYTES (sizeof(domain) - 1 + 4 + 4 + 8 + 8 + 2 * SHD_AUTH_NONCE_BYTES)
+#define MSG4_BYTES (MSG_BYTES + 4)
 
 static void encode(const struct shd_auth_hb *m, uint8_t *b)
 {
 	size_t o = sizeof(domain) - 1;
-	memcpy(b, domain, o);
+	memcpy(b, m->counted ? domain4 : domain, o);
 	shf_wire_put32(b + o, m->src_node);
 	shf_wire_put32(b + o + 4, m->dst_node);
 	shf_wire_put64(b + o + 8, m->src_session);
@@ -133,14 +136,16 @@ static void encode(const struct shd_auth_hb *m, uint8_t *b)
 		memcpy(b + o + SHD_AUTH_NONCE_BYTES, m->echo, SHD_AUTH_NONCE_BYTES);
 	else
 		memset(b + o + SHD_AUTH_NONCE_BYTES, 0, SHD_AUTH_NONCE_BYTES);
+	if (m->counted)
+		shf_wire_put32(b + MSG_BYTES, m->counter);
 }
 
 void shd_auth_mac(const struct shd_auth *a, const struct shd_auth_hb *m,
 		  uint8_t mac[SHD_AUTH_MAC_BYTES])
 {
-	uint8_t b[MSG_BYTES];
+	uint8_t b[MSG4_BYTES];
 	encode(m, b);
-	crypto_auth(mac, b, sizeof(b), a->key);
+	crypto_auth(mac, b, m->counted ? MSG4_BYTES : MSG_BYTES, a->key);
 }
 
 bool shd_auth_verify(const struct shd_auth *a, const struct shd_auth_hb *m,

@@ -95,6 +95,9 @@ struct shd_peer {
 	bool have_peer_nonce;
 	uint64_t state_since_ns;    /* when it entered its state */
 	uint64_t last_probe_ns;     /* UNKNOWN, DOWN: last heartbeat sent */
+	uint32_t hb_ctr_out;        /* with a key: heartbeats sent to it (HB_CTR counter) */
+	uint32_t hb_ctr_in;         /* with a key: the highest counter taken from it in
+				       its current session (0: none yet) */
 	uint64_t last_lookup_ns;    /* tcp: last store lookup of its address */
 	/* how to put it back into the address vector after a down */
 	uint8_t raw_addr[SHD_RDV_ADDR_MAX];

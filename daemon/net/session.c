@@ -56,6 +56,7 @@ void shd_net_join(struct shd_peer *p, uint64_t s, uint64_t incarnation)
 {
 	if (p->state != PEER_JOINING || p->peer_session != s) {
 		p->peer_session = s;
+		p->hb_ctr_in = 0; /* its counters of this session start afresh */
 		p->incarnation = incarnation;
 		shd_net_set_state(p, PEER_JOINING);
 		p->last_heard_ns = shd_now_ns();
@@ -110,11 +111,47 @@ static bool hb_proves(struct shd_net *n, struct shd_peer *p, const struct shf_wi
 		return false;
 	}
 	struct shd_auth_hb m = {h->src_node, h->dst_node, h->src_session, h->dst_session,
-				hb->nonce, p->my_nonce};
+				hb->nonce, p->my_nonce, !!(hb->flags & SHF_WIRE_HB_CTR), hb->counter};
 	if (!shd_auth_verify(n->auth, &m, hb->mac)) {
 		auth_failed(n, p, "wrong MAC (another cluster key, or forged)");
 		return false;
 	}
+	return true;
+}
+
+/*
+ * With a key: a heartbeat of p's current session (up) is taken only when
+ * its MAC, over both tags, both nonces and its counter, verifies and its
+ * counter is above the last one taken (docs/protocol-wire.md,
+ * "Authentication"): a heartbeat captured on the wire and sent again, from
+ * a dead node's vacant address say, does not keep the session alive.
+ * Refused ones count in hb_refused.  Without a key: taken.
+ */
+static bool hb_fresh(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h)
+{
+	const struct shf_wire_heartbeat *hb = &h->u.heartbeat;
+	if (!n->auth)
+		return true;
+	const char *why = NULL;
+	if ((hb->flags & (SHF_WIRE_HB_MAC | SHF_WIRE_HB_ECHO | SHF_WIRE_HB_CTR)) !=
+	    (SHF_WIRE_HB_MAC | SHF_WIRE_HB_ECHO | SHF_WIRE_HB_CTR)) {
+		why = "it carries no counted MAC (an older daemon?)";
+	} else if (hb->counter <= p->hb_ctr_in) {
+		why = "its counter is not above the last one taken (a replay)";
+	} else {
+		struct shd_auth_hb m = {h->src_node, h->dst_node, h->src_session, h->dst_session,
+					hb->nonce, p->my_nonce, true, hb->counter};
+		if (!shd_auth_verify(n->auth, &m, hb->mac))
+			why = "wrong MAC";
+	}
+	if (why) {
+		n->d->st.hb_refused++;
+		shd_log_rl(&rl_auth, SHD_LOG_WARN, "node %u (%s, %s): a heartbeat of its session "
+			   "refused: %s; it does not count as liveness", p->node, p->host, p->addr,
+			   why);
+		return false;
+	}
+	p->hb_ctr_in = hb->counter;
 	return true;
 }
 
@@ -219,7 +256,7 @@ bool shd_net_session_admit(struct shd_peer *p, const struct shf_wire_hdr *h)
 	switch (p->state) {
 	case PEER_UP:
 		if (s == p->peer_session && t == p->my_session)
-			return true;
+			return !hb || hb_fresh(n, p, h);
 		if (hb && s != p->peer_session) {
 			/* with a key, only a heartbeat proving the key over our
 			 * current nonce ends a session (a restarted peer learns
@@ -258,6 +295,7 @@ bool shd_net_session_admit(struct shd_peer *p, const struct shf_wire_hdr *h)
 				if (!hb_proves(n, p, h, true))
 					return false;
 				shd_net_join(p, s, inc);
+				p->hb_ctr_in = h->u.heartbeat.counter;
 				become_up(p);
 				return true;
 			}
