@@ -275,17 +275,17 @@ static const struct opt opts[SHD_OPT_MAX] = {
 		.group = G_LIMITS },
 	[SHD_OPT_UID_MEM_MAX] = {
 		"uid_mem_max", "SHF_UID_MEM_MAX", T_SIZE, 0, FIELD(uid_mem_max),
-		1 * MiB, UINT64_C(1) << 50, "8G", "SIZE",
+		1 * MiB, UINT64_C(1) << 50, "1G", "SIZE",
 		"Memory one user's clients may make the daemon hold: their ring regions and "
 		"rank directories. A registration over it fails with EDQUOT. root and the "
-		"daemon's own user are exempt.", NULL,
-		.group = G_LIMITS },
+		"daemon's own user are exempt. Default: 1/32 of the node's memory, at most 1G.",
+		NULL, .group = G_LIMITS },
 	[SHD_OPT_MEM_MAX] = {
 		"mem_max", "SHF_MEM_MAX", T_SIZE, 0, FIELD(mem_max),
-		1 * MiB, UINT64_C(1) << 50, "32G", "SIZE",
+		1 * MiB, UINT64_C(1) << 50, "4G", "SIZE",
 		"The same for all users together (root and the daemon's own user exempt); "
-		"a registration over it fails with ENOMEM.", NULL,
-		.group = G_LIMITS },
+		"a registration over it fails with ENOMEM. Default: 1/8 of the node's memory, "
+		"at most 4G.", NULL, .group = G_LIMITS },
 	[SHD_OPT_WORLD_TIMEOUT_MS] = {
 		"world_timeout_ms", "SHF_WORLD_TIMEOUT_MS", T_UINT, 0, FIELD(world_timeout_ms),
 		0, 86400000, "60000", "MSEC",
@@ -1023,6 +1023,23 @@ static void fmt_source(const struct shd_config *c, int i, char *buf, size_t n)
 static int cross_check(struct shd_config *c, char *err, size_t errlen)
 {
 	char a[32], b[32], sa[SHD_CONFIG_PATH_MAX + 16], sb[SHD_CONFIG_PATH_MAX + 16];
+
+	/* budgets left at their defaults fit a shared node: uid_mem_max at
+	 * most 1/32 of its memory, mem_max 1/8 (the defaults are the caps,
+	 * 1G and 4G; docs/operations.md, "Memory") */
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	if (pages > 0 && psz > 0) {
+		uint64_t total = (uint64_t)pages * (uint64_t)psz;
+		if (c->source[SHD_OPT_UID_MEM_MAX] == SHD_CONFIG_SRC_DEFAULT &&
+		    total / 32 < c->uid_mem_max) {
+			c->uid_mem_max = total / 32 > 16 * MiB ? total / 32 : 16 * MiB;
+			c->source[SHD_OPT_UID_MEM_MAX] = SHD_CONFIG_SRC_COMPUTED;
+		}
+		if (c->source[SHD_OPT_MEM_MAX] == SHD_CONFIG_SRC_DEFAULT && total / 8 < c->mem_max) {
+			c->mem_max = total / 8 > 64 * MiB ? total / 8 : 64 * MiB;
+			c->source[SHD_OPT_MEM_MAX] = SHD_CONFIG_SRC_COMPUTED;
+		}
+	}
 
 	uint64_t fit = shf_ring_max_payload(c->ring_bytes) - SHF_MSG_HDR_BYTES;
 	if (c->max_msg > fit && c->source[SHD_OPT_MAX_MSG] == SHD_CONFIG_SRC_DEFAULT) {

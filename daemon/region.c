@@ -2,11 +2,18 @@
 /*
  * daemon/region.c - a client's shared-memory region and doorbells.
  *
- * The region is a memfd, sized with fallocate (a full tmpfs fails here,
- * cleanly, rather than with SIGBUS on first touch), sealed against shrink,
- * grow and further sealing, and passed to the client by fd: it never has a
- * name another user could open, and nothing is left behind after a crash.
- * Its size is charged to the client's uid (budget.c) from creation to free.
+ * The region is a memfd, sized with ftruncate, sealed against shrink, grow
+ * and further sealing, and passed to the client by fd: it never has a name
+ * another user could open, and nothing is left behind after a crash.  Its
+ * pages are committed when first written (only the header at registration),
+ * so an idle registration costs a few pages, not its rings.  Its whole size
+ * is charged to the client's uid (budget.c) from creation to free: that
+ * reservation is what keeps first touches safe.  A memfd lives on the
+ * kernel's internal shmem mount, which has no size= limit (the SIGBUS of a
+ * full /dev/shm cannot happen), and all regions together are bounded by
+ * mem_max (at most 1/8 of the node's memory by default), so a registration
+ * that would not fit fails cleanly at registration (-EDQUOT, -ENOMEM) rather
+ * than at first touch.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,7 +43,7 @@ int shd_region_new(struct shd_client *c, uint32_t ring_bytes, uint32_t max_msg, 
 		snprintf(why, whylen, "no region layout for %u B rings", ring_bytes);
 		return r;
 	}
-	/* the whole region is committed below (fallocate): charge it first */
+	/* the whole region may be committed later (first touches): charge it now */
 	r = shd_budget_charge(c->d, c->uid, l.region_bytes, "ring region", why, whylen);
 	if (r)
 		return r;
@@ -47,9 +54,8 @@ int shd_region_new(struct shd_client *c, uint32_t ring_bytes, uint32_t max_msg, 
 		r = -errno;
 		goto fail_charge;
 	}
-	r = posix_fallocate(fd, 0, (off_t)l.region_bytes);
-	if (r) {
-		r = -r;
+	if (ftruncate(fd, (off_t)l.region_bytes) < 0) {
+		r = -errno;
 		goto fail_fd;
 	}
 	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {

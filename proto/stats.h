@@ -72,7 +72,10 @@
 	X(wire_stale, COUNTER, "wire messages of an earlier or unknown session (a restart, a link flap), dropped") \
 	X(wire_foreign, COUNTER, "wire messages from a sender that is not a member at its own address (not in the address vector, nor in the rendezvous under the node it claims), dropped") \
 	X(lookups_deferred, COUNTER, "address lookups of claimed node ids put off because this second's lookup time (300 ms) was spent") \
+	X(addr_held, COUNTER, "store addresses of a peer in a session not taken (kept its old one until silent)") \
+	X(store_bad_mac, COUNTER, "records read from the tcp:// store without a MAC that verifies under the cluster key, ignored") \
 	X(auth_failed, COUNTER, "peer handshakes refused: a wrong cluster key, a MAC that does not verify, or one side without a key") \
+	X(hb_refused, COUNTER, "heartbeats of an up peer's session refused (a key: no counted MAC, a wrong one, or a counter not above the last: a replay); they do not count as liveness") \
 	X(routing_refused, COUNTER, "peer messages refused because the sender routes otherwise (routing=direct against 2d), or comes directly from a node that is not a row or column neighbour under routing=2d") \
 	X(fwd_msgs, COUNTER, "messages of other pairs forwarded one hop on (routing=2d: this node is their intermediate)") \
 	X(fwd_bytes, COUNTER, "bytes of messages forwarded (FWD header included)") \

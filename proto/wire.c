@@ -32,7 +32,7 @@ _Static_assert(OFF(ack, acked_seq) == 32 && OFF(ack, window) == 40 && OFF(ack, d
 	       "ack layout");
 _Static_assert(sizeof(struct shf_wire_raw_heartbeat) == SHF_WIRE_HEARTBEAT_BYTES, "heartbeat");
 _Static_assert(OFF(heartbeat, time_ns) == 32 && OFF(heartbeat, incarnation) == 40 &&
-		       OFF(heartbeat, flags) == 48 && OFF(heartbeat, reserved) == 52 &&
+		       OFF(heartbeat, flags) == 48 && OFF(heartbeat, counter) == 52 &&
 		       OFF(heartbeat, nonce) == 56 && OFF(heartbeat, mac) == 88,
 	       "heartbeat layout");
 _Static_assert(sizeof(struct shf_wire_raw_join) == SHF_WIRE_JOIN_FIXED, "join");
@@ -373,10 +373,12 @@ int shf_wire_check(const void *buf, size_t n, uint32_t n_nodes, uint32_t my_node
 		h.u.heartbeat.time_ns = G64(b, heartbeat, time_ns);
 		h.u.heartbeat.incarnation = G64(b, heartbeat, incarnation);
 		h.u.heartbeat.flags = G32(b, heartbeat, flags);
+		h.u.heartbeat.counter = G32(b, heartbeat, counter);
 		memcpy(h.u.heartbeat.nonce, b + OFF(heartbeat, nonce), SHF_WIRE_NONCE_BYTES);
 		memcpy(h.u.heartbeat.mac, b + OFF(heartbeat, mac), SHF_WIRE_MAC_BYTES);
 		if (h.u.heartbeat.incarnation == 0 || (h.u.heartbeat.flags & ~SHF_WIRE_HB_FLAGS) ||
-		    G32(b, heartbeat, reserved) != 0 ||
+		    (h.u.heartbeat.counter != 0 && !(h.u.heartbeat.flags & SHF_WIRE_HB_CTR)) ||
+		    ((h.u.heartbeat.flags & SHF_WIRE_HB_CTR) && !(h.u.heartbeat.flags & SHF_WIRE_HB_MAC)) ||
 		    /* ECHO only with a MAC; no MAC: the MAC field is zero */
 		    ((h.u.heartbeat.flags & SHF_WIRE_HB_ECHO) &&
 		     !(h.u.heartbeat.flags & SHF_WIRE_HB_MAC)))
@@ -652,7 +654,7 @@ long shf_wire_enc_heartbeat(void *buf, size_t cap, uint32_t src_node, uint32_t d
 	P64(b, heartbeat, time_ns, hb->time_ns);
 	P64(b, heartbeat, incarnation, hb->incarnation);
 	P32(b, heartbeat, flags, hb->flags);
-	P32(b, heartbeat, reserved, 0);
+	P32(b, heartbeat, counter, (hb->flags & SHF_WIRE_HB_CTR) ? hb->counter : 0u);
 	memcpy(b + OFF(heartbeat, nonce), hb->nonce, SHF_WIRE_NONCE_BYTES);
 	memcpy(b + OFF(heartbeat, mac), hb->mac, SHF_WIRE_MAC_BYTES);
 	return finish(b, SHF_WIRE_HEARTBEAT_BYTES, src_node, dst_node);

@@ -126,7 +126,12 @@ enum shf_wire_hb_flag {
 	SHF_WIRE_HB_WAKE = 16u, /* the sender wakes the pair (peer_idle_ms) and holds
 				   every other message to the receiver until it
 				   hears from it: the receiver answers at once */
-	SHF_WIRE_HB_FLAGS = 31u /* every defined flag */
+	SHF_WIRE_HB_CTR = 32u,  /* only with MAC: the MAC also covers `counter`, which
+				   grows with each heartbeat the sender sends the
+				   receiver; a receiver takes a heartbeat of a session
+				   only with a counter above the last it took (replays
+				   refused) */
+	SHF_WIRE_HB_FLAGS = 63u /* every defined flag */
 };
 
 /* Epoch phases carried by EPOCH_UP, EPOCH_DOWN and EPOCH_ABORT (see
@@ -182,7 +187,8 @@ struct shf_wire_raw_heartbeat {
 	uint64_t time_ns;     /* sender's CLOCK_MONOTONIC (informational, RTT echo) */
 	uint64_t incarnation; /* != 0, fixed per daemon start: a change = peer restarted */
 	uint32_t flags;       /* enum shf_wire_hb_flag */
-	uint32_t reserved;    /* zero */
+	uint32_t counter;     /* flags & CTR: heartbeats sent to the receiver so far
+				 (from 1, MAC-covered); else zero */
 	uint8_t nonce[SHF_WIRE_NONCE_BYTES]; /* the sender's random nonce, new with each of
 					       its session tags (src_session) */
 	uint8_t mac[SHF_WIRE_MAC_BYTES];     /* flags & MAC: the handshake MAC (daemon/net/auth.h)
@@ -342,6 +348,7 @@ struct shf_wire_heartbeat {
 	uint64_t time_ns;
 	uint64_t incarnation;
 	uint32_t flags; /* enum shf_wire_hb_flag */
+	uint32_t counter; /* zero unless flags & SHF_WIRE_HB_CTR */
 	uint8_t nonce[SHF_WIRE_NONCE_BYTES];
 	uint8_t mac[SHF_WIRE_MAC_BYTES];  /* all zero unless flags & SHF_WIRE_HB_MAC */
 };

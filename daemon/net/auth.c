@@ -26,6 +26,8 @@ struct shd_auth {
 };
 
 static const char domain[] = "shuffle-hb-v3"; /* never reused for another MAC */
+static const char domain4[] = "shuffle-hb-v4"; /* with a counter (HB_CTR) */
+_Static_assert(sizeof(domain) == sizeof(domain4), "same length");
 
 int shd_auth_init(void)
 {
@@ -116,13 +118,14 @@ uint64_t shd_auth_random64(void)
 	return v;
 }
 
-/* The bytes the MAC covers (auth.h). */
+/* The bytes the MAC covers (auth.h): v3, and v4 with the counter. */
 #define MSG_BYTES (sizeof(domain) - 1 + 4 + 4 + 8 + 8 + 2 * SHD_AUTH_NONCE_BYTES)
+#define MSG4_BYTES (MSG_BYTES + 4)
 
 static void encode(const struct shd_auth_hb *m, uint8_t *b)
 {
 	size_t o = sizeof(domain) - 1;
-	memcpy(b, domain, o);
+	memcpy(b, m->counted ? domain4 : domain, o);
 	shf_wire_put32(b + o, m->src_node);
 	shf_wire_put32(b + o + 4, m->dst_node);
 	shf_wire_put64(b + o + 8, m->src_session);
@@ -133,14 +136,16 @@ static void encode(const struct shd_auth_hb *m, uint8_t *b)
 		memcpy(b + o + SHD_AUTH_NONCE_BYTES, m->echo, SHD_AUTH_NONCE_BYTES);
 	else
 		memset(b + o + SHD_AUTH_NONCE_BYTES, 0, SHD_AUTH_NONCE_BYTES);
+	if (m->counted)
+		shf_wire_put32(b + MSG_BYTES, m->counter);
 }
 
 void shd_auth_mac(const struct shd_auth *a, const struct shd_auth_hb *m,
 		  uint8_t mac[SHD_AUTH_MAC_BYTES])
 {
-	uint8_t b[MSG_BYTES];
+	uint8_t b[MSG4_BYTES];
 	encode(m, b);
-	crypto_auth(mac, b, sizeof(b), a->key);
+	crypto_auth(mac, b, m->counted ? MSG4_BYTES : MSG_BYTES, a->key);
 }
 
 bool shd_auth_verify(const struct shd_auth *a, const struct shd_auth_hb *m,
@@ -148,6 +153,34 @@ bool shd_auth_verify(const struct shd_auth *a, const struct shd_auth_hb *m,
 {
 	uint8_t want[SHD_AUTH_MAC_BYTES];
 	shd_auth_mac(a, m, want);
+	bool ok = sodium_memcmp(want, mac, SHD_AUTH_MAC_BYTES) == 0;
+	sodium_memzero(want, sizeof(want));
+	return ok;
+}
+
+/* Store records (tcp rendezvous): HMAC-SHA-512-256(key, "shuffle-rec-v1"
+ * || store key || 0 || value), so that a record is bound to the key it
+ * was published under (a node record to its id, an id claim to its name). */
+static const char rec_domain[] = "shuffle-rec-v1";
+
+void shd_auth_mac_record(const struct shd_auth *a, const char *key, const void *val,
+			 size_t len, uint8_t mac[SHD_AUTH_MAC_BYTES])
+{
+	crypto_auth_hmacsha512256_state st;
+	crypto_auth_hmacsha512256_init(&st, a->key, sizeof(a->key));
+	crypto_auth_hmacsha512256_update(&st, (const unsigned char *)rec_domain,
+					 sizeof(rec_domain) - 1);
+	crypto_auth_hmacsha512256_update(&st, (const unsigned char *)key, strlen(key) + 1);
+	crypto_auth_hmacsha512256_update(&st, val, len);
+	crypto_auth_hmacsha512256_final(&st, mac);
+	sodium_memzero(&st, sizeof(st));
+}
+
+bool shd_auth_verify_record(const struct shd_auth *a, const char *key, const void *val,
+			    size_t len, const uint8_t mac[SHD_AUTH_MAC_BYTES])
+{
+	uint8_t want[SHD_AUTH_MAC_BYTES];
+	shd_auth_mac_record(a, key, val, len, want);
 	bool ok = sodium_memcmp(want, mac, SHD_AUTH_MAC_BYTES) == 0;
 	sodium_memzero(want, sizeof(want));
 	return ok;

@@ -17,8 +17,15 @@
  * nonce as the sender last saw it, or 32 zero bytes.  A receiver checks it
  * with its own nonce as echo, so a MAC proves both the key and that the
  * sender saw this session's nonce: it cannot be replayed into another
- * session, nor reflected (the node ids are ordered src, dst).  Nothing on
- * the data path is authenticated (no per-message MAC).
+ * session, nor reflected (the node ids are ordered src, dst).
+ *
+ * A heartbeat with HB_CTR (every heartbeat of a daemon with a key) is
+ * MACed under the domain "shuffle-hb-v4" with its counter (u32) appended:
+ * the counter grows with each heartbeat to that peer, and a receiver takes
+ * a heartbeat of a running session only with a counter above the last one
+ * it took, so heartbeats captured on the wire cannot be sent again to keep
+ * a dead node's session alive.  Nothing on the data path is authenticated
+ * (no per-message MAC).
  */
 #ifndef SHD_AUTH_H
 #define SHD_AUTH_H
@@ -39,6 +46,8 @@ struct shd_auth_hb {
 	uint64_t src_session, dst_session;
 	const uint8_t *src_nonce; /* SHD_AUTH_NONCE_BYTES */
 	const uint8_t *echo;      /* the receiver's nonce as the sender saw it; NULL: zeros */
+	bool counted;             /* HB_CTR: the MAC covers counter too ("shuffle-hb-v4") */
+	uint32_t counter;         /* the heartbeat's counter (only when counted) */
 };
 
 /* Initialise the library (idempotent).  0 or -EIO. */
@@ -62,5 +71,13 @@ void shd_auth_mac(const struct shd_auth *a, const struct shd_auth_hb *m,
 /* true when mac is m's MAC under a's key; compared in constant time. */
 bool shd_auth_verify(const struct shd_auth *a, const struct shd_auth_hb *m,
 		     const uint8_t mac[SHD_AUTH_MAC_BYTES]);
+
+/* Records a daemon publishes in the tcp:// store (daemon/rdv/tcp.c): the
+ * MAC of store key and value, HMAC-SHA-512-256(key, "shuffle-rec-v1" ||
+ * store key || 0 || value).  verify compares in constant time. */
+void shd_auth_mac_record(const struct shd_auth *a, const char *key, const void *val,
+			 size_t len, uint8_t mac[SHD_AUTH_MAC_BYTES]);
+bool shd_auth_verify_record(const struct shd_auth *a, const char *key, const void *val,
+			    size_t len, const uint8_t mac[SHD_AUTH_MAC_BYTES]);
 
 #endif

@@ -96,6 +96,9 @@ struct shd_peer {
 	bool have_peer_nonce;
 	uint64_t state_since_ns;    /* when it entered its state */
 	uint64_t last_probe_ns;     /* UNKNOWN, DOWN: last heartbeat sent */
+	uint32_t hb_ctr_out;        /* with a key: heartbeats sent to it (HB_CTR counter) */
+	uint32_t hb_ctr_in;         /* with a key: the highest counter taken from it in
+				       its current session (0: none yet) */
 	uint64_t last_lookup_ns;    /* tcp: last store lookup of its address */
 	/* how to put it back into the address vector after a down */
 	uint8_t raw_addr[SHD_RDV_ADDR_MAX];
@@ -181,6 +184,7 @@ struct shd_net {
 	uint64_t lookup_window_ns;  /* start of this second of address lookups */
 	uint64_t lookup_spent_ns;   /* loop time they took in it (at most LOOKUP_MS) */
 	bool store_lost;            /* tcp: the last check could not reach the store */
+	uint64_t store_bad_seen;    /* tcp: shd_rdv_bad_records() already counted */
 	struct shd_fabric_cb cb;
 	struct shd_peer *peers;     /* [n_nodes]; peers[my node] unused */
 	struct shd_route route;     /* routing=direct or 2d: who is a neighbour */
@@ -240,6 +244,9 @@ bool shd_net_has_address(const struct shd_peer *p);
  * store or the directory (rate-limited); true when an address was
  * learned. */
 bool shd_net_learn_address(struct shd_peer *p);
+/* tcp with a key: count and log the store records read without a valid
+ * MAC since the last call (net.c) */
+void shd_net_store_bad_records(struct shd_net *n);
 /* The session rules: true when h (from p) is to be processed. */
 bool shd_net_session_admit(struct shd_peer *p, const struct shf_wire_hdr *h);
 /* One routing per set: true when h (from p) may be taken. */

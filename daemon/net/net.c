@@ -22,6 +22,7 @@
  * sequence numbers, credits and acks), never resuming the old one.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -349,13 +350,31 @@ void shd_net_reap(struct shd_daemon *d)
 	}
 }
 
+/* Records in the store without a MAC that verifies (a key): counted in
+ * store_bad_mac, a line now and then naming the key file. */
+void shd_net_store_bad_records(struct shd_net *n)
+{
+	static struct shd_ratelimit rl = SHD_RATELIMIT_INIT(10000, 2);
+	const char *key = NULL;
+	uint64_t bad = shd_rdv_bad_records(n->rdv, &key);
+	if (bad <= n->store_bad_seen)
+		return;
+	n->d->st.store_bad_mac += bad - n->store_bad_seen;
+	n->store_bad_seen = bad;
+	shd_log_rl(&rl, SHD_LOG_WARN, "store: %s has no valid MAC under the cluster key %s: "
+		   "ignored (%" PRIu64 " such records so far; forged, or a node with another "
+		   "key)", key, n->d->cfg.cluster_key, bad);
+}
+
 /* tcp: keep our id claim and address in the store (one round trip a
  * second; a store that restarted empty gets them again).  Blocks the loop
  * for at most LOOKUP_MS per round trip while the store is unreachable. */
 static void store_refresh(struct shd_net *n)
 {
+	static struct shd_ratelimit rl_conflict = SHD_RATELIMIT_INIT(10000, 3);
 	char err[256] = "";
 	int r = shd_rdv_refresh(n->rdv, LOOKUP_MS, err, sizeof(err));
+	shd_net_store_bad_records(n);
 	if (r < 0) {
 		if (!n->store_lost)
 			shd_warn("store: %s; running jobs are not affected, nodes that start "
@@ -363,7 +382,20 @@ static void store_refresh(struct shd_net *n)
 		n->store_lost = true;
 		return;
 	}
-	if (n->store_lost || r == 1)
+	if (r == 1) {
+		/* the store lost our keys: it lost the others' id claims too;
+		 * put back those of the nodes we know, so that one restarting
+		 * now gets its own id again (never a new one, nor another's) */
+		for (uint32_t i = 0; i < n->n_nodes; i++) {
+			struct shd_peer *p = &n->peers[i];
+			if (i != n->d->node_id && p->host[0] && p->raw_len &&
+			    shd_rdv_restore_claim(n->rdv, i, p->host, err, sizeof(err)) < 0)
+				break; /* the store went away again: next second */
+		}
+	}
+	if (r == 2)
+		shd_log_rl(&rl_conflict, SHD_LOG_WARN, "%s", err);
+	else if (n->store_lost || r == 1)
 		shd_notice("store reachable again%s", r == 1 ? "; it had lost our id and "
 							     "address: published again" : "");
 	n->store_lost = false;

@@ -16,6 +16,20 @@
 #include "daemon/net/net.h"
 #include "daemon/net/int.h"
 
+/* tcp with a cluster key: the records we publish in the store carry a
+ * MAC, and those we read must (daemon/rdv/types.h, struct shd_rdv_signer) */
+static void rec_mac(const void *ctx, const char *key, const void *val, size_t len,
+		    uint8_t mac[SHD_RDV_MAC_BYTES])
+{
+	shd_auth_mac_record(ctx, key, val, len, mac);
+}
+static bool rec_verify(const void *ctx, const char *key, const void *val, size_t len,
+		       const uint8_t mac[SHD_RDV_MAC_BYTES])
+{
+	return shd_auth_verify_record(ctx, key, val, len, mac);
+}
+static struct shd_rdv_signer rec_signer = {NULL, rec_mac, rec_verify};
+
 /* a store that is down is waited for in steps of this, up to a minute */
 #define STORE_WAIT_MS 5000
 
@@ -322,12 +336,16 @@ int shd_net_open(struct shd_daemon *d, const struct shd_net_events *ev)
 	if (getrandom(&incarnation, sizeof(incarnation), 0) != sizeof(incarnation))
 		incarnation = shd_now_ns() ^ ((uint64_t)getpid() << 32);
 	incarnation |= 1u; /* never 0: 0 means "not known" */
-	struct shd_rdv_self self = {cfg->node_name, cfg->bind, 0, incarnation, cfg->max_nodes};
+	struct shd_rdv_self self = {cfg->node_name, cfg->bind, 0, incarnation, cfg->max_nodes,
+				    auth ? &rec_signer : NULL};
+	rec_signer.ctx = auth;
 	struct shd_rdv *rdv = NULL;
 	if ((r = rdv_open_retry(cfg, spec, &self, &rdv)) < 0) {
 		shd_auth_free(auth);
 		return r;
 	}
+	if (shd_rdv_warning(rdv))
+		shd_warn("%s", shd_rdv_warning(rdv));
 	int my = shd_rdv_my_node(rdv);
 	uint32_t nn = shd_rdv_nodes(rdv);
 	struct shd_rdv_result res = {0};

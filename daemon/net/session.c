@@ -18,6 +18,7 @@ struct shd_ratelimit shd_net_rl_wire = SHD_RATELIMIT_INIT(1000, 5);
  * probe (a peer with another key probes every second, forever) */
 static struct shd_ratelimit rl_auth = SHD_RATELIMIT_INIT(10000, 2);
 static struct shd_ratelimit rl_route = SHD_RATELIMIT_INIT(10000, 2);
+static struct shd_ratelimit rl_held = SHD_RATELIMIT_INIT(10000, 2);
 
 void shd_net_set_state(struct shd_peer *p, enum peer_state st)
 {
@@ -55,6 +56,7 @@ void shd_net_join(struct shd_peer *p, uint64_t s, uint64_t incarnation)
 {
 	if (p->state != PEER_JOINING || p->peer_session != s) {
 		p->peer_session = s;
+		p->hb_ctr_in = 0; /* its counters of this session start afresh */
 		p->incarnation = incarnation;
 		shd_net_set_state(p, PEER_JOINING);
 		p->last_heard_ns = shd_now_ns();
@@ -109,11 +111,47 @@ static bool hb_proves(struct shd_net *n, struct shd_peer *p, const struct shf_wi
 		return false;
 	}
 	struct shd_auth_hb m = {h->src_node, h->dst_node, h->src_session, h->dst_session,
-				hb->nonce, p->my_nonce};
+				hb->nonce, p->my_nonce, !!(hb->flags & SHF_WIRE_HB_CTR), hb->counter};
 	if (!shd_auth_verify(n->auth, &m, hb->mac)) {
 		auth_failed(n, p, "wrong MAC (another cluster key, or forged)");
 		return false;
 	}
+	return true;
+}
+
+/*
+ * With a key: a heartbeat of p's current session (up) is taken only when
+ * its MAC, over both tags, both nonces and its counter, verifies and its
+ * counter is above the last one taken (docs/protocol-wire.md,
+ * "Authentication"): a heartbeat captured on the wire and sent again, from
+ * a dead node's vacant address say, does not keep the session alive.
+ * Refused ones count in hb_refused.  Without a key: taken.
+ */
+static bool hb_fresh(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h)
+{
+	const struct shf_wire_heartbeat *hb = &h->u.heartbeat;
+	if (!n->auth)
+		return true;
+	const char *why = NULL;
+	if ((hb->flags & (SHF_WIRE_HB_MAC | SHF_WIRE_HB_ECHO | SHF_WIRE_HB_CTR)) !=
+	    (SHF_WIRE_HB_MAC | SHF_WIRE_HB_ECHO | SHF_WIRE_HB_CTR)) {
+		why = "it carries no counted MAC (an older daemon?)";
+	} else if (hb->counter <= p->hb_ctr_in) {
+		why = "its counter is not above the last one taken (a replay)";
+	} else {
+		struct shd_auth_hb m = {h->src_node, h->dst_node, h->src_session, h->dst_session,
+					hb->nonce, p->my_nonce, true, hb->counter};
+		if (!shd_auth_verify(n->auth, &m, hb->mac))
+			why = "wrong MAC";
+	}
+	if (why) {
+		n->d->st.hb_refused++;
+		shd_log_rl(&rl_auth, SHD_LOG_WARN, "node %u (%s, %s): a heartbeat of its session "
+			   "refused: %s; it does not count as liveness", p->node, p->host, p->addr,
+			   why);
+		return false;
+	}
+	p->hb_ctr_in = hb->counter;
 	return true;
 }
 
@@ -132,7 +170,9 @@ bool shd_net_has_address(const struct shd_peer *p)
  * is put into the address vector; the message that prompted the lookup is
  * dropped all the same (the caller counts it foreign): only what comes
  * from the published address is taken, and the node's next heartbeat, or
- * our probe's answer, does.  true when an address was learned. */
+ * our probe's answer, does.  Only for a peer that is unknown or down: the
+ * address of a peer in a session is never replaced on the store's word
+ * (docs/design.md, "Threat model").  true when an address was learned. */
 bool shd_net_learn_address(struct shd_peer *p)
 {
 	struct shd_net *n = p->net;
@@ -153,6 +193,8 @@ bool shd_net_learn_address(struct shd_peer *p)
 	char err[256] = "";
 	int r = shd_rdv_lookup(n->rdv, p->node, (int)(left_ns / 1000000u), &rn, err, sizeof(err));
 	n->lookup_spent_ns += shd_now_ns() - now;
+	if (r == -EBADMSG)
+		shd_net_store_bad_records(n); /* (with a key: no valid MAC) */
 	if (r < 0) {
 		shd_log_rl(&shd_net_rl_wire, SHD_LOG_WARN, "node %u contacted us but its address "
 			   "is not known: %s", p->node, r == -ENOENT ? "not in the store (yet)" : err);
@@ -161,6 +203,23 @@ bool shd_net_learn_address(struct shd_peer *p)
 	if (p->raw_len == rn.addr_len && !memcmp(p->raw_addr, rn.addr, rn.addr_len))
 		return false; /* the address we have: the sender is not at it */
 	bool moved = shd_net_has_address(p);
+	if (moved && p->state != PEER_UNKNOWN && p->state != PEER_DOWN) {
+		/* The store's word alone never moves a peer we hear from (up,
+		 * joining, or failing): anyone who reaches the store can write
+		 * a record.  If it really moved, its old address falls silent,
+		 * its session ends after peer_timeout_ms, and the next message
+		 * from the new address finds it down: then the address is
+		 * taken.  With a key, what comes from the new address must
+		 * still prove it before the peer is up. */
+		n->d->st.addr_held++;
+		char got[sizeof(p->addr)];
+		shd_fabric_addr_str(n->fab, rn.addr, rn.addr_len, got, sizeof(got));
+		shd_log_rl(&rl_held, SHD_LOG_WARN, "node %u (%s) is %s at %s; the store names "
+			   "another address (%s): kept until the old one is silent for "
+			   "peer_timeout_ms", p->node, p->host,
+			   p->state == PEER_UP ? "up" : "in a session", p->addr, got);
+		return false;
+	}
 	if (moved)
 		shd_fabric_remove(n->fab, p->node);
 	snprintf(p->host, sizeof(p->host), "%s", rn.host);
@@ -197,7 +256,7 @@ bool shd_net_session_admit(struct shd_peer *p, const struct shf_wire_hdr *h)
 	switch (p->state) {
 	case PEER_UP:
 		if (s == p->peer_session && t == p->my_session)
-			return true;
+			return !hb || hb_fresh(n, p, h);
 		if (hb && s != p->peer_session) {
 			/* with a key, only a heartbeat proving the key over our
 			 * current nonce ends a session (a restarted peer learns
@@ -236,6 +295,7 @@ bool shd_net_session_admit(struct shd_peer *p, const struct shf_wire_hdr *h)
 				if (!hb_proves(n, p, h, true))
 					return false;
 				shd_net_join(p, s, inc);
+				p->hb_ctr_in = h->u.heartbeat.counter;
 				become_up(p);
 				return true;
 			}

@@ -485,9 +485,12 @@ void shd_net_heartbeat(struct shd_peer *p, uint64_t now)
 	if (n->auth) {
 		/* the handshake MAC (daemon/net/auth.h) over the tags it is stamped
 		 * with; UNKNOWN and DOWN: a probe, its tag unknown (stamped 0) */
+		hb.counter = ++p->hb_ctr_out; /* (wraps after 2^32: that session times out) */
 		struct shd_auth_hb m = {n->d->node_id, p->node, p->my_session, p->peer_session,
-					p->my_nonce, p->have_peer_nonce ? p->peer_nonce : NULL};
-		hb.flags = SHF_WIRE_HB_MAC | (p->have_peer_nonce ? SHF_WIRE_HB_ECHO : 0);
+					p->my_nonce, p->have_peer_nonce ? p->peer_nonce : NULL,
+					true, hb.counter};
+		hb.flags = SHF_WIRE_HB_MAC | SHF_WIRE_HB_CTR |
+			   (p->have_peer_nonce ? SHF_WIRE_HB_ECHO : 0);
 		shd_auth_mac(n->auth, &m, hb.mac);
 	}
 	if (n->route.grid)

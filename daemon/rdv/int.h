@@ -48,7 +48,13 @@ struct shd_rdv {
 	char store_host[SHD_RDV_HOST_MAX];
 	char store_port[SHD_RDV_PORT_MAX];
 	struct shd_sc *sc;     /* connection to the store; NULL after a failure */
-	char record[2 * SHD_RDV_ADDR_MAX + SHD_RDV_HOST_MAX + 48]; /* my published record */
+	char record[2 * SHD_RDV_ADDR_MAX + SHD_RDV_HOST_MAX + 48 + 4 + 2 * SHD_RDV_MAC_BYTES]; /* my published record (signed) */
+	uint32_t next_floor;   /* one past the highest node id this daemon knows of:
+				* a refresh raises /shuffle/next to it */
+	char warning[512];
+	const struct shd_rdv_signer *signer; /* tcp: NULL without a cluster key */
+	uint64_t bad_records;  /* tcp: records read whose MAC did not verify */
+	char bad_key[SHD_RDV_HOST_MAX + 32]; /* the last such record's key */     /* tcp: what open had to work around, for the log */
 };
 
 static inline int64_t now_ms(void)
@@ -96,6 +102,8 @@ int shd_rdv_tcp_exchange(struct shd_rdv *r, const void *addr, size_t addr_len,
 int shd_rdv_tcp_lookup(struct shd_rdv *r, uint32_t node, int timeout_ms,
 		       struct shd_rdv_node *out, char *err, size_t errlen);
 void shd_rdv_tcp_close(struct shd_rdv *r);
+int shd_rdv_tcp_restore_claim(struct shd_rdv *r, uint32_t node, const char *name, char *err,
+			      size_t errlen);
 int shd_rdv_tcp_refresh(struct shd_rdv *r, int timeout_ms, char *err, size_t errlen);
 
 #endif /* SHD_RDV_INT_H */

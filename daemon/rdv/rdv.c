@@ -503,6 +503,7 @@ int shd_rdv_open(const char *spec, const struct shd_rdv_self *self, struct shd_r
 	if (ret)
 		goto fail;
 	r->me.incarnation = self->incarnation;
+	r->signer = self->signer;
 	if (r->kind != SHD_RDV_DIR) /* dir: shd_rdv_dir_open() fills in all of r->me */
 		shd_rdv_dir_ident(&r->me, self->incarnation);
 	switch (r->kind) {
@@ -575,6 +576,26 @@ int shd_rdv_refresh(struct shd_rdv *r, int timeout_ms, char *err, size_t errlen)
 	if (r->kind != SHD_RDV_TCP)
 		return -ENOTSUP;
 	return shd_rdv_tcp_refresh(r, timeout_ms, err, errlen);
+}
+
+int shd_rdv_restore_claim(struct shd_rdv *r, uint32_t node, const char *name, char *err,
+			  size_t errlen)
+{
+	if (r->kind != SHD_RDV_TCP)
+		return -ENOTSUP;
+	return shd_rdv_tcp_restore_claim(r, node, name, err, errlen);
+}
+
+uint64_t shd_rdv_bad_records(const struct shd_rdv *r, const char **key)
+{
+	if (key)
+		*key = r->bad_key;
+	return r->bad_records;
+}
+
+const char *shd_rdv_warning(const struct shd_rdv *r)
+{
+	return r->warning[0] ? r->warning : NULL;
 }
 
 int shd_rdv_lookup(struct shd_rdv *r, uint32_t node, int timeout_ms, struct shd_rdv_node *out,

@@ -162,6 +162,17 @@ int shd_rdv_lookup(struct shd_rdv *r, uint32_t node, int timeout_ms, struct shd_
  * (a store that restarted is empty) and publish them again if not: 1
  * published again, 0 nothing to do, -ENOTSUP for the other kinds, or the
  * store's error.  At most timeout_ms per round trip. */
+/* tcp, after a refresh that published our keys again (the store lost
+ * them): put back the id claim of a known node `node` named `name` unless
+ * the store has one for that name.  0 or a store error. */
+int shd_rdv_restore_claim(struct shd_rdv *r, uint32_t node, const char *name, char *err,
+			  size_t errlen);
+/* tcp with a cluster key: records read whose MAC did not verify (ignored),
+ * so far; *key (NULL ok) the last one's store key. */
+uint64_t shd_rdv_bad_records(const struct shd_rdv *r, const char **key);
+/* tcp: what the rendezvous had to work around at open (a store that
+ * named another node's id for us), for the log; NULL when nothing. */
+const char *shd_rdv_warning(const struct shd_rdv *r);
 int shd_rdv_refresh(struct shd_rdv *r, int timeout_ms, char *err, size_t errlen);
 
 /* Finish (mpi: MPI_Finalize if we initialised MPI and the exchange did not

@@ -56,6 +56,21 @@ struct shd_rdv_self {
 	                         position. */
 	uint32_t max_nodes;   /* tcp, dir without N: node ids < max_nodes (the
 	                         set's capacity); 0: 1024 */
+	const struct shd_rdv_signer *signer; /* tcp: MACs on records; NULL: none */
+};
+
+/* tcp with a cluster key: every record this daemon publishes in the store
+ * (id claims, node records) carries " m=" and the hex MAC of key and value
+ * under the cluster key (daemon/net/auth.c); a record read without a MAC
+ * that verifies is ignored.  Kept a callback so that rdv links no crypto. */
+#define SHD_RDV_MAC_BYTES 32u
+struct shd_rdv_signer {
+	const void *ctx;
+	void (*mac)(const void *ctx, const char *key, const void *val, size_t len,
+		    uint8_t mac[SHD_RDV_MAC_BYTES]);
+	/* true when mac is the MAC of key and val (constant time) */
+	bool (*verify)(const void *ctx, const char *key, const void *val, size_t len,
+		       const uint8_t mac[SHD_RDV_MAC_BYTES]);
 };
 
 #endif

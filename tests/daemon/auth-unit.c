@@ -107,7 +107,7 @@ int main(int argc, char **argv)
 	shd_auth_nonce(na);
 	shd_auth_nonce(nb);
 	CHECK(memcmp(na, nb, sizeof(na)) != 0);
-	struct shd_auth_hb m = {1, 2, 0x1111, 0x2222, na, nb};
+	struct shd_auth_hb m = {1, 2, 0x1111, 0x2222, na, nb, false, 0};
 	shd_auth_mac(a1, &m, mac);
 	CHECK(shd_auth_verify(a1, &m, mac));
 	struct shd_auth *a1b = load_ok(k1); /* the same key, loaded again */

@@ -39,6 +39,15 @@ static void test_defaults(void)
 	CHECK(c.heartbeat_ms == 1000);
 	CHECK(c.max_clients == 1024);
 	CHECK(c.world_timeout_ms == 60000);
+	/* the budgets fit a shared node: at most 1/32 and 1/8 of its memory,
+	 * capped at 1G and 4G */
+	{
+		uint64_t total = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+		CHECK(c.uid_mem_max <= (UINT64_C(1) << 30) &&
+		      (c.uid_mem_max <= total / 32 || c.uid_mem_max == UINT64_C(16) << 20));
+		CHECK(c.mem_max <= (UINT64_C(4) << 30) &&
+		      (c.mem_max <= total / 8 || c.mem_max == UINT64_C(64) << 20));
+	}
 	CHECK(c.log_level == SHD_LOG_INFO);
 	CHECK_STR(c.log_file, "");
 	CHECK_STR(c.config, "");
@@ -49,6 +58,11 @@ static void test_defaults(void)
 		else if (i == SHD_OPT_RUNTIME_DIR || i == SHD_OPT_SOCKET || i == SHD_OPT_MODE ||
 			 i == SHD_OPT_CONFIG) /* mode auto resolved; no default file */
 			CHECK(c.source[i] == SHD_CONFIG_SRC_COMPUTED);
+		else if (i == SHD_OPT_UID_MEM_MAX || i == SHD_OPT_MEM_MAX)
+			/* from the node's memory, unless it is large (the caps) */
+			CHECKF(c.source[i] == SHD_CONFIG_SRC_DEFAULT ||
+				       c.source[i] == SHD_CONFIG_SRC_COMPUTED, "%s",
+			       shd_config_opt_name(i));
 		else
 			CHECKF(c.source[i] == SHD_CONFIG_SRC_DEFAULT, "%s", shd_config_opt_name(i));
 	}

@@ -48,6 +48,10 @@
  *                 --order benign: the completion to A first, to B gap-ms
  *                 later (the control case).
  *
+ *   replay T MS   a member (--key) that dies: after 1.5 s of its session
+ *                 with T, only its recorded heartbeats are sent again from
+ *                 its address for MS ms (mode_replay); T must declare it
+ *                 down within its peer timeout all the same.
  *   forge T CLAIM JOB RANK (CLAIM: a node id below 2^20, or FIRST-LAST)
  *                 a non-member (bound to any address the rendezvous did not
  *                 give out): claiming to be node CLAIM, send node T one
@@ -135,6 +139,7 @@ static struct {
 	uint8_t my_nonce[MAX_NODES][SHD_AUTH_NONCE_BYTES];
 	uint8_t peer_nonce[MAX_NODES][SHD_AUTH_NONCE_BYTES]; /* from its heartbeats */
 	bool have_peer_nonce[MAX_NODES];
+	uint32_t hb_ctr[MAX_NODES]; /* heartbeats sent to each (HB_CTR counter) */
 } g = {.hb_ms = 100, .timeout = 30000, .gap_ms = 300, .hs_ms = 3000};
 
 static void usage(const char *why) __attribute__((noreturn));
@@ -375,17 +380,28 @@ static void send_msg(uint32_t node, void *buf, size_t len)
 	send_raw(node, buf, len);
 }
 
+/* replay: the heartbeats sent while recording, as they went on the wire */
+#define REC_MAX 256
+static uint8_t g_rec[REC_MAX][SHF_WIRE_HEARTBEAT_BYTES];
+static int g_nrec;
+static bool g_recording, g_replaying;
+
 /* A heartbeat of the session: (my tag, its tag or 0 while unknown). */
 static void send_heartbeat(uint32_t node, int64_t t_ms)
 {
+	if (g_replaying)
+		return; /* what replays has no key: nothing new */
 	uint8_t b[SHF_WIRE_HEARTBEAT_BYTES];
 	struct shf_wire_heartbeat hb = {.time_ns = (uint64_t)t_ms * 1000000u, .incarnation = g.incarnation};
 	memcpy(hb.nonce, g.my_nonce[node], SHD_AUTH_NONCE_BYTES);
 	if (g.auth) { /* as daemon/net/tx.c's shd_net_heartbeat() */
+		hb.counter = ++g.hb_ctr[node];
 		struct shd_auth_hb m = {g.me, node, g.my_session[node], g.peer_session[node],
 					g.my_nonce[node],
-					g.have_peer_nonce[node] ? g.peer_nonce[node] : NULL};
-		hb.flags = SHF_WIRE_HB_MAC | (g.have_peer_nonce[node] ? SHF_WIRE_HB_ECHO : 0);
+					g.have_peer_nonce[node] ? g.peer_nonce[node] : NULL, true,
+					hb.counter};
+		hb.flags = SHF_WIRE_HB_MAC | SHF_WIRE_HB_CTR |
+			   (g.have_peer_nonce[node] ? SHF_WIRE_HB_ECHO : 0);
 		shd_auth_mac(g.auth, &m, hb.mac);
 	}
 	if (g.grid)
@@ -394,6 +410,8 @@ static void send_heartbeat(uint32_t node, int64_t t_ms)
 	if (l <= 0)
 		FAIL("encode heartbeat: %ld", l);
 	send_msg(node, b, (size_t)l);
+	if (g_recording && g_nrec < REC_MAX)
+		memcpy(g_rec[g_nrec++], b, sizeof(b)); /* (stamped by send_msg) */
 }
 
 static void heartbeat_due(void)
@@ -890,6 +908,43 @@ static int mode_squat(uint32_t t, const char *job, int32_t rank)
 	return serve_until_exit();
 }
 
+/* ------------------------------------------------------------ replay */
+
+/* replay T MS: a member (with --key) does the handshake with T and
+ * heartbeats it normally for 1.5 s, keeping each heartbeat as it went on
+ * the wire; then it "dies": no new message, but whoever holds its address
+ * (this process, as one that captured the traffic and bound the vacant
+ * address would) sends the captured heartbeats again, in order and over
+ * and over, one per --hb-ms, for MS ms.  Prints "session yes|no",
+ * "recorded N", then posts sync point "replay-start" and at the end
+ * prints "replayed K". */
+static int mode_replay(uint32_t t, int ms)
+{
+	if (t >= g.n || t == g.me || !shd_fabric_has_node(g.f, t) || ms <= 0)
+		usage("replay: bad T (needs --peer) or MS");
+	g_sq = t;
+	g.next_hb = 0;
+	bool up = pump(g.hs_ms, squat_up);
+	printf("session %s\n", up ? "yes" : "no");
+	g_recording = true;
+	pump(1500, NULL);
+	g_recording = false;
+	g_replaying = true;
+	printf("recorded %d\n", g_nrec);
+	fflush(stdout);
+	if (!up || g_nrec == 0)
+		return 1;
+	sync_post("replay-start");
+	int k = 0;
+	for (int64_t end = now_ms() + ms; now_ms() < end; k++) {
+		send_raw(t, g_rec[k % g_nrec], SHF_WIRE_HEARTBEAT_BYTES);
+		for (int64_t next = now_ms() + g.hb_ms; now_ms() < next;)
+			progress(5);
+	}
+	printf("replayed %d\n", k);
+	return 0;
+}
+
 /* ------------------------------------------------------------ bundle */
 
 static uint32_t g_bt;         /* bundle: the target */
@@ -915,7 +970,7 @@ static uint32_t make_fwd(uint8_t *f, uint32_t t, uint32_t d)
 					.flags = g.grid ? SHF_WIRE_HB_2D : 0u};
 	memcpy(hb.nonce, g.my_nonce[d], SHD_AUTH_NONCE_BYTES);
 	if (g.auth) {
-		struct shd_auth_hb m = {g.me, d, g.my_session[d], 0, g.my_nonce[d], NULL};
+		struct shd_auth_hb m = {g.me, d, g.my_session[d], 0, g.my_nonce[d], NULL, false, 0};
 		hb.flags |= SHF_WIRE_HB_MAC;
 		shd_auth_mac(g.auth, &m, hb.mac);
 	}
@@ -1097,6 +1152,8 @@ int main(int argc, char **argv)
 		rc = mode_forge((uint32_t)atoi(argv[i + 1]), argv[i + 2], argv[i + 3], atoi(argv[i + 4]));
 	else if (!strcmp(mode, "bundle") && i + 2 < argc)
 		rc = mode_bundle((uint32_t)atoi(argv[i + 1]), (uint32_t)atoi(argv[i + 2]));
+	else if (!strcmp(mode, "replay") && i + 2 < argc)
+		rc = mode_replay((uint32_t)atoi(argv[i + 1]), atoi(argv[i + 2]));
 	else if (!strcmp(mode, "squat") && i + 3 < argc)
 		rc = mode_squat((uint32_t)atoi(argv[i + 1]), argv[i + 2], atoi(argv[i + 3]));
 	else

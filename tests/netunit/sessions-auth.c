@@ -49,21 +49,30 @@ static struct shd_auth *key(const char *path)
 }
 
 /* Node 1's heartbeat (s, t) with nonce; mac under a (NULL: no MAC), echo
- * (NULL with a: no ECHO). */
-static void send_hb(uint64_t s, uint64_t t, const uint8_t *nonce, const struct shd_auth *a,
-		    const uint8_t *echo)
+ * (NULL with a: no ECHO), counter ctr (HB_CTR; 0: the next one, as a
+ * daemon counts). */
+static uint32_t hb_ctr;
+static void send_hb_ctr(uint64_t s, uint64_t t, const uint8_t *nonce, const struct shd_auth *a,
+			const uint8_t *echo, uint32_t ctr)
 {
 	uint8_t buf[SHF_WIRE_HEARTBEAT_BYTES];
 	struct shf_wire_heartbeat hb = {.time_ns = 1, .incarnation = 0x77};
 	memcpy(hb.nonce, nonce, SHF_WIRE_NONCE_BYTES);
 	if (a) {
-		struct shd_auth_hb m = {1, 0, s, t, nonce, echo};
-		hb.flags = SHF_WIRE_HB_MAC | (echo ? SHF_WIRE_HB_ECHO : 0);
+		hb.counter = ctr ? ctr : ++hb_ctr;
+		struct shd_auth_hb m = {1, 0, s, t, nonce, echo, true, hb.counter};
+		hb.flags = SHF_WIRE_HB_MAC | SHF_WIRE_HB_CTR | (echo ? SHF_WIRE_HB_ECHO : 0);
 		shd_auth_mac(a, &m, hb.mac);
 	}
 	CHECK(shf_wire_enc_heartbeat(buf, sizeof(buf), 1, 0, &hb) == SHF_WIRE_HEARTBEAT_BYTES);
 	h_stamp(buf, s, t);
 	CHECK(fake_inject_raw_now(1, buf, sizeof(buf)) == 0);
+}
+
+static void send_hb(uint64_t s, uint64_t t, const uint8_t *nonce, const struct shd_auth *a,
+		    const uint8_t *echo)
+{
+	send_hb_ctr(s, t, nonce, a, echo, 0);
 }
 
 int main(void)
@@ -100,10 +109,11 @@ int main(void)
 	h_decode((size_t)h_last_send(1, SHF_WIRE_HEARTBEAT), &h);
 	const uint64_t dtag = h.src_session;
 	CHECK(h.dst_session == tag && dtag == p->my_session);
-	CHECK(h.u.heartbeat.flags == (SHF_WIRE_HB_MAC | SHF_WIRE_HB_ECHO));
+	CHECK(h.u.heartbeat.flags == (SHF_WIRE_HB_MAC | SHF_WIRE_HB_ECHO | SHF_WIRE_HB_CTR));
+	CHECK(h.u.heartbeat.counter >= 1);
 	uint8_t dnonce[SHF_WIRE_NONCE_BYTES];
 	memcpy(dnonce, h.u.heartbeat.nonce, sizeof(dnonce));
-	struct shd_auth_hb m = {0, 1, dtag, tag, dnonce, nonce};
+	struct shd_auth_hb m = {0, 1, dtag, tag, dnonce, nonce, true, h.u.heartbeat.counter};
 	CHECK(shd_auth_verify(k, &m, h.u.heartbeat.mac));
 	CHECK(!shd_auth_verify(other, &m, h.u.heartbeat.mac));
 
@@ -132,6 +142,22 @@ int main(void)
 	/* taken now */
 	CHECK(fake_inject_raw_now(1, buf, (size_t)len) == 0);
 	CHECK(H.joined == 1);
+
+	h_step("C2: heartbeats of the session: a replay or a bad MAC is no liveness");
+	p->last_heard_ns = 1;
+	send_hb(tag, dtag, nonce, k, dnonce); /* the next counter: taken */
+	CHECK(D->st.hb_refused == 0 && p->last_heard_ns > 1 && p->state == PEER_UP);
+	uint32_t last = hb_ctr;
+	p->last_heard_ns = 1;
+	send_hb_ctr(tag, dtag, nonce, k, dnonce, last); /* the same again: a replay */
+	CHECK(D->st.hb_refused == 1 && p->last_heard_ns == 1 && p->state == PEER_UP);
+	send_hb_ctr(tag, dtag, nonce, k, dnonce, last - 1); /* an older one */
+	CHECK(D->st.hb_refused == 2 && p->last_heard_ns == 1);
+	send_hb_ctr(tag, dtag, nonce, other, dnonce, last + 5); /* another key */
+	CHECK(D->st.hb_refused == 3 && p->last_heard_ns == 1);
+	send_hb_ctr(tag, dtag, nonce, k, dnonce, last + 5); /* a gap is fine (lost ones) */
+	CHECK(D->st.hb_refused == 3 && p->last_heard_ns > 1 && p->state == PEER_UP);
+	CHECK(D->st.auth_failed == 4);
 
 	h_step("D: a new session of an UP peer needs a proof over our nonce");
 	const uint64_t tag2 = h_new_tag(1);

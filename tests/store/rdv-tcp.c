@@ -39,7 +39,7 @@ static int free_port(void)
 static struct shd_rdv *join(const char *spec, const char *name, uint64_t inc, uint32_t max,
 			    struct shd_rdv_result *res)
 {
-	struct shd_rdv_self self = {name, NULL, 5000, inc, max};
+	struct shd_rdv_self self = {name, NULL, 5000, inc, max, NULL};
 	struct shd_rdv *r = NULL;
 	int rc = shd_rdv_open(spec, &self, &r, err, sizeof(err));
 	CHECKF(rc == 0, "open %s as %s: %d %s", spec, name, rc, err);
@@ -75,7 +75,7 @@ int main(void)
 	CHECK(shd_rdv_spec_check("tcp://", err, sizeof(err)) == -EINVAL);
 
 	/* the store is down: bounded wait, then a reason */
-	struct shd_rdv_self quick = {"n0", NULL, 300, 1, 8};
+	struct shd_rdv_self quick = {"n0", NULL, 300, 1, 8, NULL};
 	struct shd_rdv *r = NULL;
 	int64_t t0 = td_now_ms();
 	int rc = shd_rdv_open(spec, &quick, &r, err, sizeof(err));
@@ -120,7 +120,7 @@ int main(void)
 	       (unsigned long long)n.incarnation);
 
 	/* the set is full at max_nodes 3: a fourth name is refused */
-	struct shd_rdv_self full = {"delta", NULL, 2000, 0xd1, 3};
+	struct shd_rdv_self full = {"delta", NULL, 2000, 0xd1, 3, NULL};
 	r = NULL;
 	rc = shd_rdv_open(spec, &full, &r, err, sizeof(err));
 	CHECKF(rc == -ENOSPC && r == NULL, "fourth node in a set of 3: %d %s", rc, err);
@@ -134,7 +134,7 @@ int main(void)
 	       (long long)(td_now_ms() - t0));
 	/* other kinds do not look up */
 	struct shd_rdv *s = NULL;
-	struct shd_rdv_self st = {"h1", "h1:7000", 0, 1, 0};
+	struct shd_rdv_self st = {"h1", "h1:7000", 0, 1, 0, NULL};
 	CHECK(shd_rdv_open("static:h1:7000,h2:7000", &st, &s, err, sizeof(err)) == 0);
 	CHECK(shd_rdv_lookup(s, 1, 100, &n, err, sizeof(err)) == -ENOTSUP);
 	shd_rdv_close(s);
