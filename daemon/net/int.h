@@ -245,7 +245,7 @@ bool shd_net_has_address(const struct shd_peer *p);
  * learned. */
 bool shd_net_learn_address(struct shd_peer *p);
 /* tcp with a key: count and log the store records read without a valid
- * MAC since the last call (net.c) */
+ * MAC since the last call (session.c; net.c calls it at each refresh) */
 void shd_net_store_bad_records(struct shd_net *n);
 /* The session rules: true when h (from p) is to be processed. */
 bool shd_net_session_admit(struct shd_peer *p, const struct shf_wire_hdr *h);

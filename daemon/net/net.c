@@ -350,22 +350,6 @@ void shd_net_reap(struct shd_daemon *d)
 	}
 }
 
-/* Records in the store without a MAC that verifies (a key): counted in
- * store_bad_mac, a line now and then naming the key file. */
-void shd_net_store_bad_records(struct shd_net *n)
-{
-	static struct shd_ratelimit rl = SHD_RATELIMIT_INIT(10000, 2);
-	const char *key = NULL;
-	uint64_t bad = shd_rdv_bad_records(n->rdv, &key);
-	if (bad <= n->store_bad_seen)
-		return;
-	n->d->st.store_bad_mac += bad - n->store_bad_seen;
-	n->store_bad_seen = bad;
-	shd_log_rl(&rl, SHD_LOG_WARN, "store: %s has no valid MAC under the cluster key %s: "
-		   "ignored (%" PRIu64 " such records so far; forged, or a node with another "
-		   "key)", key, n->d->cfg.cluster_key, bad);
-}
-
 /* tcp: keep our id claim and address in the store (one round trip a
  * second; a store that restarted empty gets them again).  Blocks the loop
  * for at most LOOKUP_MS per round trip while the store is unreachable. */

@@ -7,6 +7,7 @@
  * net.c dispatches what these admit; declarations in net/int.h.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -158,6 +159,22 @@ static bool hb_fresh(struct shd_net *n, struct shd_peer *p, const struct shf_wir
 bool shd_net_has_address(const struct shd_peer *p)
 {
 	return p->raw_len || p->port[0];
+}
+
+/* Records in the store without a MAC that verifies (a key): counted in
+ * store_bad_mac, a line now and then naming the key file. */
+void shd_net_store_bad_records(struct shd_net *n)
+{
+	static struct shd_ratelimit rl = SHD_RATELIMIT_INIT(10000, 2);
+	const char *key = NULL;
+	uint64_t bad = shd_rdv_bad_records(n->rdv, &key);
+	if (bad <= n->store_bad_seen)
+		return;
+	n->d->st.store_bad_mac += bad - n->store_bad_seen;
+	n->store_bad_seen = bad;
+	shd_log_rl(&rl, SHD_LOG_WARN, "store: %s has no valid MAC under the cluster key %s: "
+		   "ignored (%" PRIu64 " such records so far; forged, or a node with another "
+		   "key)", key, n->d->cfg.cluster_key, bad);
 }
 
 /* A sender not in the address vector claims to be p (tcp, dir without N:
