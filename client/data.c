@@ -553,8 +553,8 @@ static int send_record(struct shf_ctx *c, int32_t rank, uint32_t type, const voi
 	return 0;
 }
 
-SHF_EXPORT int shf_send(struct shf_ctx *c, int dst, uint32_t type, const void *data, uint32_t len,
-			unsigned flags)
+/* The checks every send makes of its context and flags (0 or the error). */
+static int check_send(struct shf_ctx *c, unsigned flags)
 {
 	if (!c)
 		return shc_fail(-EINVAL, "no context");
@@ -562,28 +562,45 @@ SHF_EXPORT int shf_send(struct shf_ctx *c, int dst, uint32_t type, const void *d
 		return shc_dead_err(c);
 	if (flags & ~SHF_NONBLOCK)
 		return shc_fail(-EINVAL, "unknown flags 0x%x", flags & ~SHF_NONBLOCK);
-	if (dst < 0 || dst >= c->world)
-		return shc_fail(-ESRCH, "rank %d is outside the world [0, %d)", dst, c->world);
-	if (len > c->max_msg)
-		return shc_fail(-EMSGSIZE, "%u bytes exceed the daemon's max_msg of %u", len,
-				c->max_msg);
-	if (!data && len)
-		return shc_fail(-EINVAL, "data is NULL and len is %u", len);
-	return send_record(c, dst, type, data, len, flags & SHF_NONBLOCK);
+	return 0;
 }
 
-/* shf_send_many()'s check of msgs[i], as shf_send() checks its arguments. */
-static int check_msg(const struct shf_ctx *c, const struct shf_msg *m, unsigned i)
+/* Why a record fails check_record() (the cold half). */
+static __attribute__((noinline, cold)) int record_error(const struct shf_ctx *c, int dst,
+							 const void *data, uint32_t len, long idx)
 {
-	if (m->dst < 0 || m->dst >= c->world)
-		return shc_fail(-ESRCH, "msgs[%u]: rank %d is outside the world [0, %d)", i,
-				m->dst, c->world);
-	if (m->len > c->max_msg)
-		return shc_fail(-EMSGSIZE, "msgs[%u]: %u bytes exceed the daemon's max_msg of %u",
-				i, m->len, c->max_msg);
-	if (!m->data && m->len)
-		return shc_fail(-EINVAL, "msgs[%u]: data is NULL and len is %u", i, m->len);
+	char at[32] = "";
+	if (idx >= 0)
+		snprintf(at, sizeof(at), "msgs[%ld]: ", idx);
+	if (dst < 0 || dst >= c->world)
+		return shc_fail(-ESRCH, "%srank %d is outside the world [0, %d)", at, dst, c->world);
+	if (len > c->max_msg)
+		return shc_fail(-EMSGSIZE, "%s%u bytes exceed the daemon's max_msg of %u", at, len,
+				c->max_msg);
+	if (!data && len)
+		return shc_fail(-EINVAL, "%sdata is NULL and len is %u", at, len);
 	return 0;
+}
+
+/* The checks of one record: shf_send()'s arguments, or msgs[idx] of
+ * shf_send_many() (idx >= 0: the error names it). */
+static inline int check_record(const struct shf_ctx *c, int dst, const void *data, uint32_t len,
+			       long idx)
+{
+	if ((uint32_t)dst < (uint32_t)c->world && len <= c->max_msg && (data || !len))
+		return 0;
+	return record_error(c, dst, data, len, idx);
+}
+
+SHF_EXPORT int shf_send(struct shf_ctx *c, int dst, uint32_t type, const void *data, uint32_t len,
+			unsigned flags)
+{
+	int r = check_send(c, flags);
+	if (!r)
+		r = check_record(c, dst, data, len, -1);
+	if (r)
+		return r;
+	return send_record(c, dst, type, data, len, flags & SHF_NONBLOCK);
 }
 
 /* Publish what is written so far; ring the daemon's bell if it sleeps. */
@@ -596,12 +613,9 @@ static void send_push(struct shf_ctx *c)
 SHF_EXPORT int shf_send_many(struct shf_ctx *c, const struct shf_msg *msgs, unsigned n,
 			     unsigned flags)
 {
-	if (!c)
-		return shc_fail(-EINVAL, "no context");
-	if (shc_is_dead(c))
-		return shc_dead_err(c);
-	if (flags & ~SHF_NONBLOCK)
-		return shc_fail(-EINVAL, "unknown flags 0x%x", flags & ~SHF_NONBLOCK);
+	int e = check_send(c, flags);
+	if (e)
+		return e;
 	if (n == 0)
 		return 0;
 	if (!msgs)
@@ -609,7 +623,7 @@ SHF_EXPORT int shf_send_many(struct shf_ctx *c, const struct shf_msg *msgs, unsi
 	if (n > INT_MAX)
 		return shc_fail(-EINVAL, "n %u is over INT_MAX", n);
 	for (unsigned i = 0; i < n; i++) {
-		int r = check_msg(c, &msgs[i], i);
+		int r = check_record(c, msgs[i].dst, msgs[i].data, msgs[i].len, (long)i);
 		if (r)
 			return r;
 	}

@@ -863,13 +863,12 @@ static PyObject *ctx_pull(CtxObject *self, PyObject *args, PyObject *kw)
 
 /* ------------------------------------------------- flush, epoch, misc */
 
-static PyObject *ctx_epoch(CtxObject *self, PyObject *args, PyObject *kw)
+/* epoch() and flush() wait in slices of at most SLICE_MS with the GIL
+ * released, checking for signals between slices: what = 0 is an epoch,
+ * else a flush target.  An interrupted epoch is resumed by the next one
+ * (shf_epoch() after -ETIMEDOUT resumes the same epoch). */
+static PyObject *sliced_wait(CtxObject *self, unsigned what, PyObject *timeout_o)
 {
-	CHECK_OPEN(self);
-	static char *kwlist[] = {"timeout", NULL};
-	PyObject *timeout_o = Py_None;
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O", kwlist, &timeout_o))
-		return NULL;
 	int t = timeout_ms_of(self, timeout_o);
 	if (t == -2)
 		return NULL;
@@ -887,7 +886,7 @@ static PyObject *ctx_epoch(CtxObject *self, PyObject *args, PyObject *kw)
 		int r;
 		self->inflight++;
 		Py_BEGIN_ALLOW_THREADS
-		r = shf_epoch(c, slice);
+		r = what ? shf_flush(c, what, slice) : shf_epoch(c, slice);
 		if (r < 0)
 			snprintf(detail, sizeof(detail), "%s", shf_error_detail());
 		Py_END_ALLOW_THREADS
@@ -897,8 +896,18 @@ static PyObject *ctx_epoch(CtxObject *self, PyObject *args, PyObject *kw)
 		if (r != -ETIMEDOUT || (end >= 0 && now_ms() >= end))
 			return fail(r, detail);
 		if (PyErr_CheckSignals() < 0)
-			return NULL; /* the next epoch() resumes this one */
+			return NULL;
 	}
+}
+
+static PyObject *ctx_epoch(CtxObject *self, PyObject *args, PyObject *kw)
+{
+	CHECK_OPEN(self);
+	static char *kwlist[] = {"timeout", NULL};
+	PyObject *timeout_o = Py_None;
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "|O", kwlist, &timeout_o))
+		return NULL;
+	return sliced_wait(self, 0, timeout_o);
 }
 
 static PyObject *ctx_flush(CtxObject *self, PyObject *args, PyObject *kw)
@@ -914,35 +923,7 @@ static PyObject *ctx_flush(CtxObject *self, PyObject *args, PyObject *kw)
 			     "or FLUSH_DELIVERY", what);
 		return NULL;
 	}
-	int t = timeout_ms_of(self, timeout_o);
-	if (t == -2)
-		return NULL;
-	int64_t end = t < 0 ? -1 : now_ms() + t;
-	struct shf_ctx *c = self->ctx;
-	char detail[512] = "";
-	for (;;) {
-		int slice;
-		if (end < 0) {
-			slice = SLICE_MS;
-		} else {
-			int64_t left = end - now_ms();
-			slice = left <= 1 ? 1 : left > SLICE_MS ? SLICE_MS : (int)left;
-		}
-		int r;
-		self->inflight++;
-		Py_BEGIN_ALLOW_THREADS
-		r = shf_flush(c, what, slice);
-		if (r < 0)
-			snprintf(detail, sizeof(detail), "%s", shf_error_detail());
-		Py_END_ALLOW_THREADS
-		self->inflight--;
-		if (r == 0)
-			Py_RETURN_NONE;
-		if (r != -ETIMEDOUT || (end >= 0 && now_ms() >= end))
-			return fail(r, detail);
-		if (PyErr_CheckSignals() < 0)
-			return NULL;
-	}
+	return sliced_wait(self, what, timeout_o);
 }
 
 static PyObject *ctx_node_info_raw(CtxObject *self, PyObject *unused)
