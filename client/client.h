@@ -301,6 +301,8 @@ struct shf_ctx {
 	struct shc_waiter epoch_w; /* the epoch's reply waiter; stays linked across a
 	                              timed-out call so a late reply is kept */
 	uint64_t epoch_id;           /* the current epoch's mark id */
+	uint64_t epoch_n;            /* epochs begun: what errors call "epoch N"
+					(mark ids count flushes too) */
 	uint64_t epoch_dropped_dead; /* drops reported by the epoch's FLUSH_DONE */
 	uint64_t epoch_dropped_down;
 

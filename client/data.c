@@ -739,6 +739,7 @@ static int epoch_run(struct shf_ctx *c, int64_t deadline)
 		r = mark_publish(c, SHF_MARK_EPOCH, &c->epoch_w, deadline, &c->epoch_id);
 		if (r)
 			return r;
+		c->epoch_n++;
 		c->epoch_stage = SHC_EPOCH_P1;
 	}
 	if (c->epoch_stage == SHC_EPOCH_P1) {
@@ -746,14 +747,14 @@ static int epoch_run(struct shf_ctx *c, int64_t deadline)
 		if (r == -ETIMEDOUT)
 			return shc_fail(-ETIMEDOUT, "epoch %llu: not every rank entered within the "
 					"timeout (shf_epoch() again resumes it)",
-					(unsigned long long)c->epoch_id);
+					(unsigned long long)c->epoch_n);
 		if (r < 0)
 			return r;
 		shc_waiter_del(c, &c->epoch_w);
 		if (c->epoch_w.status < 0) {
 			c->epoch_stage = SHC_EPOCH_IDLE;
 			return shc_fail(c->epoch_w.status, "epoch %llu failed: %s%s%.150s",
-					(unsigned long long)c->epoch_id,
+					(unsigned long long)c->epoch_n,
 					shf_strerror(c->epoch_w.status),
 					c->epoch_w.text[0] ? ": " : "", c->epoch_w.text);
 		}
@@ -782,14 +783,14 @@ static int epoch_run(struct shf_ctx *c, int64_t deadline)
 	if (r == -ETIMEDOUT)
 		return shc_fail(-ETIMEDOUT, "epoch %llu: not every rank drained its deliveries "
 				"within the timeout (shf_epoch() again resumes it)",
-				(unsigned long long)c->epoch_id);
+				(unsigned long long)c->epoch_n);
 	if (r < 0)
 		return r;
 	shc_waiter_del(c, &c->epoch_w);
 	c->epoch_stage = SHC_EPOCH_IDLE;
 	if (c->epoch_w.status < 0)
 		return shc_fail(c->epoch_w.status, "epoch %llu failed: %s%s%.150s",
-				(unsigned long long)c->epoch_id, shf_strerror(c->epoch_w.status),
+				(unsigned long long)c->epoch_n, shf_strerror(c->epoch_w.status),
 				c->epoch_w.text[0] ? ": " : "", c->epoch_w.text);
 	stat_add(&c->st.epochs, 1);
 	return drop_result(c->epoch_dropped_dead, c->epoch_dropped_down);

@@ -945,6 +945,15 @@ static int mode_deadpeer(void)
 	r = shf_epoch(c, cfg.timeout);
 	if (r != -ESRCH)
 		FAIL("epoch with a departed rank: %s, expected ESRCH", shf_strerror(r));
+	/* the detail names the culprit, and the epoch as the user counts it
+	 * (this is its first shf_epoch; the flushes before it do not count);
+	 * rank 0 may have left too by then, after its own failed epoch */
+	if ((!strstr(shf_error_detail(), "rank 2 of job") &&
+	     !strstr(shf_error_detail(), "ranks 0,2 of job")) ||
+	    !strstr(shf_error_detail(), "left the job") ||
+	    strncmp(shf_error_detail(), "epoch 1 failed", 14) != 0)
+		FAIL("epoch with rank 2 gone: detail '%s' does not say 'epoch 1 failed' and "
+		     "'rank 2 of job ... left the job'", shf_error_detail());
 	if (rx_errors())
 		FAIL("%" PRIu64 " delivery errors", rx_errors());
 	printf("rank %d: deadpeer ok\n", g_rank);
