@@ -66,7 +66,8 @@ deb=$(ls "$work/pkgs/shuffled_"*.deb)
 dpkg-deb -e "$deb" "$work/ctrl" || fail "dpkg-deb -e $deb"
 note "control files: $(cd "$work/ctrl" && echo *)"
 [ -f "$work/ctrl/prerm" ] || fail "no prerm: the service is not stopped on remove"
-grep -A3 '"$1" = remove' "$work/ctrl/prerm" | grep -q 'deb-systemd-invoke stop .*shuffled.service' ||
+sed -e :a -e '/\\$/N; s/\\\n//; ta' "$work/ctrl/prerm" | grep -A2 '"$1" = remove' |
+	grep -q 'deb-systemd-invoke stop .*shuffled.service' ||
 	fail "prerm does not stop shuffled.service on remove: $(cat "$work/ctrl/prerm")"
 grep -q 'deb-systemd-invoke stop' "$work/ctrl/preinst" 2>/dev/null &&
 	fail "preinst stops the service on upgrade (and nothing starts it again): $(grep -B3 'deb-systemd-invoke stop' "$work/ctrl/preinst")"
@@ -74,7 +75,6 @@ grep -q "deb-systemd-invoke try-restart .*'shuffled.service'" "$work/ctrl/postin
 	fail "postinst does not try-restart shuffled.service on upgrade"
 grep -qE 'deb-systemd-invoke (start|restart) ' "$work/ctrl/postinst" &&
 	fail "postinst starts a unit on install: $(grep -E 'deb-systemd-invoke (start|restart)' "$work/ctrl/postinst")"
-grep -q 'deb-systemd-helper enable' "$work/ctrl/postinst" && fail "postinst enables a unit"
 grep -q 'rm -f /etc/shuffle/cluster.key' "$work/ctrl/postrm" ||
 	fail "postrm does not remove the cluster key on purge"
 for f in /etc/shuffle/shuffled.conf /etc/logrotate.d/shuffled; do
@@ -113,6 +113,9 @@ dpkg -i "${debs[@]}" > "$work/dpkg.log" 2>&1 || {
 }
 grep -qE 'deb-systemd-invoke (start|restart|try-restart)' "$work/calls" &&
 	fail "the first install started a unit: $(cat "$work/calls")"
+for w in multi-user.target.wants/shuffled.service timers.target.wants/shuffle-prometheus.timer; do
+	[ -e "/etc/systemd/system/$w" ] && fail "the install enabled a unit: /etc/systemd/system/$w"
+done
 note "installed: $(dpkg-query -W -f='${Package} ${Version}, ' shuffled libshuffle-client1 libshuffle-client-dev)"
 getent passwd shuffle >/dev/null || fail "the package did not create the system user 'shuffle'"
 unit=/lib/systemd/system/shuffled.service
