@@ -133,6 +133,48 @@ if command -v systemd-analyze >/dev/null; then
 	note "systemd-analyze verify: clean"
 fi
 
+# ---- 2b. the packaged unit under a real systemd: systemd as PID 1 of a
+# container (systemd-nspawn --volatile=yes: this machine's /usr, so the
+# package just installed, under an empty /etc and /var), driven through
+# systemctl by tests/package/in-systemd.sh: start (Type=notify, STATUS=),
+# the sandbox as the kernel sees it, the watchdog, reload, restart, the
+# package's postinst (upgrade: restart) and prerm (remove: stop) run for
+# real, stop.  In the container: the wait-online unit masked (no network
+# manager there), the host's /etc/alternatives (libfabric's psm library is
+# an alternative), and policy-rc.d allowing service actions.
+if command -v systemd-nspawn >/dev/null; then
+	ct=$work/ct
+	mkdir -p "$ct/out"
+	chmod 777 "$ct/out"
+	cp "$SRC/tests/package/in-systemd.sh" "$ct/"
+	chmod 755 "$ct/in-systemd.sh"
+	cp -a "$work/ctrl" "$ct/out/ctrl"
+	printf '[Unit]\nDescription=shuffle package test\n[Service]\nType=exec\nExecStart=/shf/in-systemd.sh /shf/out\n' \
+		>"$ct/shf-test.service"
+	printf '#!/bin/sh\nexit 0\n' >"$ct/policy-rc.d"
+	chmod 755 "$ct/policy-rc.d"
+	ctargs=(-D / --volatile=yes --register=no --keep-unit --private-network -M "shfpkg$$"
+		--bind="$ct:/shf" --bind-ro="$ct/shf-test.service:/etc/systemd/system/shf-test.service"
+		--bind-ro=/dev/null:/etc/systemd/system/systemd-networkd-wait-online.service
+		--bind-ro=/etc/alternatives)
+	[ -e /usr/sbin/policy-rc.d ] && ctargs+=(--bind-ro="$ct/policy-rc.d:/usr/sbin/policy-rc.d")
+	timeout 120 systemd-nspawn "${ctargs[@]}" -b systemd.unit=shf-test.service \
+		systemd.firstboot=off >"$ct/console.log" 2>&1
+	ctrc=$?
+	if ! grep -qx done "$ct/out/result" 2>/dev/null; then
+		tail -n 30 "$ct/console.log" >&2
+		fail "the container's test did not finish (systemd-nspawn exit $ctrc)"
+	fi
+	sed "s/^/$T: systemd: /" "$ct/out/result" | grep -v ': done$'
+	grep -q '^FAIL' "$ct/out/result" && {
+		cat "$ct/out/journal" >&2
+		fail "the packaged unit under systemd: $(grep '^FAIL' "$ct/out/result" | head -n 3)"
+	}
+	note "the packaged unit under a real systemd (PID 1 of a container): all checks passed"
+else
+	note "NOTE: systemd-nspawn is not installed (package systemd-container): the unit was not run under a real systemd"
+fi
+
 # ---- 3. the packaged daemon, started as its unit starts it
 user=$(sed -n 's/^User=//p' "$unit" | tail -n 1)
 [ -n "$user" ] || fail "the unit has no User= (the system daemon must not run as root)"
