@@ -164,6 +164,26 @@ kill -0 "$pid" 2>/dev/null && [ "$(cat /proc/"$pid"/comm 2>/dev/null)" = shuffle
 [ -e "$rundir" ] && fail "the epilog left $rundir"
 echo "$T: service stopped: the job's daemon still answered; the epilog stopped it"
 
+# ---- 2b. a job that an older Prolog started in /run/shuffle/slurm-JOB
+# (before an upgrade, with no service there): the new Epilog stops it
+chown root:root /run/shuffle
+job=$((jb + 4))
+old=/run/shuffle/slurm-$job
+install -d -m 0700 -o "$uid" -g "$gid" "$old"
+setpriv --reuid="$uid" --regid="$gid" --clear-groups -- "$shuffled" --no-config \
+	--runtime-dir="$old" --node-name="$node" --rendezvous=none --log-file="$old/shuffled.log" \
+	</dev/null >/dev/null 2>&1 &
+opid=$!
+echo "$opid" >"$old/shuffled.pid"
+for _ in $(seq 100); do [ -S "$old/shuffled.sock" ] && break; sleep 0.05; done
+[ -S "$old/shuffled.sock" ] || fail "the old-style job daemon did not start"
+run "$epilog" $job epilog_slurmd
+[ "$rc" = 0 ] || fail "epilog of an old-style job: exit $rc: $(cat "$W/err")"
+wait "$opid" 2>/dev/null
+[ -e "$old" ] && fail "the epilog left $old"
+kill -0 "$opid" 2>/dev/null && fail "the epilog left the old-style job's daemon running"
+echo "$T: job $job started by an older Prolog in /run/shuffle: the Epilog stopped it"
+
 # ---- 3. the job daemons' own file, SYSCONFDIR/shuffle/slurm.conf
 cat >"$cfgdir/slurm.conf" <<EOF
 [shuffled]
