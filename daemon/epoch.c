@@ -232,7 +232,10 @@ static void reply_p1(struct shd_client *c, int status)
 {
 	struct shf_ipc_flush_done m = {c->mark_id, c->report_dead, c->report_down, status, 0};
 	c->report_dead = c->report_down = 0;
-	if (reply_why(c, (uint32_t)c->mark_id, status))
+	/* the ERROR ends the client's wait; the FLUSH_DONE after it still
+	 * carries the drops counted up to the mark (the client adds them to
+	 * its stats and reports them at its next flush): never lost */
+	if (reply_why(c, (uint32_t)c->mark_id, status) && !m.dropped_dead && !m.dropped_down)
 		return;
 	shd_client_send(c, SHF_IPC_FLUSH_DONE, (uint32_t)c->mark_id, &m, sizeof(m));
 }
