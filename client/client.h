@@ -101,12 +101,15 @@ int shc_parse_int(const char *s, int *out);
  *              env:// set-up; before MPI and Slurm, which may have started
  *              torchrun itself)
  *   openmpi    OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE; key
- *              PMIX_NAMESPACE, else OMPI_MCA_ess_base_jobid, else
- *              OMPI_MCA_orte_ess_jobid (per mpirun: two mpiruns in one
- *              Slurm allocation differ)
+ *              ID.HEX16: ID is PMIX_NAMESPACE, else OMPI_MCA_ess_base_jobid,
+ *              else OMPI_MCA_orte_ess_jobid (host name and mpirun's pid:
+ *              it repeats across pid namespaces), HEX16 the first 16 hex
+ *              digits of OMPI_MCA_orte_precondition_transports (random per
+ *              launch); without them shc_env_job() refuses (-EINVAL)
  *   singleton  OMPI_MCA_ess=singleton (an Open MPI program started without
  *              mpirun, after MPI_Init): rank 0 of 1 (PMIX_RANK, if set,
- *              must be 0); key PMIX_NAMESPACE, else "singleton.<host>.<pid>"
+ *              must be 0); key as openmpi's, else
+ *              "singleton.<pid>.<pid namespace inode>.<host>"
  *   pmix       PMIX_RANK, PMIX_SIZE (PMIx itself has the size only in
  *              PMIx_Get(PMIX_JOB_SIZE)); key PMIX_NAMESPACE
  *   pmi        PMI_RANK, PMI_SIZE (MPICH hydra, srun --mpi=pmi2); key
@@ -141,8 +144,9 @@ int shc_env_rank_world(int *rank_p, int *world_p);
  * empty values are skipped); with no launcher found (rank and world from
  * opts or SHF_*), $PMIX_NAMESPACE, else the Slurm key; else "default".  Characters outside
  * [A-Za-z0-9._:@+-] become '_'; the result is cut to SHF_JOB_MAX - 1
- * characters. */
-void shc_env_job(const char *opt, char job[SHF_JOB_MAX]);
+ * characters.  0, or -EINVAL (shc_fail: the detail says to set SHF_JOB) when
+ * the launcher's id does not tell launches apart. */
+int shc_env_job(const char *opt, char job[SHF_JOB_MAX]);
 
 /* ---------------------------------------------------------------- discover.c */
 
@@ -299,6 +303,8 @@ struct shf_ctx {
 	struct shc_waiter epoch_w; /* the epoch's reply waiter; stays linked across a
 	                              timed-out call so a late reply is kept */
 	uint64_t epoch_id;           /* the current epoch's mark id */
+	uint64_t epoch_n;            /* epochs begun: what errors call "epoch N"
+					(mark ids count flushes too) */
 	uint64_t epoch_dropped_dead; /* drops reported by the epoch's FLUSH_DONE */
 	uint64_t epoch_dropped_down;
 

@@ -901,6 +901,7 @@ static int epoch_run(struct shf_ctx *c, int64_t deadline)
 		r = mark_publish(c, SHF_MARK_EPOCH, &c->epoch_w, deadline, &c->epoch_id);
 		if (r)
 			return r;
+		c->epoch_n++;
 		c->epoch_stage = SHC_EPOCH_P1;
 	}
 	if (c->epoch_stage == SHC_EPOCH_P1) {
@@ -908,14 +909,14 @@ static int epoch_run(struct shf_ctx *c, int64_t deadline)
 		if (r == -ETIMEDOUT)
 			return shc_fail(-ETIMEDOUT, "epoch %llu: not every rank entered within the "
 					"timeout (shf_epoch() again resumes it)",
-					(unsigned long long)c->epoch_id);
+					(unsigned long long)c->epoch_n);
 		if (r < 0)
 			return r;
 		shc_waiter_del(c, &c->epoch_w);
 		if (c->epoch_w.status < 0) {
 			c->epoch_stage = SHC_EPOCH_IDLE;
 			return shc_fail(c->epoch_w.status, "epoch %llu failed: %s%s%.150s",
-					(unsigned long long)c->epoch_id,
+					(unsigned long long)c->epoch_n,
 					shf_strerror(c->epoch_w.status),
 					c->epoch_w.text[0] ? ": " : "", c->epoch_w.text);
 		}
@@ -946,7 +947,7 @@ static int epoch_run(struct shf_ctx *c, int64_t deadline)
 	if (r == -ETIMEDOUT)
 		return shc_fail(-ETIMEDOUT, "epoch %llu: not every rank drained its deliveries "
 				"within the timeout (shf_epoch() again resumes it)",
-				(unsigned long long)c->epoch_id);
+				(unsigned long long)c->epoch_n);
 	if (r < 0)
 		return r; /* still inside the epoch (a later call resumes it): held */
 	shc_waiter_del(c, &c->epoch_w);
@@ -954,7 +955,7 @@ static int epoch_run(struct shf_ctx *c, int64_t deadline)
 	if (c->epoch_w.status < 0) {
 		epoch_hold_end(c);
 		return shc_fail(c->epoch_w.status, "epoch %llu failed: %s%s%.150s",
-				(unsigned long long)c->epoch_id, shf_strerror(c->epoch_w.status),
+				(unsigned long long)c->epoch_n, shf_strerror(c->epoch_w.status),
 				c->epoch_w.text[0] ? ": " : "", c->epoch_w.text);
 	}
 	/* counted before the hold ends: a callback that reads shf_stats.epochs

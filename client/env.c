@@ -173,8 +173,45 @@ static bool job_char_ok(char ch)
 	       (ch && strchr("._:@+-", ch));
 }
 
-/* The launcher's job key into buf, or NULL when it has none. */
-static const char *launcher_key(enum shc_launcher l, char *buf, size_t cap)
+/*
+ * Open MPI's job id (PMIX_NAMESPACE, OMPI_MCA_ess_base_jobid) is made from
+ * the host name and mpirun's pid, so two mpiruns that are each pid N of
+ * their own pid namespace (containers; unshare --pid) get the same one.
+ * Open MPI 4.1's mpirun also exports OMPI_MCA_orte_precondition_transports
+ * ("HEX16-HEX16", 128 random bits drawn per launch, the same in every rank
+ * of that launch on every node; a singleton's after MPI_Init too): the key
+ * is ID.HEX16, the id and the launch's first 64 random bits.  NULL when
+ * that variable is missing or malformed.
+ */
+static const char *ompi_key(const char *id, char *buf, size_t cap)
+{
+	const char *t = env("OMPI_MCA_orte_precondition_transports");
+	if (!t || strlen(t) < 16)
+		return NULL;
+	for (int i = 0; i < 16; i++)
+		if (!strchr("0123456789abcdefABCDEF", t[i]))
+			return NULL;
+	snprintf(buf, cap, "%s.%.16s", id, t);
+	return buf;
+}
+
+/* The pid namespace's inode ("pid:[4026531836]"), 0 when unknown. */
+static unsigned long long pidns_inode(void)
+{
+	char l[64];
+	ssize_t n = readlink("/proc/self/ns/pid", l, sizeof(l) - 1);
+	if (n <= 0)
+		return 0;
+	l[n] = '\0';
+	const char *b = strchr(l, '[');
+	return b ? strtoull(b + 1, NULL, 10) : 0;
+}
+
+/* The launcher's job key into buf, or NULL when it has none.  *not_unique
+ * (may be NULL) is set to the launcher's id when it has one that does not
+ * tell launches apart (Open MPI without its per-launch key). */
+static const char *launcher_key(enum shc_launcher l, char *buf, size_t cap,
+				const char **not_unique)
 {
 	const char *k = NULL;
 	switch (l) {
@@ -183,21 +220,33 @@ static const char *launcher_key(enum shc_launcher l, char *buf, size_t cap)
 	case SHC_LAUNCHER_OPENMPI:
 		if (!(k = env("PMIX_NAMESPACE")) && !(k = env("OMPI_MCA_ess_base_jobid")))
 			k = env("OMPI_MCA_orte_ess_jobid");
-		return k;
-	case SHC_LAUNCHER_SINGLETON:
-		if ((k = env("PMIX_NAMESPACE")))
-			return k;
+		if (!k)
+			return NULL;
 		{
-			/* one process: unique on this node is unique enough */
+			const char *u = ompi_key(k, buf, cap);
+			if (!u && not_unique)
+				*not_unique = k;
+			return u;
+		}
+	case SHC_LAUNCHER_SINGLETON:
+		if ((k = env("PMIX_NAMESPACE")) && ompi_key(k, buf, cap))
+			return buf;
+		{
+			/* one process: unique on this node and in its pid
+			 * namespace is unique enough */
 			char host[64];
 			if (gethostname(host, sizeof(host)) < 0)
 				snprintf(host, sizeof(host), "localhost");
 			host[sizeof(host) - 1] = '\0';
-			snprintf(buf, cap, "singleton.%s.%d", host, (int)getpid());
+			snprintf(buf, cap, "singleton.%d.%llu.%s", (int)getpid(), pidns_inode(),
+				 host);
 		}
 		return buf;
 	case SHC_LAUNCHER_PMIX:
-		return env("PMIX_NAMESPACE");
+		/* Open MPI's mpirun under your own rank/world: its launch key */
+		if ((k = env("PMIX_NAMESPACE")) && ompi_key(k, buf, cap))
+			return buf;
+		return k;
 	case SHC_LAUNCHER_PMI:
 		return env("PMI_JOBID");
 	case SHC_LAUNCHER_SLURM: {
@@ -219,25 +268,33 @@ static const char *launcher_key(enum shc_launcher l, char *buf, size_t cap)
 	return NULL;
 }
 
-void shc_env_job(const char *opt, char job[SHF_JOB_MAX])
+int shc_env_job(const char *opt, char job[SHF_JOB_MAX])
 {
 	char buf[2 * SHF_JOB_MAX + 80];
-	const char *src = opt && *opt ? opt : NULL;
+	const char *src = opt && *opt ? opt : NULL, *not_unique = NULL;
+	job[0] = '\0';
 	if (!src)
 		src = env("SHF_JOB");
 	enum shc_launcher l = shc_env_launcher();
 	if (!src)
-		src = launcher_key(l, buf, sizeof(buf));
+		src = launcher_key(l, buf, sizeof(buf), &not_unique);
+	if (!src && not_unique)
+		return shc_fail(-EINVAL, "no job key unique to this launch: Open MPI's job id %.40s "
+				"(from the host name and mpirun's pid) repeats across pid "
+				"namespaces, and OMPI_MCA_orte_precondition_transports, which "
+				"tells launches apart, is not set; set SHF_JOB to a name unique "
+				"to this run (mpirun -x SHF_JOB=...)", not_unique);
 	/* no launcher (rank and world from opts or SHF_*): the per-run
 	 * namespace of PMIx, else the Slurm job step, else "default" */
 	if (!src && l == SHC_LAUNCHER_MAX)
-		src = launcher_key(SHC_LAUNCHER_PMIX, buf, sizeof(buf));
+		src = launcher_key(SHC_LAUNCHER_PMIX, buf, sizeof(buf), NULL);
 	if (!src && l == SHC_LAUNCHER_MAX)
-		src = launcher_key(SHC_LAUNCHER_SLURM, buf, sizeof(buf));
+		src = launcher_key(SHC_LAUNCHER_SLURM, buf, sizeof(buf), NULL);
 	if (!src)
 		src = "default";
 	size_t i;
 	for (i = 0; i < SHF_JOB_MAX - 1 && src[i]; i++)
 		job[i] = job_char_ok(src[i]) ? src[i] : '_';
 	job[i] = '\0';
+	return 0;
 }

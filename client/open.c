@@ -430,6 +430,9 @@ SHF_EXPORT int shf_open(const struct shf_opts *o, shf_deliver_fn fn, void *arg,
 			return shc_fail(-EINVAL, "opts.rank %d, opts.world %d: need 0 <= rank < "
 					"world <= %d (or both -1)", rank, world, SHF_WORLD_MAX);
 	}
+	char job[SHF_JOB_MAX];
+	if ((r = shc_env_job(o->job, job)) < 0)
+		return r;
 	struct shf_ctx *c = ctx_new();
 	if (!c)
 		return shc_fail(-ENOMEM, "out of memory");
@@ -440,7 +443,7 @@ SHF_EXPORT int shf_open(const struct shf_opts *o, shf_deliver_fn fn, void *arg,
 	c->arg = arg;
 	c->thread_mode = o->delivery_thread != 0;
 	c->timeout_ms = o->timeout_ms == 0 ? SHC_DEFAULT_TIMEOUT_MS : o->timeout_ms;
-	shc_env_job(o->job, c->job);
+	memcpy(c->job, job, sizeof(c->job));
 	/* The daemon enforces the world timeout and tells us; we only guard
 	 * against a daemon that never answers.  With timeout 0 the daemon's
 	 * configured world_timeout_ms applies, which we do not know: READY is

@@ -170,6 +170,12 @@ struct shd_job {
 	int32_t gone;                   /* ranks that left */
 	int32_t drainers;               /* departed clients still relaying their records */
 	int32_t lost;                   /* ranks lost with their node (subset of gone) */
+	uint32_t lost_node;             /* the first node lost with ranks of it
+					   (for the epoch's error text) */
+	/* a registration refused for another world size (job.c), told to the
+	 * ranks that wait for the world (session.c): 0 ranks when none */
+	int32_t bad_world, bad_world_rank;
+	uint32_t bad_worlds;            /* such refusals */
 	bool ready;                     /* world complete; READY sent */
 	/* the rank directory (jobtab.c): chunks of SHD_DIR_CHUNK ranks, each
 	 * allocated when one of its ranks is first known, so that memory

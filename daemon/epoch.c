@@ -34,6 +34,7 @@
  * later epoch fails at entry with shd_epoch_gone_err().  Never a hang.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +42,7 @@
 #include "daemon/client.h"
 #include "daemon/epoch.h"
 #include "daemon/log.h"
+#include "daemon/net/net.h"
 #include "daemon/net/tx.h"
 #include "proto/wire.h"
 
@@ -164,16 +166,85 @@ bool shd_epoch_leave_is_benign(const struct shd_job *j, uint32_t node)
 		return true;
 	return !epoch_pending(j);
 }
+/* Append "R" or ",R" for the ranks of j at node `where` (at most 8, then
+ * ",... (N in all)"); returns how many there are. */
+static int32_t ranks_at(const struct shd_job *j, uint32_t where, char *buf, size_t n)
+{
+	size_t o = 0;
+	int32_t k = 0;
+	buf[0] = '\0';
+	for (int32_t r = 0; r < j->world; r++) {
+		if (shd_jobtab_node(j, r) != where)
+			continue;
+		if (k < 8 && o < n)
+			o += (size_t)snprintf(buf + o, n - o, "%s%d", k ? "," : "", r);
+		k++;
+	}
+	if (k > 8 && o < n)
+		snprintf(buf + o, n - o, ",... (%d in all)", k);
+	return k;
+}
+
+/*
+ * Why j's epoch fails with err, naming the culprit as far as this node
+ * knows it: the ranks that left, or the ranks lost with a node and that
+ * node's name.  "" when there is nothing to add to err.
+ */
+static void epoch_why(const struct shd_daemon *d, const struct shd_job *j, int err, char *buf,
+		      size_t n)
+{
+	char list[160], name[80] = "";
+	int32_t k;
+	buf[0] = '\0';
+	if (err == -EHOSTDOWN && j->lost) {
+		const char *host = shd_net_peer_host(d, j->lost_node);
+		if (host)
+			snprintf(name, sizeof(name), " (%.64s)", host);
+		k = ranks_at(j, SHD_NODE_LOST, list, sizeof(list));
+		snprintf(buf, n, "rank%s %s of job %s lost with node %u%s, which is down",
+			 k == 1 ? "" : "s", list, j->name, j->lost_node, name);
+	} else if (err == -ESRCH) {
+		k = ranks_at(j, SHD_NODE_GONE, list, sizeof(list));
+		if (k)
+			snprintf(buf, n, "rank%s %s of job %s left the job (closed or exited) before "
+				 "this epoch completed", k == 1 ? "" : "s", list, j->name);
+		else
+			snprintf(buf, n, "a rank of job %s on another node left the job before this "
+				 "epoch completed", j->name);
+	}
+}
+
+/* A failed phase: an ERROR naming the culprit (the client's waiter takes
+ * its errno and text), else the plain answer. */
+static bool reply_why(struct shd_client *c, uint32_t id, int status)
+{
+	char why[300];
+	if (status >= 0 || !c->job)
+		return false;
+	epoch_why(c->d, c->job, status, why, sizeof(why));
+	if (!why[0])
+		return false;
+	shd_client_error(c, id, status, "%s", why);
+	return true;
+}
+
 static void reply_p1(struct shd_client *c, int status)
 {
 	struct shf_ipc_flush_done m = {c->mark_id, c->report_dead, c->report_down, status, 0};
 	c->report_dead = c->report_down = 0;
+	/* the ERROR ends the client's wait; the FLUSH_DONE after it still
+	 * carries the drops counted up to the mark (the client adds them to
+	 * its stats and reports them at its next flush): never lost */
+	if (reply_why(c, (uint32_t)c->mark_id, status) && !m.dropped_dead && !m.dropped_down)
+		return;
 	shd_client_send(c, SHF_IPC_FLUSH_DONE, (uint32_t)c->mark_id, &m, sizeof(m));
 }
 
 static void reply_p2(struct shd_client *c, int status)
 {
 	struct shf_ipc_epoch_done m = {c->epoch_id, DRAINED, status};
+	if (reply_why(c, c->epoch_ipc_id, status))
+		return;
 	shd_client_send(c, SHF_IPC_EPOCH_DONE, c->epoch_ipc_id, &m, sizeof(m));
 }
 

@@ -69,6 +69,10 @@ int shd_job_register(struct shd_daemon *d, struct shd_client *c, const char *nam
 		}
 		if (world != j->world) {
 			snprintf(why, whylen, "job %s has world %d, not %d", name, j->world, world);
+			/* the ranks waiting for this job's world hear of it (session.c) */
+			j->bad_world = world;
+			j->bad_world_rank = rank;
+			j->bad_worlds++;
 			return -EINVAL;
 		}
 		uint32_t node = shd_jobtab_node(j, rank);
@@ -211,6 +215,8 @@ void shd_job_remote_rank(struct shd_daemon *d, struct shd_job *j, int32_t rank, 
 		bool lost = err == -EHOSTDOWN;
 		shd_jobtab_set(d, j, rank, lost ? SHD_NODE_LOST : SHD_NODE_GONE, NULL, true, NULL, 0);
 		j->gone++;
+		if (lost && !j->lost)
+			j->lost_node = node;
 		j->lost += lost;
 		if (lost || !shd_epoch_leave_is_benign(j, node))
 			shd_epoch_fail_all(j, lost ? -EHOSTDOWN : -ESRCH);

@@ -36,8 +36,8 @@ static void status_line(struct shd_daemon *d, char *buf, size_t n)
 		jobs++;
 	for (p = d->clients.next; p != &d->clients; p = p->next)
 		clients += shd_container_of(p, struct shd_client, all_link)->job != NULL;
-	snprintf(buf, n, "nodes up %u/%u, jobs %u, clients %u", shd_net_nodes_up(d), d->n_nodes,
-		 jobs, clients);
+	snprintf(buf, n, "nodes up %u/%u, jobs %u, clients %u", shd_net_nodes_up(d),
+		 shd_net_members(d), jobs, clients);
 }
 
 /* Under systemd: STATUS= when it changes and WATCHDOG=1, from one timer

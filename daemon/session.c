@@ -329,17 +329,23 @@ static void world_timeout(int fd, void *arg)
 	struct shd_client *c = arg;
 	struct shd_job *j = c->job;
 	struct shd_daemon *d = c->d;
-	char missing[400], nodes[200] = "";
+	char missing[400], nodes[200] = "", bad[160] = "";
 	(void)fd;
 	shd_jobtab_missing(j, missing, sizeof(missing));
+	/* a rank that came with another world size was refused: say so here
+	 * too, or these ranks only see a timeout */
+	if (j->bad_worlds)
+		snprintf(bad, sizeof(bad), "; rank %d came with world %d, not %d, and was refused%s",
+			 j->bad_world_rank, j->bad_world, j->world,
+			 j->bad_worlds > 1 ? " (and others: see the daemon's log)" : "");
 	/* a missing rank's node is known only once it registers; say which
 	 * nodes it may be waiting for: those not up */
 	if (d->net && shd_net_not_up(d, nodes + 2, sizeof(nodes) - 2) > 0)
 		memcpy(nodes, "; ", 2);
 	else
 		nodes[0] = '\0';
-	shd_warn("job %s: world of %d incomplete after rank %d's timeout; missing ranks %s%s",
-		 j->name, j->world, c->rank, missing, nodes);
+	shd_warn("job %s: world of %d incomplete after rank %d's timeout; missing ranks %s%s%s",
+		 j->name, j->world, c->rank, missing, bad, nodes);
 	int32_t registered = j->registered;
 	/* each leave takes its client off j->waiting; j itself is freed no
 	 * earlier than the reap step */
@@ -347,8 +353,8 @@ static void world_timeout(int fd, void *arg)
 		struct shd_client *w = shd_container_of(j->waiting.next, struct shd_client, job_link);
 		d->st.disc_timeout++;
 		shd_client_error(w, 0, -ETIMEDOUT,
-				 "job %s: %d of %d ranks registered; missing ranks %s%s", j->name,
-				 registered, j->world, missing, nodes);
+				 "job %s: %d of %d ranks registered; missing ranks %s%s%s", j->name,
+				 registered, j->world, missing, bad, nodes);
 		/* unregistered, so the rank can try again */
 		shd_job_leave(w, false, false);
 		shd_client_close_sock(w);

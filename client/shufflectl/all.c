@@ -161,6 +161,7 @@ bool show_all(const json_t *doc, const char *cmd, FILE *f)
 		table_set(&t, 0, "%lld", ids[i]);
 		if (!a) {
 			missing++;
+			table_set(&t, 1, "%s", jstr(m, "host", "-")); /* a silent member's name */
 			table_set(&t, 2, "%s", jstr(m, "state", "?"));
 			if (jget(m, "via"))
 				table_set(&t, 3, "via node %lld", jint(m, "via", -1));
@@ -249,6 +250,7 @@ int show_control_all(const json_t *doc, const char *cmd, FILE *f)
 		if (!a) {
 			const json_t *m = jget(jget(doc, "missing"), k);
 			missing++;
+			table_set(&t, 1, "%s", jstr(m, "host", "-"));
 			table_set(&t, 2, "%s", jstr(m, "state", "?"));
 			if (jget(m, "via"))
 				table_set(&t, 3, "via node %lld", jint(m, "via", -1));

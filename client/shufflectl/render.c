@@ -383,7 +383,12 @@ void show_top_all(const json_t *doc, FILE *f)
 		const json_t *a = jget(nodes, id);
 		if (!a) {
 			char why[64];
-			snprintf(why, sizeof(why), "(%s)", jstr(jget(missing, id), "state", "?"));
+			const json_t *m = jget(missing, id); /* a silent member keeps its name */
+			if (jget(m, "host"))
+				snprintf(why, sizeof(why), "%.40s (%s)", jstr(m, "host", ""),
+					 jstr(m, "state", "?"));
+			else
+				snprintf(why, sizeof(why), "(%s)", jstr(m, "state", "?"));
 			top_all_row(rows, NULL, id, why);
 			continue;
 		}

@@ -189,7 +189,9 @@ static json_t *status_json(struct shd_daemon *d)
 	json_object_set_new(o, "pid", json_integer(getpid()));
 	json_object_set_new(o, "node_name", json_string(d->cfg.node_name));
 	json_object_set_new(o, "node_id", json_integer(d->node_id));
-	json_object_set_new(o, "nodes", json_integer(d->n_nodes));
+	/* members, not a growing set's max_nodes slots (node_slots) */
+	json_object_set_new(o, "nodes", json_integer(shd_net_members(d)));
+	json_object_set_new(o, "node_slots", json_integer(d->n_nodes));
 	json_object_set_new(o, "peer_auth", json_string(shd_net_auth_mode(d)));
 	json_object_set_new(o, "socket", json_string(d->cfg.socket_path));
 	json_object_set_new(o, "uptime_s", json_real((double)(shd_now_ns() - d->start_ns) / 1e9));
@@ -569,7 +571,7 @@ static void fan_done(struct shd_daemon *d, uint64_t cookie, uint32_t tag, json_t
 	json_object_set_new(doc, "schema", json_string(SCHEMA));
 	json_object_set_new(doc, "command", json_string(cmd ? cmd : "?"));
 	json_object_set_new(doc, "all", json_true());
-	json_object_set_new(doc, "nodes_total", json_integer(d->n_nodes));
+	json_object_set_new(doc, "nodes_total", json_integer(shd_net_members(d)));
 	if (reply(c, tag, doc) < 0) {
 		shd_client_close_sock(c);
 		shd_client_reap_later(c);

@@ -74,13 +74,18 @@ static void key_of(uint32_t node, char *buf, size_t n)
 	snprintf(buf, n, "%" PRIu32, node);
 }
 
-static void set_missing(struct fan_req *q, uint32_t node, const char *state, int64_t via)
+static void set_missing(struct shd_daemon *d, struct fan_req *q, uint32_t node,
+			const char *state, int64_t via)
 {
 	char k[16];
 	key_of(node, k, sizeof(k));
 	json_t *o = json_pack("{s:s}", "state", state);
 	if (o && via >= 0)
 		json_object_set_new(o, "via", json_integer(via));
+	/* a silent member keeps its name in the tables */
+	const char *host = shd_net_peer_host(d, node);
+	if (o && host)
+		json_object_set_new(o, "host", json_string(host));
 	json_object_set_new(q->missing, k, o ? o : json_null());
 }
 
@@ -93,9 +98,9 @@ static void give_up(struct shd_fanout *fo, struct fan_req *q, struct fan_child *
 	c->done = true;
 	free(c->buf);
 	c->buf = NULL;
-	set_missing(q, c->node, state, -1);
+	set_missing(fo->d, q, c->node, state, -1);
 	for (uint32_t i = 0; i < c->count; i++)
-		set_missing(q, q->targets[c->first + i], "unreached", c->node);
+		set_missing(fo->d, q, q->targets[c->first + i], "unreached", c->node);
 	if (--q->pending == 0) {
 		q->ready = true;
 		shd_ev_arm(fo->timer, 0);
@@ -188,7 +193,7 @@ static int req_begin(struct shd_fanout *fo, struct fan_req *q, const json_t *arg
 		if (st && (!strcmp(st, "up") || !strcmp(st, "idle"))) /* idle: woken by the request */
 			q->targets[q->ntargets++] = q->sub[i];
 		else
-			set_missing(q, q->sub[i], st ? st : "unknown", -1);
+			set_missing(fo->d, q, q->sub[i], st ? st : "unknown", -1);
 	}
 	/* at most fanout children, each with a contiguous share of the rest */
 	uint32_t m = q->ntargets;
@@ -266,14 +271,15 @@ int shd_fanout_start(struct shd_daemon *d, const char *cmd, const json_t *args, 
 	q->fanout = d->cfg.fanout;
 	q->timeout_ms = timeout_ms;
 	q->deadline_ns = q->start_ns + (uint64_t)timeout_ms * 1000000u;
-	/* every other node: those not up are listed by req_begin() */
-	q->nsub = d->n_nodes > 1 ? d->n_nodes - 1 : 0;
-	q->sub = malloc(sizeof(*q->sub) * (q->nsub ? q->nsub : 1));
+	/* every other member (a growing set's unclaimed slots are not
+	 * nodes): those not up are listed by req_begin() */
+	q->sub = malloc(sizeof(*q->sub) * (d->n_nodes > 1 ? d->n_nodes - 1 : 1));
 	if (!q->sub)
 		goto fail;
-	for (uint32_t i = 0, k = 0; i < d->n_nodes; i++)
-		if (i != d->node_id)
-			q->sub[k++] = i;
+	q->nsub = 0;
+	for (uint32_t i = 0; i < d->n_nodes; i++)
+		if (i != d->node_id && shd_net_is_member(d, i))
+			q->sub[q->nsub++] = i;
 	if ((r = req_begin(fo, q, args, text, (uint32_t)args_len, uid)) < 0)
 		goto fail;
 	free(text);
@@ -424,7 +430,7 @@ static void child_answered(struct shd_fanout *fo, struct fan_req *q, struct fan_
 		char k[16];
 		key_of(node, k, sizeof(k));
 		if (!json_object_get(nodes, k) && !(missing && json_object_get(missing, k)))
-			set_missing(q, node, "unreached", c->node);
+			set_missing(fo->d, q, node, "unreached", c->node);
 	}
 	json_decref(doc);
 	free(c->buf);

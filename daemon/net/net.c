@@ -742,6 +742,37 @@ uint32_t shd_net_nodes_up(const struct shd_daemon *d)
 	return up;
 }
 
+bool shd_net_is_member(const struct shd_daemon *d, uint32_t node)
+{
+	if (node == d->node_id)
+		return true;
+	const struct shd_net *n = d->net;
+	if (!n || node >= n->n_nodes)
+		return false;
+	const struct shd_peer *p = &n->peers[node];
+	return shd_net_has_address(p) || p->state != PEER_UNKNOWN;
+}
+
+uint32_t shd_net_members(const struct shd_daemon *d)
+{
+	const struct shd_net *n = d->net;
+	if (!n)
+		return d->n_nodes;
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < n->n_nodes; i++)
+		k += shd_net_is_member(d, i);
+	return k;
+}
+
+const char *shd_net_peer_host(const struct shd_daemon *d, uint32_t node)
+{
+	if (node == d->node_id)
+		return d->cfg.node_name;
+	if (!d->net || node >= d->net->n_nodes || !d->net->peers[node].host[0])
+		return NULL;
+	return d->net->peers[node].host;
+}
+
 const char *shd_net_auth_mode(const struct shd_daemon *d)
 {
 	if (!d->net)

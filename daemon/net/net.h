@@ -43,6 +43,16 @@ int shd_net_not_up(struct shd_daemon *d, char *buf, size_t len);
 
 /* Nodes up, this one included (1 when alone). */
 uint32_t shd_net_nodes_up(const struct shd_daemon *d);
+/* Is node a member of the set: this node, or a node whose address is known
+ * (published; for static, mpi and dir:PATH:N every node) or that was heard
+ * from.  A growing set (tcp://, dir:PATH) holds max_nodes slots, and a
+ * slot no daemon ever claimed and published is not a node.  A member that
+ * went silent or down stays one. */
+bool shd_net_is_member(const struct shd_daemon *d, uint32_t node);
+/* The members (this node included): what "nodes" means everywhere. */
+uint32_t shd_net_members(const struct shd_daemon *d);
+/* A member's name (its host in the rendezvous), NULL when not known. */
+const char *shd_net_peer_host(const struct shd_daemon *d, uint32_t node);
 
 /* The state of node's peer as shufflectl peers names it: "up", "idle" (up,
  * heartbeats paused: peer_idle_ms), "joining", "unknown", "failing", "down";

@@ -458,6 +458,14 @@ static int mode_peerloss(void)
 	       shf_error_detail());
 	if (!err_ok(r, cfg.post_epoch))
 		tc_fail("epoch after the loss: %s, expected %s", err_name(r), cfg.post_epoch);
+	if (r == -EHOSTDOWN) {
+		/* the detail names the lost node and its ranks */
+		char want[64];
+		snprintf(want, sizeof(want), "lost with node %d (", cfg.victim);
+		if (!strstr(shf_error_detail(), want) || !strstr(shf_error_detail(), "of job"))
+			tc_fail("epoch after the loss: detail '%s' does not name node %d and its ranks",
+			     shf_error_detail(), cfg.victim);
+	}
 	tc_sync_post("B.%d", g_rank);
 	for (int s = 0; s < g_world; s++)
 		if (!is_victim(s))

@@ -86,6 +86,7 @@ grep -h "flush(REMOTE) with" <<< "$logs"
 summary() { sort | uniq -c | awk '{ printf "%s%d x %s", (NR > 1 ? ", " : ""), $1, $2 }'; }
 t_note "epochs in flight at the loss: $(sed -n 's/.*was lost: \([A-Za-z]*\) after.*/\1/p' <<< "$logs" | summary)"
 t_note "epochs begun after the loss: $(sed -n 's/.*after the loss: \([A-Za-z]*\) .*/\1/p' <<< "$logs" | summary)"
+t_note "for example: $(grep -m1 -h "epoch begun after the loss" <<< "$logs")"
 t_note "node 1: clients_total.drops_down $(nodes_stat 1 .clients_total.drops_down), peer drops_down $(nodes_json 1 peers | jq ".peers[] | select(.node == $((V - 1))) | .drops_down")"
 
 # a new job on the surviving nodes

@@ -957,10 +957,35 @@ static int mode_deadpeer(void)
 		if (total != 10 || count_from(0) != 10)
 			FAIL("received %" PRIu64 " messages, expected exactly 10", total);
 	}
-	/* a rank of the job is gone: the epoch cannot complete */
+	/* a rank of the job is gone: the epoch cannot complete; rank 0 first
+	 * sends 3 more to it, and the failed epoch still counts their drops */
+	if (g_rank == 0)
+		for (int i = 0; i < 3; i++) {
+			r = shf_send(c, 2, 7, "dead", 4, 0);
+			if (r != 0 && r != -ESRCH)
+				FAIL("send to a departed rank: %s (0 or ESRCH expected)",
+				     shf_strerror(r));
+		}
 	r = shf_epoch(c, cfg.timeout);
 	if (r != -ESRCH)
 		FAIL("epoch with a departed rank: %s, expected ESRCH", shf_strerror(r));
+	if (g_rank == 0) {
+		struct shf_stats st;
+		if ((r = shf_stats_get(c, &st)) != 0)
+			FAIL("shf_stats_get: %s", shf_strerror(r));
+		if (st.dropped_dead != 8)
+			FAIL("stats.dropped_dead %" PRIu64 " after a failed epoch, expected 8 (5 + 3)",
+			     st.dropped_dead);
+	}
+	/* the detail names the culprit, and the epoch as the user counts it
+	 * (this is its first shf_epoch; the flushes before it do not count);
+	 * rank 0 may have left too by then, after its own failed epoch */
+	if ((!strstr(shf_error_detail(), "rank 2 of job") &&
+	     !strstr(shf_error_detail(), "ranks 0,2 of job")) ||
+	    !strstr(shf_error_detail(), "left the job") ||
+	    strncmp(shf_error_detail(), "epoch 1 failed", 14) != 0)
+		FAIL("epoch with rank 2 gone: detail '%s' does not say 'epoch 1 failed' and "
+		     "'rank 2 of job ... left the job'", shf_error_detail());
 	if (rx_errors())
 		FAIL("%" PRIu64 " delivery errors", rx_errors());
 	printf("rank %d: deadpeer ok\n", g_rank);

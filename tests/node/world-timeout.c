@@ -5,7 +5,9 @@
  * Ranks 0, 2 and 4 of a world of 5 open with a 700 ms timeout: each gets
  * -ETIMEDOUT in bounded time, with the missing ranks (1,3) in
  * shf_error_detail().  The timed-out ranks are unregistered, so the full
- * world of 5 then opens.  Without a daemon, shf_open() is -ECONNREFUSED.
+ * world of 5 then opens.  A world-size mismatch (ranks with world 2 and 3)
+ * is told to both: the second at once, the first at its timeout.  Without a
+ * daemon, shf_open() is -ECONNREFUSED.
  */
 #include <stdio.h>
 
@@ -30,6 +32,25 @@ int main(void)
 	for (int r = 0; r < 5; r++)
 		pids[r] = td_spawn_client("wt", r, 5, full, NULL);
 	CHECKF(td_wait_all(pids, 5, 30000, "rank") == 0, "the complete world failed to open");
+
+	/* a world-size mismatch is told to both sides: rank 1 (world 3) is
+	 * refused at once; rank 0 (world 2) waits, and its timeout says why
+	 * rank 1 never joined */
+	const char *w2[] = {"open", "expect=ETIMEDOUT", "timeout=1500",
+			    "detail=rank 1 came with world 3, not 2", NULL};
+	const char *w3[] = {"open", "expect=EINVAL", "timeout=5000", "detail=has world 2, not 3",
+			    NULL};
+	pids[0] = td_spawn_client("wmis", 0, 2, w2, NULL);
+	for (int64_t end = td_now_ms() + 5000; td_now_ms() < end; td_sleep_ms(10)) {
+		json_t *j = td_query(e->d, "jobs");
+		size_t n = json_array_size(json_object_get(j, "jobs"));
+		json_decref(j);
+		if (n > 0)
+			break;
+	}
+	pids[1] = td_spawn_client("wmis", 1, 3, w3, NULL);
+	CHECKF(td_wait_all(pids, 2, 15000, "rank") == 0,
+	       "a world-size mismatch was not told to both sides");
 	td_stop(e->d);
 
 	/* no daemon at all */

@@ -28,7 +28,7 @@ static const char *const all_vars[] = {
 	"SHF_RANK", "SHF_WORLD", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
 	"PMIX_RANK", "PMIX_SIZE", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID", "SLURM_NTASKS",
 	"SHF_JOB", "SLURM_JOB_ID", "PMIX_NAMESPACE", "SHF_SOCKET", "SHF_RUNTIME_DIR",
-	"SHF_NODE", "XDG_RUNTIME_DIR",
+	"SHF_NODE", "XDG_RUNTIME_DIR", "OMPI_MCA_orte_precondition_transports",
 	/* the launchers' sets (test_launchers) */
 	"OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_NODE_RANK",
 	"OMPI_UNIVERSE_SIZE", "OMPI_APP_CTX_NUM_PROCS", "OMPI_MCA_ess", "OMPI_MCA_ess_base_jobid",
@@ -150,10 +150,10 @@ static void expect_job(int line, const char *opt, const char *want)
 {
 	char job[SHF_JOB_MAX];
 	memset(job, 'X', sizeof(job));
-	shc_env_job(opt, job);
-	if (strcmp(job, want) != 0 || shf_ipc_job_check(job) != 0) {
-		MISS("line %d: job '%s', want '%s' (valid: %d)", line, job, want,
-			shf_ipc_job_check(job));
+	int r = shc_env_job(opt, job);
+	if (r != 0 || strcmp(job, want) != 0 || shf_ipc_job_check(job) != 0) {
+		MISS("line %d: job '%s' (%d), want '%s' (valid: %d)", line, r ? "" : job, r, want,
+			r ? -1 : shf_ipc_job_check(job));
 	}
 }
 
@@ -231,8 +231,9 @@ static void test_launchers(void)
 		"OMPI_UNIVERSE_SIZE=2", "OMPI_APP_CTX_NUM_PROCS=2", "OMPI_MCA_ess=pmi",
 		"OMPI_MCA_ess_base_jobid=1831993345", "OMPI_MCA_ess_base_vpid=1",
 		"OMPI_MCA_orte_ess_num_procs=2", "PMIX_NAMESPACE=1831993345", "PMIX_RANK=1",
-		"PMIX_ID=1831993345.1", "PMIX_VERSION=4.2.2rc2", NULL};
-	expect_launch(__LINE__, "mpirun", ompi, 0, 1, 2, "1831993345");
+		"PMIX_ID=1831993345.1", "PMIX_VERSION=4.2.2rc2",
+		"OMPI_MCA_orte_precondition_transports=6f1da177db155a97-ab6a50b6fa2ca2d6", NULL};
+	expect_launch(__LINE__, "mpirun", ompi, 0, 1, 2, "1831993345.6f1da177db155a97");
 
 	/* the same mpirun inside a Slurm allocation (sbatch -n 4, job 4243):
 	 * the batch step's variables leak into every rank; the mpirun's
@@ -241,32 +242,65 @@ static void test_launchers(void)
 		"OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2", "OMPI_MCA_ess=pmi",
 		"OMPI_MCA_ess_base_jobid=1831993345", "PMIX_NAMESPACE=1831993345", "PMIX_RANK=1",
 		"SLURM_JOB_ID=4243", "SLURM_JOBID=4243", "SLURM_PROCID=0", "SLURM_NTASKS=4",
-		"SLURM_NPROCS=4", "SLURM_NODEID=0", "SLURM_LOCALID=0", NULL};
-	expect_launch(__LINE__, "mpirun in Slurm", ompi_slurm, 0, 1, 2, "1831993345");
+		"SLURM_NPROCS=4", "SLURM_NODEID=0", "SLURM_LOCALID=0", "OMPI_MCA_orte_precondition_transports=6f1da177db155a97-ab6a50b6fa2ca2d6", NULL};
+	expect_launch(__LINE__, "mpirun in Slurm", ompi_slurm, 0, 1, 2,
+		      "1831993345.6f1da177db155a97");
 	static const char *const ompi_slurm2[] = {
 		"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=2", "OMPI_MCA_ess=pmi",
 		"OMPI_MCA_ess_base_jobid=1829371905", "PMIX_NAMESPACE=1829371905", "PMIX_RANK=0",
-		"SLURM_JOB_ID=4243", "SLURM_PROCID=0", "SLURM_NTASKS=4", NULL};
-	expect_launch(__LINE__, "second mpirun in Slurm", ompi_slurm2, 0, 0, 2, "1829371905");
+		"SLURM_JOB_ID=4243", "SLURM_PROCID=0", "SLURM_NTASKS=4",
+		"OMPI_MCA_orte_precondition_transports=2a5add1307a76e34-f273a7ae29f2663c", NULL};
+	expect_launch(__LINE__, "second mpirun in Slurm", ompi_slurm2, 0, 0, 2,
+		      "1829371905.2a5add1307a76e34");
 
 	/* older Open MPI (ORTE, no PMIx namespace) */
 	static const char *const ompi_old[] = {
 		"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=3", "OMPI_MCA_orte_ess_jobid=2910912513",
-		"OMPI_MCA_orte_ess_vpid=0", "OMPI_MCA_orte_ess_num_procs=3", NULL};
-	expect_launch(__LINE__, "old mpirun", ompi_old, 0, 0, 3, "2910912513");
+		"OMPI_MCA_orte_ess_vpid=0", "OMPI_MCA_orte_ess_num_procs=3", "OMPI_MCA_orte_precondition_transports=6f1da177db155a97-ab6a50b6fa2ca2d6", NULL};
+	expect_launch(__LINE__, "old mpirun", ompi_old, 0, 0, 3, "2910912513.6f1da177db155a97");
+
+	/* two mpiruns, each pid 1 of its own pid namespace, have the same id
+	 * (host name and pid); only the per-launch key tells them apart: without
+	 * it, a refusal that names SHF_JOB, never a shared key */
+	static const char *const ompi_nokey[] = {
+		"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=2", "PMIX_NAMESPACE=1828651009",
+		"PMIX_RANK=0", NULL};
+	env_apply(ompi_nokey);
+	{
+		char job[SHF_JOB_MAX];
+		EXPECT(shc_env_job(NULL, job) == -EINVAL);
+		EXPECT(strstr(shf_error_detail(), "SHF_JOB") != NULL);
+		EXPECT(strstr(shf_error_detail(), "1828651009") != NULL);
+		set("OMPI_MCA_orte_precondition_transports", "not-hex-at-all-xx");
+		EXPECT(shc_env_job(NULL, job) == -EINVAL);
+	}
+	set("SHF_JOB", "mine");
+	expect_job(__LINE__, NULL, "mine");
 
 	/* Open MPI singleton: ./app without mpirun, environ after MPI_Init */
 	static const char *const single[] = {
 		"OMPI_MCA_ess=singleton", "OMPI_MCA_orte_ess_num_procs=1", "OMPI_APP_CTX_NUM_PROCS=1",
 		"OMPI_MCA_orte_launch=1", "PMIX_NAMESPACE=335216641", "PMIX_RANK=0",
 		"PMIX_SERVER_URI41=335216640.0;tcp4://127.0.0.1:44545", "PMIX_VERSION=4.2.2rc2",
-		NULL};
-	expect_launch(__LINE__, "singleton", single, 0, 0, 1, "335216641");
+		"OMPI_MCA_orte_precondition_transports=5d2ee87e454334a9-537237a75a55cc58", NULL};
+	expect_launch(__LINE__, "singleton", single, 0, 0, 1, "335216641.5d2ee87e454334a9");
 	/* ... inside a Slurm batch script: still one process */
 	static const char *const single_slurm[] = {
 		"OMPI_MCA_ess=singleton", "PMIX_NAMESPACE=335216641", "PMIX_RANK=0",
-		"SLURM_JOB_ID=4243", "SLURM_PROCID=0", "SLURM_NTASKS=4", NULL};
-	expect_launch(__LINE__, "singleton in Slurm", single_slurm, 0, 0, 1, "335216641");
+		"SLURM_JOB_ID=4243", "SLURM_PROCID=0", "SLURM_NTASKS=4",
+		"OMPI_MCA_orte_precondition_transports=5d2ee87e454334a9-537237a75a55cc58", NULL};
+	expect_launch(__LINE__, "singleton in Slurm", single_slurm, 0, 0, 1,
+		      "335216641.5d2ee87e454334a9");
+	/* a singleton without the launch key: pid, pid namespace and host */
+	static const char *const single_nokey[] = {"OMPI_MCA_ess=singleton",
+						   "PMIX_NAMESPACE=335216641", NULL};
+	env_apply(single_nokey);
+	{
+		char job[SHF_JOB_MAX], want[32];
+		snprintf(want, sizeof(want), "singleton.%d.", (int)getpid());
+		EXPECT(shc_env_job(NULL, job) == 0);
+		EXPECTF(!strncmp(job, want, strlen(want)), "singleton key '%s'", job);
+	}
 
 	/* srun -n 8 (job 4243, step 2), task 3; and a second step */
 	static const char *const srun[] = {
