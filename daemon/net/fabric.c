@@ -308,17 +308,18 @@ static int fabric_env(struct shd_fabric_opts *d, char *err, size_t errlen)
 	/* ofi_rxm's two bounce-buffer pools (receive and transmit) start
 	 * with 1024 buffers of FI_OFI_RXM_BUFFER_SIZE each: at its default
 	 * of 16 KiB they were 32 of a 2-node daemon's 43 MiB idle RSS.
-	 * Over tcp, a message up to FI_OFI_RXM_EAGER_LIMIT goes eager from
+	 * Over tcp a message up to FI_OFI_RXM_EAGER_LIMIT goes eager from
 	 * our buffer (direct send) into a posted one (tcp's dynamic receive
-	 * buffers), so the pools can shrink while the eager limit grows to
-	 * cover a default batch (128 KiB + headers), which would otherwise
-	 * be segmented through the pools or sent by rendezvous.  The eager
-	 * limit is a constant, not buf_bytes: a receiver whose limit is
-	 * below its sender's stalls (tests/net/fabric-pair hung with 36 KiB
-	 * against 64 KiB), and buf_bytes follows each node's own config.
-	 * Measurements: docs/operations.md "libfabric's memory".  Other
-	 * providers (verbs needs the eager limit equal to the buffer size)
-	 * keep libfabric's defaults. */
+	 * buffers), so the pools can shrink without changing the protocol,
+	 * as long as the eager limit stays where it was: it is pinned to
+	 * libfabric 1.17's default (16 KiB), which is also what a daemon
+	 * from before this setting uses.  Every node must have the same
+	 * eager limit: a receiver whose limit is below its sender's stalls
+	 * (measured: a 16 KiB daemon and a 132 KiB one exchanged nothing).
+	 * A 132 KiB limit (a whole default batch eager) was faster, see
+	 * docs/operations.md "libfabric's memory", but would stall next to
+	 * older daemons.  Other providers (verbs needs the eager limit
+	 * equal to the buffer size) keep libfabric's defaults. */
 	if (!strcmp(d->provider, "tcp") || !strcmp(d->provider, "tcp;ofi_rxm")) {
 		if ((r = env_default("FI_OFI_RXM_BUFFER_SIZE", SHD_FABRIC_RXM_BUFFER, err, errlen)) ||
 		    (r = env_default("FI_OFI_RXM_EAGER_LIMIT", SHD_FABRIC_RXM_EAGER, err, errlen)))

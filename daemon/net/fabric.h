@@ -51,10 +51,11 @@ struct shd_fabric;
                                               unless the environment sets it:
                                               ofi_rxm's bounce buffers, 2 pools
                                               of 1024 (see fabric_env) */
-#define SHD_FABRIC_RXM_EAGER (132u << 10)  /* FI_OFI_RXM_EAGER_LIMIT set over tcp
+#define SHD_FABRIC_RXM_EAGER (16u << 10)   /* FI_OFI_RXM_EAGER_LIMIT set over tcp
                                               unless the environment sets it:
-                                              a default batch goes eager; the
-                                              same on every node */
+                                              libfabric 1.17's default, pinned
+                                              (it must be the same on every
+                                              node) */
 
 struct shd_fabric_opts {
 	const char *provider; /* libfabric provider name; NULL: "tcp" (-> tcp;ofi_rxm) */
