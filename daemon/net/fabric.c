@@ -315,7 +315,8 @@ static int fabric_env(struct shd_fabric_opts *d, char *err, size_t errlen)
 	 * libfabric 1.17's default (16 KiB), which is also what a daemon
 	 * from before this setting uses.  Every node must have the same
 	 * eager limit: a receiver whose limit is below its sender's stalls
-	 * (measured: a 16 KiB daemon and a 132 KiB one exchanged nothing).
+	 * (measured: a daemon with libfabric's sizes next to one with
+	 * 4 KiB buffers and a 132 KiB eager limit delivered nothing).
 	 * A 132 KiB limit (a whole default batch eager) was faster, see
 	 * docs/operations.md "libfabric's memory", but would stall next to
 	 * older daemons.  Other providers (verbs needs the eager limit
