@@ -258,6 +258,20 @@ static int fi_fail(int r, char *err, size_t errlen, const char *what)
 	return r;
 }
 
+/* Sets name=value unless the environment already has name (an admin's
+ * value wins). Returns 0 or a negative errno with err set. */
+static int env_default(const char *name, unsigned long long value, char *err, size_t errlen)
+{
+	char v[24];
+	snprintf(v, sizeof(v), "%llu", value);
+	if (setenv(name, v, 0) != 0) {
+		int r = -errno;
+		seterr(err, errlen, "fabric: setenv %s: %s", name, strerror(-r));
+		return r;
+	}
+	return 0;
+}
+
 /* The options with their defaults filled in and checked, and the
  * environment libfabric reads at its first call set from them. */
 static int fabric_env(struct shd_fabric_opts *d, char *err, size_t errlen)
@@ -287,15 +301,30 @@ static int fabric_env(struct shd_fabric_opts *d, char *err, size_t errlen)
 		seterr(err, errlen, "fabric: setenv FI_TCP_IFACE: %s", strerror(-r));
 		return r;
 	}
-	if (d->conn_queue) {
-		/* the user's environment wins (overwrite = 0) */
-		char q[16];
-		snprintf(q, sizeof(q), "%u", d->conn_queue);
-		if (setenv("FI_OFI_RXM_MSG_RX_SIZE", q, 0) || setenv("FI_OFI_RXM_MSG_TX_SIZE", q, 0)) {
-			r = -errno;
-			seterr(err, errlen, "fabric: setenv FI_OFI_RXM_MSG_*_SIZE: %s", strerror(-r));
+	/* the user's environment wins (overwrite = 0) */
+	if (d->conn_queue && ((r = env_default("FI_OFI_RXM_MSG_RX_SIZE", d->conn_queue, err, errlen)) ||
+			      (r = env_default("FI_OFI_RXM_MSG_TX_SIZE", d->conn_queue, err, errlen))))
+		return r;
+	/* ofi_rxm's two bounce-buffer pools (receive and transmit) start
+	 * with 1024 buffers of FI_OFI_RXM_BUFFER_SIZE each: at its default
+	 * of 16 KiB they were 32 of a 2-node daemon's 43 MiB idle RSS.
+	 * Over tcp a message up to FI_OFI_RXM_EAGER_LIMIT goes eager from
+	 * our buffer (direct send) into a posted one (tcp's dynamic receive
+	 * buffers), so the pools can shrink without changing the protocol,
+	 * as long as the eager limit stays where it was: it is pinned to
+	 * libfabric 1.17's default (16 KiB), which is also what a daemon
+	 * from before this setting uses.  Every node must have the same
+	 * eager limit: a receiver whose limit is below its sender's stalls
+	 * (measured: a daemon with libfabric's sizes next to one with
+	 * 4 KiB buffers and a 132 KiB eager limit delivered nothing).
+	 * A 132 KiB limit (a whole default batch eager) was faster, see
+	 * docs/operations.md "libfabric's memory", but would stall next to
+	 * older daemons.  Other providers (verbs needs the eager limit
+	 * equal to the buffer size) keep libfabric's defaults. */
+	if (!strcmp(d->provider, "tcp") || !strcmp(d->provider, "tcp;ofi_rxm")) {
+		if ((r = env_default("FI_OFI_RXM_BUFFER_SIZE", SHD_FABRIC_RXM_BUFFER, err, errlen)) ||
+		    (r = env_default("FI_OFI_RXM_EAGER_LIMIT", SHD_FABRIC_RXM_EAGER, err, errlen)))
 			return r;
-		}
 	}
 	/* shd_fabric_release() needs an address's removal to close its
 	 * connection: ofi_rxm does so only with FI_AV_REMOVE_CLEANUP (read

@@ -47,6 +47,16 @@ struct shd_fabric;
                                               proto/wire.h SHF_WIRE_FWD_HDR) a
                                               small message may carry in front */
 
+#define SHD_FABRIC_RXM_BUFFER 4096u     /* FI_OFI_RXM_BUFFER_SIZE set over tcp
+                                              unless the environment sets it:
+                                              ofi_rxm's bounce buffers, 2 pools
+                                              of 1024 (see fabric_env) */
+#define SHD_FABRIC_RXM_EAGER (16u << 10)   /* FI_OFI_RXM_EAGER_LIMIT set over tcp
+                                              unless the environment sets it:
+                                              libfabric 1.17's default, pinned
+                                              (it must be the same on every
+                                              node) */
+
 struct shd_fabric_opts {
 	const char *provider; /* libfabric provider name; NULL: "tcp" (-> tcp;ofi_rxm) */
 	const char *node;     /* bind address (passed with FI_SOURCE), e.g. "127.0.0.2"; NULL: any */
