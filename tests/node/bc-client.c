@@ -318,7 +318,9 @@ static int mode_many_check(void)
 	struct shf_ctx *c = open_ctx(!cfg.poll, 0);
 	if (g_world != 1)
 		tc_fail("many-check runs alone (world 1)");
-	uint8_t big[8] = {0}, buf[64];
+	if (cfg.size > 256)
+		tc_fail("many-check: size=%u, at most 256", cfg.size);
+	uint8_t big[8] = {0}, buf[16 * 4 + 256]; /* fill() writes cfg.size bytes */
 	struct shf_msg m[4];
 	for (int i = 0; i < 4; i++) {
 		fill(buf, i);
