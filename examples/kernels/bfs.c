@@ -2,7 +2,7 @@
 /*
  * examples/kernels/bfs.c - Graph500-style breadth-first search.
  *
- *   bfs --impl shuffle|mpi [--scale S] [--edgefactor E] [--roots R] [--seed N]
+ *   bfs --impl shuffle|shuffle-batch|mpi [--scale S] [--edgefactor E] [--roots R] [--seed N]
  *
  * Graph: 2^S vertices, E * 2^S edges from the Kronecker generator with the
  * Graph500 parameters (A, B, C = 0.57, 0.19, 0.19), vertex labels scrambled
@@ -216,7 +216,7 @@ int main(int argc, char **argv)
 		}
 		k_timer_start(&k);
 		for (int level = 0;; level++) {
-			if (k.impl == K_SHUFFLE) {
+			if (k_is_shuffle(&k)) {
 				/* every rank learns this level's total with its epoch */
 				g.count_sum = 0;
 				int r = shf_bcast(k.shf, COUNT, &(uint64_t){nfront}, 8, SHF_BCAST_SELF);
@@ -234,7 +234,7 @@ int main(int argc, char **argv)
 			}
 			k_phase_end(&k);
 			uint64_t more;
-			if (k.impl == K_SHUFFLE) {
+			if (k_is_shuffle(&k)) {
 				more = g.count_sum; /* this level's frontier: 0 ends it */
 			} else {
 				uint64_t n = g.nnext;

@@ -39,7 +39,8 @@ double k_now(void)
 
 static void usage(const char *name, struct kopt *opts, const char *why)
 {
-	fprintf(stderr, "%s: %s\nusage: %s --impl shuffle|mpi [--seed N] [--agg N]", name, why,
+	fprintf(stderr, "%s: %s\nusage: %s --impl shuffle|shuffle-batch|mpi [--seed N] [--agg N]",
+		name, why,
 		name);
 	for (struct kopt *o = opts; o && o->name; o++)
 		fprintf(stderr, " [--%s N]", o->name);
@@ -66,10 +67,12 @@ void k_init(struct kern *k, const char *name, int *argc, char ***argv, struct ko
 		if (!strcmp(a, "--impl")) {
 			if (!strcmp(v, "shuffle"))
 				impl = K_SHUFFLE;
+			else if (!strcmp(v, "shuffle-batch"))
+				impl = K_BATCH;
 			else if (!strcmp(v, "mpi"))
 				impl = K_MPI;
 			else
-				usage(name, opts, "--impl is shuffle or mpi");
+				usage(name, opts, "--impl is shuffle, shuffle-batch or mpi");
 			continue;
 		}
 		long n = strtol(v, &end, 0);
@@ -105,11 +108,20 @@ void k_init(struct kern *k, const char *name, int *argc, char ***argv, struct ko
 		k->nodes = 1;
 }
 
-void k_open_shuffle(struct kern *k, shf_deliver_fn fn, void *arg)
+const char *k_impl_name(const struct kern *k)
+{
+	return k->impl == K_SHUFFLE ? "shuffle" : k->impl == K_BATCH ? "shuffle-batch" : "mpi";
+}
+
+void k_open_shuffle(struct kern *k, shf_deliver_fn fn, shf_deliver_many_fn many, void *arg)
 {
 	struct shf_opts o;
 	shf_opts_init(&o);
 	o.delivery_thread = k->thread;
+	if (k->impl == K_BATCH) {
+		o.deliver_many = many;
+		fn = NULL;
+	}
 	int r = shf_open(&o, fn, arg, &k->shf);
 	if (r)
 		k_die(k, "shf_open: %s (%s)", shf_strerror(r), shf_error_detail());
@@ -210,6 +222,108 @@ static void shf_send8(struct kern *k, int dst, uint32_t type, uint64_t v)
 		shf_wait_room(k);
 		pend_drain(k);
 	}
+}
+
+/* ------------------------------------------------- shuffle-batch conduit */
+
+/*
+ * Two stages, one per call site: the kernel's thread stages into
+ * k->stage (sent by shf_send_many() when full and before every phase
+ * end); a handler (inside a deliver_many callback) appends to k->pend,
+ * sent non-blocking when the callback's batch is done, the rest by the
+ * kernel's thread before its next stage and before the epoch.  Nothing
+ * here blocks inside a callback, and pend keeps its order (ig's replies
+ * match their requests by order).  Poll mode: callbacks run only inside
+ * shf_poll() / the waiting calls, never inside a non-blocking send.
+ */
+
+/* Send from pend, non-blocking, up to K_BATCH_MAX records a call: true
+ * when pend is empty. */
+static bool pend_send_some(struct kern *k)
+{
+	while (k->pend_head < k->pend.n) {
+		struct kpend *q = (struct kpend *)k->pend.p + k->pend_head;
+		struct shf_msg m[K_BATCH_MAX];
+		unsigned n = 0;
+		while (n < K_BATCH_MAX && k->pend_head + n < k->pend.n) {
+			m[n] = (struct shf_msg){q[n].dst, q[n].type, &q[n].val, 8};
+			n++;
+		}
+		int r = shf_send_many(k->shf, m, n, SHF_NONBLOCK);
+		if (r == -EAGAIN)
+			return false;
+		if (r < 0)
+			k_die(k, "shf_send_many: %s (%s)", shf_strerror(r), shf_error_detail());
+		k->batch_calls++;
+		k->pend_head += (unsigned)r;
+		if ((unsigned)r < n)
+			return false;
+	}
+	k->pend.n = k->pend_head = 0;
+	return true;
+}
+
+static void shf_cb_many(void *arg, const struct shf_rec *recs, unsigned n)
+{
+	struct kern *k = arg;
+	k->in_handler = true;
+	for (unsigned i = 0; i < n; i++) {
+		const struct shf_rec *r = &recs[i];
+		if (r->len != 8 || r->type >= K_TYPES)
+			k_die(k, "a %u-byte message of type %u from rank %d", r->len, r->type,
+			      r->src);
+		uint64_t v;
+		memcpy(&v, r->data, 8);
+		k->handler(k, r->src, r->type, v);
+	}
+	k->in_handler = false;
+	pend_send_some(k);
+}
+
+void k_stage_flush(struct kern *k)
+{
+	unsigned off = 0;
+	for (;;) {
+		bool idle = pend_send_some(k);
+		if (off == k->nstage) {
+			if (idle)
+				break;
+			shf_wait_room(k);
+			continue;
+		}
+		int r = shf_send_many(k->shf, k->stage + off, k->nstage - off, SHF_NONBLOCK);
+		if (r == -EAGAIN) {
+			shf_wait_room(k);
+			continue;
+		}
+		if (r < 0)
+			k_die(k, "shf_send_many: %s (%s)", shf_strerror(r), shf_error_detail());
+		k->batch_calls++;
+		off += (unsigned)r;
+		if (off < k->nstage)
+			shf_wait_room(k);
+	}
+	k->nstage = 0;
+}
+
+bool k_stage(struct kern *k, int dst, uint32_t type, const void *data, uint32_t len)
+{
+	k->stage[k->nstage++] = (struct shf_msg){dst, type, data, len};
+	if (k->nstage < K_BATCH_MAX)
+		return false;
+	k_stage_flush(k);
+	return true;
+}
+
+static void batch_send8(struct kern *k, int dst, uint32_t type, uint64_t v)
+{
+	if (k->in_handler) {
+		struct kpend e = {dst, type, v};
+		kvec_push(&k->pend, &e);
+		return;
+	}
+	k->stage_val[k->nstage] = v;
+	k_stage(k, dst, type, &k->stage_val[k->nstage], 8);
 }
 
 /* ----------------------------------------------------------- MPI conduit */
@@ -420,8 +534,8 @@ void k_conduit_init(struct kern *k, k_handler h, void *user)
 {
 	k->handler = h;
 	k->user = user;
-	if (k->impl == K_SHUFFLE)
-		k_open_shuffle(k, shf_cb, k);
+	if (k_is_shuffle(k))
+		k_open_shuffle(k, shf_cb, shf_cb_many, k);
 	else
 		mpi_init(k);
 }
@@ -436,6 +550,10 @@ void k_send8(struct kern *k, int dst, uint32_t type, uint64_t val)
 		shf_send8(k, dst, type, val);
 		return;
 	}
+	if (k->impl == K_BATCH) {
+		batch_send8(k, dst, type, val);
+		return;
+	}
 	struct kmpi *m = k->mpi;
 	size_t p = pair(k, dst, type);
 	m->buf[(p * 2 + m->cur[p]) * (size_t)k->agg + (size_t)m->fill[p]] = val;
@@ -445,8 +563,11 @@ void k_send8(struct kern *k, int dst, uint32_t type, uint64_t val)
 
 void k_phase_end(struct kern *k)
 {
-	if (k->impl == K_SHUFFLE) {
-		pend_drain(k);
+	if (k_is_shuffle(k)) {
+		if (k->impl == K_BATCH)
+			k_stage_flush(k);
+		else
+			pend_drain(k);
 		int r = shf_epoch(k->shf, 0);
 		if (r)
 			k_die(k, "shf_epoch: %s (%s)", shf_strerror(r), shf_error_detail());
@@ -467,6 +588,8 @@ void k_progress(struct kern *k)
 		if (r < 0)
 			k_die(k, "shf_poll: %s (%s)", shf_strerror(r), shf_error_detail());
 	}
+	if (k->impl == K_BATCH)
+		pend_send_some(k);
 }
 
 void k_fini(struct kern *k)
@@ -520,7 +643,7 @@ int k_report(struct kern *k, bool ok, uint64_t errors, uint64_t msgs, double tim
 		       "\"time_s\":%.6f,\"msgs\":%llu,\"rate\":%.1f,\"rate_name\":\"%s\","
 		       "\"validation\":\"%s\",\"errors\":%llu,\"cpu_s_ranks\":%.3f,"
 		       "\"rss_kb_ranks_node\":[%s],\"rss_kb_ranks_node_max\":%ld%s%s}\n",
-		       k->name, k->impl == K_SHUFFLE ? "shuffle" : "mpi", k->world, k->nodes,
+		       k->name, k_impl_name(k), k->world, k->nodes,
 		       time_s, msum, rate, rate_name, all_ok ? "ok" : "failed", esum, cpu_sum,
 		       nodes, mx, extra && *extra ? "," : "", extra ? extra : "");
 		fflush(stdout);

@@ -8,6 +8,14 @@
  *   impl shuffle   k_send8() is one shf_send(); the handler runs in the
  *                  delivery callback (poll mode: inside shuffle calls on
  *                  the kernel's thread); k_phase_end() is shf_epoch().
+ *   impl shuffle-batch
+ *                  the batch API: k_send8() stages the message (up to
+ *                  K_BATCH) and shf_send_many() sends the stage when it is
+ *                  full and before every k_phase_end(); delivery is one
+ *                  deliver_many callback per batch (the handler runs per
+ *                  record inside it).  A handler's sends are staged apart
+ *                  and sent, non-blocking, when the callback's batch is
+ *                  done (what does not fit waits for the kernel's thread).
  *   impl mpi       what a careful MPI programmer writes by hand: per
  *                  (destination, type) aggregation buffers sent with
  *                  MPI_Isend when full (two per pair, so filling one
@@ -22,10 +30,8 @@
  * set-up, validation and the report use it outside the timed region.  The
  * shuffle implementation's timed region calls no MPI.
  *
- * Batch API: every message goes through k_send8() (or a kernel's own
- * send for sort/particles), so a variant on shf_send_many() replaces one
- * function: it would add a per-node staging array here and send it when
- * full and at k_phase_end().
+ * sort and particles send their own records; with shuffle-batch they go
+ * through k_stage() / k_stage_flush() (the same staging, any length).
  */
 #ifndef KERNELS_COMMON_H
 #define KERNELS_COMMON_H
@@ -37,7 +43,10 @@
 
 #include "shuffle.h"
 
-enum k_impl { K_SHUFFLE, K_MPI };
+enum k_impl { K_SHUFFLE, K_BATCH, K_MPI };
+
+/* shuffle-batch: records per shf_send_many() call (the stage's size). */
+#define K_BATCH_MAX 256
 
 /* A kernel's numeric option: --name VALUE. */
 struct kopt {
@@ -74,16 +83,39 @@ struct kern {
 	struct kmpi *mpi;
 	unsigned phase;     /* k_phase_end() calls so far */
 	bool in_handler;    /* shuffle: inside the conduit's handler */
-	struct kvec pend;   /* shuffle: a handler's sends that did not fit (struct kpend) */
+	struct kvec pend;   /* shuffle: a handler's sends that did not fit (struct kpend);
+			     * shuffle-batch: a handler's sends, all of them */
 	size_t pend_head;
+	/* shuffle-batch: the kernel thread's staged records (data valid until
+	 * they are sent) and the 8-byte conduit's payloads */
+	struct shf_msg stage[K_BATCH_MAX];
+	uint64_t stage_val[K_BATCH_MAX];
+	unsigned nstage;
+	uint64_t batch_calls; /* shf_send_many() calls that sent something */
 	double t0;
 };
 
-/* MPI_Init, options (--impl shuffle|mpi, --seed N, --thread, --agg N, and
+/* impl shuffle or shuffle-batch */
+static inline bool k_is_shuffle(const struct kern *k)
+{
+	return k->impl != K_MPI;
+}
+/* "shuffle", "shuffle-batch" or "mpi" */
+const char *k_impl_name(const struct kern *k);
+
+/* MPI_Init, options (--impl shuffle|shuffle-batch|mpi, --seed N, --thread, --agg N, and
  * the kernel's), rank and world.  Exits 2 on a bad option. */
 void k_init(struct kern *k, const char *name, int *argc, char ***argv, struct kopt *opts);
-/* shuffle: shf_open() with this callback (poll mode unless --thread). */
-void k_open_shuffle(struct kern *k, shf_deliver_fn fn, void *arg);
+/* shuffle: shf_open() with fn (impl shuffle) or many as opts.deliver_many
+ * (impl shuffle-batch); poll mode. */
+void k_open_shuffle(struct kern *k, shf_deliver_fn fn, shf_deliver_many_fn many, void *arg);
+/* shuffle-batch, from the kernel's thread (not from a callback): stage one
+ * record; `data` must stay valid until it is sent.  Sends the stage with
+ * shf_send_many() when it is full; returns true when it did (every staged
+ * record is sent, so their buffers may be reused). */
+bool k_stage(struct kern *k, int dst, uint32_t type, const void *data, uint32_t len);
+/* Send every staged record (and every handler's waiting send). */
+void k_stage_flush(struct kern *k);
 /* The conduit for 8-byte messages of up to 4 types: opens shuffle (impl
  * shuffle) or sets up the buffers (impl mpi). */
 void k_conduit_init(struct kern *k, k_handler h, void *user);

@@ -4,7 +4,7 @@
  * rank into a table of N counters per rank (global index g lives on rank
  * g % world at slot g / world).
  *
- *   histo --impl shuffle|mpi [--updates T] [--table N] [--seed S]
+ *   histo --impl shuffle|shuffle-batch|mpi [--updates T] [--table N] [--seed S]
  *
  * Validation: every rank recomputes, from the same counter-based random
  * numbers, what it sent each owner (count and a checksum of the slots);

@@ -5,7 +5,7 @@
  * rank g % world at slot g / world, value f(g)): an 8-byte slot out, the
  * 8-byte value back.
  *
- *   ig --impl shuffle|mpi [--requests T] [--table N] [--seed S]
+ *   ig --impl shuffle|shuffle-batch|mpi [--requests T] [--table N] [--seed S]
  *
  * A reply carries only the value.  The requester knows which request it
  * answers because messages from one rank to another arrive in the order

@@ -6,10 +6,13 @@
  * rank chosen by a hash of its id and the dump (the rank that writes it),
  * then flushes.  The particles stay where they are: a dump sends copies.
  *
- *   particles --impl shuffle|mpi [--particles N] [--dumps D] [--seed S]
+ *   particles --impl shuffle|shuffle-batch|mpi [--particles N] [--dumps D] [--seed S]
  *
  *   shuffle: one shf_send() of 48 B per particle, then shf_epoch() (the
  *            dump's flush: every copy consumed at its writer).
+ *   shuffle-batch: the same records, staged (pointing into the particle
+ *            array, no copy) and sent up to 256 a shf_send_many() call,
+ *            then shf_epoch(); batch delivery.
  *   mpi:     counts per writer, MPI_Alltoall of the counts, the copies
  *            packed by writer into a send buffer, MPI_Alltoallv.
  * The writer consumes each copy the same way in both (a checksum; a real
@@ -65,6 +68,12 @@ static void on_copy(void *arg, int src, int dst, uint32_t type, const void *data
 	consume(arg, src, data, len);
 }
 
+static void on_copies(void *arg, const struct shf_rec *recs, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		consume(arg, recs[i].src, recs[i].data, recs[i].len);
+}
+
 static int writer(uint64_t id, long dump, int P)
 {
 	return (int)(k_mix(id ^ (uint64_t)dump * 0x9e3779b97f4a7c15ull) % (uint64_t)P);
@@ -98,8 +107,8 @@ int main(int argc, char **argv)
 		k_die(&k, "out of memory");
 	for (long i = 0; i < n; i++)
 		part[i].id = (uint64_t)me << 40 | (uint64_t)i;
-	if (k.impl == K_SHUFFLE)
-		k_open_shuffle(&k, on_copy, &s);
+	if (k_is_shuffle(&k))
+		k_open_shuffle(&k, on_copy, on_copies, &s);
 	int *scnt = NULL, *rcnt = NULL, *sdis = NULL, *rdis = NULL, *at = NULL;
 	struct particle *sendb = NULL, *recvb = NULL;
 	if (k.impl == K_MPI) {
@@ -120,18 +129,24 @@ int main(int argc, char **argv)
 		}
 		k_timer_start(&k);
 		double tf;
-		if (k.impl == K_SHUFFLE) {
+		if (k_is_shuffle(&k)) {
 			for (long i = 0; i < n; i++) {
 				int o = writer(part[i].id, d, P);
 				if (o == me) {
 					consume(&s, me, &part[i], PBYTES);
 					continue;
 				}
+				msgs++;
+				if (k.impl == K_BATCH) {
+					k_stage(&k, o, 0, &part[i], PBYTES);
+					continue;
+				}
 				int r = shf_send(k.shf, o, 0, &part[i], PBYTES, 0);
 				if (r)
 					k_die(&k, "shf_send: %s (%s)", shf_strerror(r), shf_error_detail());
-				msgs++;
 			}
+			if (k.impl == K_BATCH)
+				k_stage_flush(&k);
 			tf = k_now();
 			int r = shf_epoch(k.shf, 0);
 			if (r)

@@ -4,13 +4,16 @@
  * keys in [0, 2^31) per rank go to the rank owning their bucket (equal key
  * ranges), which sorts them.  Receive sizes are not known in advance.
  *
- *   sort --impl shuffle|mpi [--keys K] [--pack N] [--seed S]
+ *   sort --impl shuffle|shuffle-batch|mpi [--keys K] [--pack N] [--seed S]
  *
  *   shuffle: the keys are generated as they are sent (no key array): each
  *            goes into a packet of up to N keys (default 256: 1 KiB) for
  *            its owner, sent with shf_send() when full; then the partial
  *            packets and one shf_epoch().  The receiver appends to its
  *            bucket as packets arrive.
+ *   shuffle-batch: the same packets, staged (k_stage()) and sent up to
+ *            256 a shf_send_many() call; a staged packet's owner fills a
+ *            fresh buffer from a pool meanwhile; batch delivery.
  *   mpi:     ISx's reference: the keys in an array, counted per owner,
  *            copied into a send buffer by owner, MPI_Alltoall of the
  *            counts, MPI_Alltoallv of the keys.
@@ -46,6 +49,47 @@ static void on_packet(void *arg, int src, int dst, uint32_t type, const void *da
 	kvec_reserve(&s->bucket, s->bucket.n + len / 4);
 	memcpy((uint32_t *)s->bucket.p + s->bucket.n, data, len);
 	s->bucket.n += len / 4;
+}
+
+static void on_packets(void *arg, const struct shf_rec *recs, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		on_packet(arg, recs[i].src, recs[i].dst, recs[i].type, recs[i].data, recs[i].len);
+}
+
+/* The shuffle implementations' packets: one being filled per owner, and
+ * (shuffle-batch) a pool for those staged but not sent yet. */
+struct packets {
+	uint32_t *pk;      /* [P + K_BATCH_MAX][pack] */
+	uint32_t *fill;    /* [P]: keys in the owner's packet */
+	unsigned *cur;     /* [P]: the owner's packet */
+	unsigned *freel, nfree;
+	unsigned *staged, nstaged;
+};
+
+/* Owner o's packet is done: apply it (mine), send it (shuffle) or stage
+ * it and give o a free buffer (shuffle-batch).  Returns messages sent. */
+static uint64_t packet_out(struct kern *k, struct sortk *s, struct packets *p, long pack, int o)
+{
+	uint32_t *b = p->pk + (size_t)p->cur[o] * (size_t)pack, len = p->fill[o] * 4;
+	p->fill[o] = 0;
+	if (o == k->rank) {
+		on_packet(s, o, o, 0, b, len);
+		return 0;
+	}
+	if (k->impl == K_SHUFFLE) {
+		int r = shf_send(k->shf, o, 0, b, len, 0);
+		if (r)
+			k_die(k, "shf_send: %s (%s)", shf_strerror(r), shf_error_detail());
+		return 1;
+	}
+	p->staged[p->nstaged++] = p->cur[o];
+	p->cur[o] = p->freel[--p->nfree]; /* nstaged <= K_BATCH_MAX: never empty */
+	if (k_stage(k, o, 0, b, len)) {
+		while (p->nstaged)
+			p->freel[p->nfree++] = p->staged[--p->nstaged];
+	}
+	return 1;
 }
 
 static void radix_sort(uint32_t *a, size_t n, uint32_t *tmp)
@@ -84,51 +128,42 @@ int main(int argc, char **argv)
 	uint64_t msgs = 0, sent_sum = 0;
 	uint32_t *keys = NULL, *sendb = NULL, *recvb = NULL, *tmp;
 	size_t nrecv = 0;
-	if (k.impl == K_SHUFFLE)
-		k_open_shuffle(&k, on_packet, &s);
+	if (k_is_shuffle(&k))
+		k_open_shuffle(&k, on_packet, on_packets, &s);
 
 	k_timer_start(&k);
-	if (k.impl == K_SHUFFLE) {
-		uint32_t *pk = malloc((size_t)P * (size_t)pack * 4);
-		uint32_t *fill = calloc((size_t)P, 4);
-		if (!pk || !fill)
+	if (k_is_shuffle(&k)) {
+		unsigned nb = k.impl == K_BATCH ? K_BATCH_MAX : 0;
+		struct packets p = {
+			.pk = malloc(((size_t)P + nb) * (size_t)pack * 4),
+			.fill = calloc((size_t)P, 4),
+			.cur = malloc((size_t)P * sizeof(unsigned)),
+			.freel = malloc((nb + 1) * sizeof(unsigned)),
+			.staged = malloc((nb + 1) * sizeof(unsigned)),
+		};
+		if (!p.pk || !p.fill || !p.cur || !p.freel || !p.staged)
 			k_die(&k, "out of memory");
+		for (int o = 0; o < P; o++)
+			p.cur[o] = (unsigned)o;
+		for (unsigned j = 0; j < nb; j++)
+			p.freel[p.nfree++] = (unsigned)P + j;
 		for (long i = 0; i < nkeys; i++) {
 			uint32_t key = (uint32_t)(k_mix(stream + (uint64_t)i) % MAX_KEY);
 			int o = (int)(key / width);
 			sent_sum += k_mix(key);
-			uint32_t *b = pk + (size_t)o * (size_t)pack;
-			b[fill[o]++] = key;
-			if (fill[o] == (uint32_t)pack) {
-				if (o == me) {
-					on_packet(&s, me, me, 0, b, (uint32_t)pack * 4);
-				} else {
-					int r = shf_send(k.shf, o, 0, b, (uint32_t)pack * 4, 0);
-					if (r)
-						k_die(&k, "shf_send: %s (%s)", shf_strerror(r),
-						      shf_error_detail());
-					msgs++;
-				}
-				fill[o] = 0;
-			}
+			p.pk[(size_t)p.cur[o] * (size_t)pack + p.fill[o]++] = key;
+			if (p.fill[o] == (uint32_t)pack)
+				msgs += packet_out(&k, &s, &p, pack, o);
 		}
-		for (int o = 0; o < P; o++) {
-			uint32_t *b = pk + (size_t)o * (size_t)pack;
-			if (!fill[o])
-				continue;
-			if (o == me) {
-				on_packet(&s, me, me, 0, b, fill[o] * 4);
-			} else {
-				int r = shf_send(k.shf, o, 0, b, fill[o] * 4, 0);
-				if (r)
-					k_die(&k, "shf_send: %s", shf_strerror(r));
-				msgs++;
-			}
-		}
+		for (int o = 0; o < P; o++)
+			if (p.fill[o])
+				msgs += packet_out(&k, &s, &p, pack, o);
+		if (k.impl == K_BATCH)
+			k_stage_flush(&k);
 		int r = shf_epoch(k.shf, 0);
 		if (r)
 			k_die(&k, "shf_epoch: %s (%s)", shf_strerror(r), shf_error_detail());
-		free(pk), free(fill);
+		free(p.pk), free(p.fill), free(p.cur), free(p.freel), free(p.staged);
 		recvb = s.bucket.p;
 		nrecv = s.bucket.n;
 	} else {
@@ -199,7 +234,7 @@ int main(int argc, char **argv)
 		errors++;
 	char extra[128];
 	snprintf(extra, sizeof(extra), "\"keys_per_rank\":%ld,\"pack\":%ld", nkeys,
-		 k.impl == K_SHUFFLE ? pack : 0L);
+		 k_is_shuffle(&k) ? pack : 0L);
 	int rc = k_report(&k, errors == 0, errors, msgs, t,
 			  (double)nkeys * (double)P / t, "keys_per_s", extra);
 	if (k.impl == K_MPI)
