@@ -726,6 +726,16 @@ static size_t rbuf_count(CtxObject *self)
 	return n;
 }
 
+/* The next wait's slice: SLICE_MS, or what is left until end (a
+ * CLOCK_MONOTONIC ms deadline; -1: none), at least `floor`. */
+static int slice_ms(int64_t end, int floor)
+{
+	if (end < 0)
+		return SLICE_MS;
+	int64_t left = end - now_ms();
+	return left <= floor ? floor : left > SLICE_MS ? SLICE_MS : (int)left;
+}
+
 /* Pull what the library has into the buffer, waiting up to timeout_ms
  * (-1: forever) for the first record, in slices; signals checked between
  * slices.  0, -errno (error raised unless -EINTR with a Python error). */
@@ -735,13 +745,7 @@ static int pull(CtxObject *self, int timeout_ms, size_t want)
 	struct shf_ctx *c = self->ctx;
 	char detail[512] = "";
 	for (;;) {
-		int slice;
-		if (end < 0) {
-			slice = SLICE_MS;
-		} else {
-			int64_t left = end - now_ms();
-			slice = left <= 0 ? 0 : left > SLICE_MS ? SLICE_MS : (int)left;
-		}
+		int slice = slice_ms(end, 0);
 		int r;
 		self->inflight++;
 		Py_BEGIN_ALLOW_THREADS
@@ -876,13 +880,7 @@ static PyObject *sliced_wait(CtxObject *self, unsigned what, PyObject *timeout_o
 	struct shf_ctx *c = self->ctx;
 	char detail[512] = "";
 	for (;;) {
-		int slice;
-		if (end < 0) {
-			slice = SLICE_MS;
-		} else {
-			int64_t left = end - now_ms();
-			slice = left <= 1 ? 1 : left > SLICE_MS ? SLICE_MS : (int)left;
-		}
+		int slice = slice_ms(end, 1);
 		int r;
 		self->inflight++;
 		Py_BEGIN_ALLOW_THREADS
