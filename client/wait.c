@@ -201,11 +201,13 @@ static void dispatch(struct shf_ctx *c, size_t n)
 		struct shc_waiter *w = waiter_find(c, SHF_IPC_FLUSH_DONE, m.id);
 		if (w) {
 			/* drops reported to a flush that gave up are owed to this one */
-			w->done = true;
 			w->status = m.status;
 			w->dropped_dead = c->unrep_dead;
 			w->dropped_down = c->unrep_down;
 			c->unrep_dead = c->unrep_down = 0;
+			/* with SHF_FLUSH_DONE_WHY the ERROR that follows ends the
+			 * wait, with the reason (a failure only) */
+			w->done = !(m.status < 0 && (m.flags & SHF_FLUSH_DONE_WHY));
 		}
 		pthread_mutex_unlock(&c->mu);
 		if (!w)

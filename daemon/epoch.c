@@ -216,35 +216,39 @@ static void epoch_why(const struct shd_daemon *d, const struct shd_job *j, int e
 
 /* A failed phase: an ERROR naming the culprit (the client's waiter takes
  * its errno and text), else the plain answer. */
-static bool reply_why(struct shd_client *c, uint32_t id, int status)
+/* The reason a failed epoch gives its ranks, in why (empty: none). */
+static void failure_why(struct shd_client *c, int status, char *why, size_t len)
 {
-	char why[300];
-	if (status >= 0 || !c->job)
-		return false;
-	epoch_why(c->d, c->job, status, why, sizeof(why));
-	if (!why[0])
-		return false;
-	shd_client_error(c, id, status, "%s", why);
-	return true;
+	why[0] = '\0';
+	if (status < 0 && c->job)
+		epoch_why(c->d, c->job, status, why, len);
 }
 
+/* Phase 1's answer.  A failure with a reason: the FLUSH_DONE (its drops,
+ * flag SHF_FLUSH_DONE_WHY) goes first, then the ERROR that ends the
+ * client's wait with the reason; so the drops are in the client's stats
+ * when its shf_epoch() returns, never lost or late. */
 static void reply_p1(struct shd_client *c, int status)
 {
-	struct shf_ipc_flush_done m = {c->mark_id, c->report_dead, c->report_down, status, 0};
+	char why[300];
+	failure_why(c, status, why, sizeof(why));
+	struct shf_ipc_flush_done m = {c->mark_id, c->report_dead, c->report_down, status,
+				       why[0] ? SHF_FLUSH_DONE_WHY : 0};
 	c->report_dead = c->report_down = 0;
-	/* the ERROR ends the client's wait; the FLUSH_DONE after it still
-	 * carries the drops counted up to the mark (the client adds them to
-	 * its stats and reports them at its next flush): never lost */
-	if (reply_why(c, (uint32_t)c->mark_id, status) && !m.dropped_dead && !m.dropped_down)
-		return;
 	shd_client_send(c, SHF_IPC_FLUSH_DONE, (uint32_t)c->mark_id, &m, sizeof(m));
+	if (why[0])
+		shd_client_error(c, (uint32_t)c->mark_id, status, "%s", why);
 }
 
 static void reply_p2(struct shd_client *c, int status)
 {
 	struct shf_ipc_epoch_done m = {c->epoch_id, DRAINED, status};
-	if (reply_why(c, c->epoch_ipc_id, status))
+	char why[300];
+	failure_why(c, status, why, sizeof(why));
+	if (why[0]) {
+		shd_client_error(c, c->epoch_ipc_id, status, "%s", why);
 		return;
+	}
 	shd_client_send(c, SHF_IPC_EPOCH_DONE, c->epoch_ipc_id, &m, sizeof(m));
 }
 

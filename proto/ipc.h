@@ -144,8 +144,12 @@ struct shf_ipc_flush_done {
 	uint64_t dropped_down; /* ... destination node down */
 	int32_t status;        /* 0, or negative errno (e.g. -ESRCH when a rank died
 	                          and the epoch cannot complete) */
-	uint32_t reserved;
+	uint32_t flags;        /* SHF_FLUSH_DONE_*; 0 from daemons before 0.3 */
 };
+/* FLUSH_DONE flags: an ERROR with this mark's id and the reason comes right
+ * after; the mark's wait ends with it (the drops here are counted first,
+ * so the caller's stats hold them when its call returns). */
+#define SHF_FLUSH_DONE_WHY 1u
 
 struct shf_ipc_epoch {
 	uint64_t id;    /* epoch number, as for the mark */
