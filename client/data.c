@@ -208,16 +208,15 @@ static void epoch_hold_end(struct shf_ctx *c)
 
 /* ------------------------------------------------------------- delivery */
 
-/* Hand recs[0..n) to the batch callback; count them once it returned
- * (deliver_lock held: the only writer of the delivery counters). */
-static void deliver_many(struct shf_ctx *c, const struct shf_rec *recs, unsigned n)
+/* Hand recs[0..n) (bytes of payload in all) to the batch callback; count
+ * them once it returned (deliver_lock held: the only writer of the
+ * delivery counters). */
+static void deliver_many(struct shf_ctx *c, const struct shf_rec *recs, unsigned n,
+			 uint64_t bytes)
 {
 	if (!n)
 		return;
 	c->fn_many(c->arg, recs, n);
-	uint64_t bytes = 0;
-	for (unsigned i = 0; i < n; i++)
-		bytes += recs[i].len;
 	stat_add1w(&c->st.delivered_msgs, n);
 	stat_add1w(&c->st.delivered_bytes, bytes);
 }
@@ -229,6 +228,7 @@ int shc_deliver_batch(struct shf_ctx *c, unsigned max)
 	struct shf_ctx *outer = shc_in_cb;
 	uint64_t done0 = c->deliver.done; /* deliver_lock held: ours */
 	unsigned n = 0, k = 0;
+	uint64_t k_bytes = 0; /* payload bytes of recs[0..k) */
 	bool bad = false;
 	/* batch callback: views of up to SHC_BATCH records still in the ring */
 	struct shf_rec recs[SHC_BATCH];
@@ -271,6 +271,7 @@ int shc_deliver_batch(struct shf_ctx *c, unsigned max)
 		if (c->fn_many) {
 			recs[k++] = (struct shf_rec){h.rank, c->rank, h.type, len,
 						     v.data + SHF_MSG_HDR_BYTES};
+			k_bytes += len;
 			continue;
 		}
 		c->fn(c->arg, h.rank, c->rank, h.type, v.data + SHF_MSG_HDR_BYTES, len);
@@ -286,7 +287,7 @@ int shc_deliver_batch(struct shf_ctx *c, unsigned max)
 			break; /* closed or lost meanwhile: stop handing out records */
 	}
 	/* the records checked before a corrupt one are good: hand them out */
-	deliver_many(c, recs, k);
+	deliver_many(c, recs, k, k_bytes);
 	if (k && checked && shc_now_ns() - checked > 1000000u)
 		shc_sock_check(c);
 	shc_in_cb = outer;
