@@ -78,13 +78,33 @@ enum peer_state {
 	PEER_STATE_MAX
 };
 
-struct shd_peer {
-	struct shd_net *net;
-	uint32_t node;
-	enum peer_state state;
-	char host[SHD_RDV_HOST_MAX];
-	char addr[SHD_RDV_HOST_MAX + SHD_RDV_PORT_MAX + 8];
-	uint64_t last_heard_ns;     /* last message of the current session */
+/*
+ * A peer is split by use (issue 25, item 3; docs/scale.md, "Memory per
+ * peer"):
+ *  - struct shd_peer, the hot part: what the data path reads and writes per
+ *    message and per batch (the open batch, sequence numbers, the queues'
+ *    links), at most SHD_PEER_HOT_MAX bytes, in the n->peers array;
+ *  - struct shd_peer_cold (p->cold): the session and its handshake, the
+ *    peer's names and address, the counters, the lists a flush or a wake
+ *    uses, one per node of the rendezvous in n->colds (the names on the
+ *    heap at their own length);
+ *  - struct shd_peer_fwd (p->fwd): the bundle this node forwards to it,
+ *    only for the peers that can be a forward's next hop (routing=2d:
+ *    the row and column neighbours); NULL otherwise.
+ * All are freed at the one teardown of a net (open.c, net_free).
+ */
+struct shd_peer_cold {
+	struct shd_peer *peer;      /* the hot part it belongs to */
+	/* names: heap strings at their length, never NULL ("" unknown; set
+	 * with shd_net_peer_names) */
+	const char *host;           /* its host or node name */
+	const char *addr;           /* its address, printable (logs, shufflectl) */
+	const char *port;           /* static: its port (how to re-insert it) */
+	/* how to put it back into the address vector after a down */
+	const uint8_t *raw_addr;    /* raw_len bytes on the heap, or NULL */
+	uint32_t raw_len;           /* 0: by host and port (static) */
+	uint32_t via_in;            /* routing=2d: the intermediate its last message
+				       came through */
 	uint64_t incarnation;       /* its daemon's start (from heartbeats); 0 unknown */
 	uint64_t my_session;        /* my tag toward it: new at start and after down */
 	uint64_t peer_session;      /* its tag (JOINING, UP); 0 unknown */
@@ -92,34 +112,66 @@ struct shd_peer {
 	uint64_t next_incarnation;
 	/* the handshake's authentication (daemon/net/auth.h) */
 	uint8_t my_nonce[SHD_AUTH_NONCE_BYTES];   /* new with each my_session */
-	uint8_t peer_nonce[SHD_AUTH_NONCE_BYTES]; /* its nonce, from its last heartbeat */
-	bool have_peer_nonce;
+	uint8_t peer_nonce[SHD_AUTH_NONCE_BYTES]; /* its nonce, from its last heartbeat
+						     (have_peer_nonce, hot) */
 	uint64_t state_since_ns;    /* when it entered its state */
 	uint64_t last_probe_ns;     /* UNKNOWN, DOWN: last heartbeat sent */
 	uint32_t hb_ctr_out;        /* with a key: heartbeats sent to it (HB_CTR counter) */
 	uint32_t hb_ctr_in;         /* with a key: the highest counter taken from it in
 				       its current session (0: none yet) */
 	uint64_t last_lookup_ns;    /* tcp: last store lookup of its address */
-	/* how to put it back into the address vector after a down */
-	uint8_t raw_addr[SHD_RDV_ADDR_MAX];
-	uint32_t raw_len;           /* 0: by host and port (static) */
-	char port[SHD_RDV_PORT_MAX];
+	/* lazy peers (peer_idle_ms; docs/protocol-wire.md, "Idle peers") */
+	uint64_t last_used_ns;      /* last message other than a heartbeat, to or
+				       from it (and the session's start), to
+				       the heartbeat tick that saw `used` */
 	char down_why[96];          /* PEER_FAILED: why */
 	struct shd_list down_link;  /* in net->downq while PEER_FAILED */
+	struct shd_list held;       /* struct net_msg (SMALL, POOLED) held while
+				       waking, in order; seq: seq_closed then
+				       (their count: n_held, hot) */
+	struct net_msg inline_ctx[2]; /* fabric context of its small sends, one
+				       * per generation parity: a completion
+				       * tells its generation (two resets with
+				       * a send still in flight would alias) */
+	struct shd_list waiters;    /* shd_waiters: clients waiting for this peer */
+	struct shd_list marks;      /* struct net_mark */
+	struct shd_waiter rx_wait;  /* parked on a full delivery ring (rx_waiting, hot) */
+	struct shf_peer_stats st;
+};
+
+/* The FWD_BUNDLE this node gathers for a next hop (routing=2d, net/tx.c):
+ * the FWDs of other pairs it passes on to that peer. */
+struct shd_peer_fwd {
+	struct shd_peer *peer;      /* the next hop */
+	struct net_msg *open;       /* bundle being filled (a pool buffer, from
+				       buf - net->room); NULL: none */
+	uint32_t off;               /* its length so far */
+	uint32_t count;             /* FWDs in it */
+	bool urgent;                /* one of them carries no batch (an ACK, a
+				       heartbeat, an epoch step...): it goes at
+				       the end of this progress round */
+	uint64_t since_ns;          /* when its first FWD went in */
+	struct shd_list link;       /* in net->fwd_linger while open */
+};
+
+struct shd_peer {
+	struct shd_net *net;
+	struct shd_peer_cold *cold; /* never NULL */
+	struct shd_peer_fwd *fwd;   /* routing=2d neighbours only; else NULL */
+	uint32_t node;
+	enum peer_state state;
 	uint32_t gen;               /* session generation: + 1 at each session reset */
 	/* routing=2d (daemon/net/route.h): a peer that is not a neighbour is
 	 * reached through an intermediate (FWD) */
 	uint32_t via_out;           /* the intermediate our last message took
 				       (SHD_ROUTE_NONE: sent directly) */
-	uint32_t via_in;            /* the one its last message came through */
+	bool have_peer_nonce;       /* cold->peer_nonce is its nonce */
 	bool linked;                /* a message went directly to or from it:
 				       the fabric holds a connection to it */
 	/* lazy peers (peer_idle_ms; docs/protocol-wire.md, "Idle peers") */
-	uint64_t last_used_ns;      /* last message other than a heartbeat, to or
-				       from it (and the session's start), to
-				       the heartbeat tick that saw `used` */
-	bool used;                  /* such a message since the last tick
-				       (shd_net_use: no clock read per message) */
+	bool used;                  /* a message other than a heartbeat since the
+				       last tick (shd_net_use: no clock read per
+				       message) */
 	bool idle;                  /* UP, unused: we stopped heartbeating it
 				       (told it with HB_IDLE) */
 	bool quiet;                 /* UP: it told us it stopped heartbeating us
@@ -127,15 +179,10 @@ struct shd_peer {
 	bool released;              /* both idle: its connection was released */
 	bool waking;                /* we woke it (shd_net_use) and have not heard
 				       from it since: every message but a
-				       heartbeat is held (held, sendq), the
-				       heartbeats carry HB_WAKE */
-	struct shd_list held;       /* struct net_msg (SMALL, POOLED) held while
-				       waking, in order; seq: seq_closed then */
-	uint32_t n_held;            /* at most SHD_NET_HELD_MAX */
-	struct net_msg inline_ctx[2]; /* fabric context of its small sends, one
-				       * per generation parity: a completion
-				       * tells its generation (two resets with
-				       * a send still in flight would alias) */
+				       heartbeat is held (cold->held, sendq),
+				       the heartbeats carry HB_WAKE */
+	bool rx_waiting;            /* parked on a full delivery ring (cold->rx_wait) */
+	uint64_t last_heard_ns;     /* last message of the current session */
 	/* sending (net/tx.c) */
 	struct net_msg *open;       /* batch being filled */
 	struct shf_wire_batch_enc enc;
@@ -146,31 +193,22 @@ struct shd_peer {
 	uint64_t seq_closed;        /* last sequence number given to a batch */
 	uint64_t seq_sent;          /* last one posted */
 	uint64_t seq_acked;         /* last one acknowledged */
-	struct shd_list waiters;    /* shd_waiters: clients waiting for this peer */
-	struct shd_list marks;      /* struct net_mark */
 	struct shd_list credit_link;/* in net->credit_wait: sendq blocked by max_inflight */
-	/* forwarding to it (routing=2d, net/tx.c): the FWDs of other pairs
-	 * this node passes on to it, gathered into one FWD_BUNDLE */
-	struct net_msg *fwd_open;   /* bundle being filled (a pool buffer, from
-				       buf - net->room); NULL: none */
-	uint32_t fwd_off;           /* its length so far */
-	uint32_t fwd_count;         /* FWDs in it */
-	bool fwd_urgent;            /* one of them carries no batch (an ACK, a
-				       heartbeat, an epoch step...): it goes at
-				       the end of this progress round */
-	uint64_t fwd_since_ns;      /* when its first FWD went in */
-	struct shd_list fwd_link;   /* in net->fwd_linger while fwd_open */
+	uint32_t n_held;            /* messages in cold->held: at most SHD_NET_HELD_MAX */
 	/* receiving (net/rx.c) */
+	uint32_t ack_dropped;       /* records dropped since the last ACK */
 	uint64_t seq_recv;          /* last batch fully placed */
 	uint64_t ack_sent;          /* last seq acknowledged to it */
-	uint32_t ack_dropped;       /* records dropped since the last ACK */
 	struct shd_list rxq;        /* parked batches */
-	struct shd_waiter rx_wait;  /* parked on a full delivery ring */
-	bool rx_waiting;
 	struct shd_list ack_link;   /* in net->ackq */
 	struct shd_list drain_link; /* in net->drainq: rxq may be placeable */
-	struct shf_peer_stats st;
 };
+
+/* The hot part's bound: four cache lines (docs/scale.md). */
+#define SHD_PEER_HOT_MAX 256u
+_Static_assert(sizeof(struct shd_peer) <= SHD_PEER_HOT_MAX,
+	       "struct shd_peer (the data path's part) grew past 256 bytes: "
+	       "move what is not used per message to struct shd_peer_cold");
 
 struct shd_net {
 	struct shd_daemon *d;
@@ -187,6 +225,7 @@ struct shd_net {
 	uint64_t store_bad_seen;    /* tcp: shd_rdv_bad_records() already counted */
 	struct shd_fabric_cb cb;
 	struct shd_peer *peers;     /* [n_nodes]; peers[my node] unused */
+	struct shd_peer_cold *colds;/* [n_nodes]: peers[i].cold == &colds[i] */
 	struct shd_route route;     /* routing=direct or 2d: who is a neighbour */
 	uint32_t room;              /* 2d: bytes before each pool buffer's message
 				       for a FWD header (0: direct) */
@@ -238,6 +277,15 @@ extern struct shd_ratelimit shd_net_rl_wire;
 void shd_net_set_state(struct shd_peer *p, enum peer_state st);
 /* p (UNKNOWN, DOWN or JOINING) sent a heartbeat of session tag s. */
 void shd_net_join(struct shd_peer *p, uint64_t s, uint64_t incarnation);
+/* The longest printable address (shd_fabric_addr_str, host:port). */
+#define SHD_NET_ADDR_STR_MAX (SHD_RDV_HOST_MAX + SHD_RDV_PORT_MAX + 8)
+/* Set p's names (cold->host, addr, port: NULL keeps one) and, with raw,
+ * its raw address of raw_len bytes, each copied at its length; false
+ * when out of memory (nothing changed). */
+bool shd_net_peer_names(struct shd_peer *p, const char *host, const char *addr, const char *port,
+			const void *raw, uint32_t raw_len);
+/* Free p's names (the net's teardown). */
+void shd_net_peer_names_free(struct shd_peer *p);
 /* Its address is known (published, or learned from the store). */
 bool shd_net_has_address(const struct shd_peer *p);
 /* A sender not in the address vector claims to be p: look p up in the

@@ -87,8 +87,8 @@ static void bad_bundle(struct shd_net *n, uint32_t node, const uint8_t *b, size_
 	    (node != src && !(node == SHD_FABRIC_NODE_UNKNOWN && !n->by_address)))
 		return;
 	struct shd_peer *p = &n->peers[src];
-	if (p->state != PEER_UP || shf_wire_get64(RAW(src_session)) != p->peer_session ||
-	    shf_wire_get64(RAW(dst_session)) != p->my_session)
+	if (p->state != PEER_UP || shf_wire_get64(RAW(src_session)) != p->cold->peer_session ||
+	    shf_wire_get64(RAW(dst_session)) != p->cold->my_session)
 		return;
 #undef RAW
 	shd_net_peer_fail(p, "it sent a malformed FWD_BUNDLE");
@@ -116,7 +116,7 @@ static int fwd_take(struct shd_net *n, struct shd_peer *p, const struct shf_wire
 		struct shf_wire_hdr in;
 		if (shf_wire_check(f->msg, f->len, n->n_nodes, me, &in) != 0 || !shd_net_has_address(o))
 			return 0; /* (checked whole by shf_wire_check of the FWD) */
-		o->via_in = p->node;
+		o->cold->via_in = p->node;
 		return take(n, o, (void *)f->msg, &in);
 	}
 	/* one intermediate: only the origin hands a message to us, and only
@@ -179,7 +179,7 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 	 * restarted on another address (a growing set publishes it, and the
 	 * lookup puts it in), or anyone else: dropped either way. */
 	if (node == SHD_FABRIC_NODE_UNKNOWN && n->by_address) {
-		if (n->rdv && !p->port[0])
+		if (n->rdv && !p->cold->port[0])
 			shd_net_learn_address(p);
 		d->st.wire_foreign++;
 		shd_log_rl(&rl_foreign, SHD_LOG_WARN, "a %s claiming to be node %u from an "
@@ -210,21 +210,21 @@ static int take(struct shd_net *n, struct shd_peer *p, void *buf, struct shf_wir
 	if (h.kind == SHF_WIRE_HEARTBEAT) {
 		/* its current nonce: what our MACs answer (echo) */
 		bool news = !p->have_peer_nonce ||
-			    memcmp(p->peer_nonce, h.u.heartbeat.nonce, sizeof(p->peer_nonce));
-		memcpy(p->peer_nonce, h.u.heartbeat.nonce, sizeof(p->peer_nonce));
+			    memcmp(p->cold->peer_nonce, h.u.heartbeat.nonce, sizeof(p->cold->peer_nonce));
+		memcpy(p->cold->peer_nonce, h.u.heartbeat.nonce, sizeof(p->cold->peer_nonce));
 		p->have_peer_nonce = true;
-		if (news && n->auth && h.dst_session != 0 && h.dst_session != p->my_session &&
+		if (news && n->auth && h.dst_session != 0 && h.dst_session != p->cold->my_session &&
 		    (p->state == PEER_UNKNOWN || p->state == PEER_DOWN)) {
 			/* it still runs a session with an earlier start of ours
 			 * (we restarted): its session ends only on a probe that
 			 * proves the key over its nonce, which we have now:
 			 * probe at once instead of at the next probe period */
 			uint64_t now = shd_now_ns();
-			p->last_probe_ns = now;
+			p->cold->last_probe_ns = now;
 			shd_net_heartbeat(p, now);
 		}
 		if (p->state == PEER_UP && (p->idle || p->quiet) &&
-		    h.src_session != p->peer_session) {
+		    h.src_session != p->cold->peer_session) {
 			/* an idle peer restarted (or began a new session): it
 			 * proves the key over our nonce, which it learns from
 			 * our heartbeats, and those stopped: wake the pair */
@@ -259,7 +259,7 @@ static int take(struct shd_net *n, struct shd_peer *p, void *buf, struct shf_wir
 	case SHF_WIRE_BATCH: return shd_net_rx_batch(p, buf, &h);
 	case SHF_WIRE_ACK: shd_net_tx_ack(p, &h.u.ack); break;
 	case SHF_WIRE_HEARTBEAT:
-		p->incarnation = h.u.heartbeat.incarnation;
+		p->cold->incarnation = h.u.heartbeat.incarnation;
 		break;
 	case SHF_WIRE_JOB_JOIN: n->ev->joined(d, p->node, &h.u.join); break;
 	case SHF_WIRE_JOB_LEAVE: n->ev->left(d, p->node, h.u.leave.job_hash, h.u.leave.rank); break;
@@ -328,10 +328,10 @@ void shd_net_reap(struct shd_daemon *d)
 {
 	struct shd_net *n = d->net;
 	while (!shd_list_empty(&n->downq)) {
-		struct shd_peer *p = shd_container_of(n->downq.next, struct shd_peer, down_link);
-		shd_list_del(&p->down_link);
+		struct shd_peer *p = shd_container_of(n->downq.next, struct shd_peer_cold, down_link)->peer;
+		shd_list_del(&p->cold->down_link);
 		shd_net_set_state(p, PEER_DOWN);
-		shd_warn("peer node %u (%s) down: %s", p->node, p->host, p->down_why);
+		shd_warn("peer node %u (%s) down: %s", p->node, p->cold->host, p->cold->down_why);
 		shd_net_tx_down(p);
 		shd_net_rx_down(p);
 		shd_fabric_remove(n->fab, p->node);
@@ -342,10 +342,10 @@ void shd_net_reap(struct shd_daemon *d)
 		 * nothing of this one is ever taken in the next */
 		shd_net_session_reset(p);
 		shd_net_reinsert(p);
-		if (p->next_session) {
+		if (p->cold->next_session) {
 			/* it already opened its next session: answer it now */
-			shd_net_join(p, p->next_session, p->next_incarnation);
-			p->next_session = 0;
+			shd_net_join(p, p->cold->next_session, p->cold->next_incarnation);
+			p->cold->next_session = 0;
 		}
 	}
 }
@@ -372,8 +372,8 @@ static void store_refresh(struct shd_net *n)
 		 * now gets its own id again (never a new one, nor another's) */
 		for (uint32_t i = 0; i < n->n_nodes; i++) {
 			struct shd_peer *p = &n->peers[i];
-			if (i != n->d->node_id && p->host[0] && p->raw_len &&
-			    shd_rdv_restore_claim(n->rdv, i, p->host, err, sizeof(err)) < 0)
+			if (i != n->d->node_id && p->cold->host[0] && p->cold->raw_len &&
+			    shd_rdv_restore_claim(n->rdv, i, p->cold->host, err, sizeof(err)) < 0)
 				break; /* the store went away again: next second */
 		}
 	}
@@ -419,7 +419,7 @@ static bool peer_needed(struct shd_net *n, const struct shd_peer *p, const uint6
 	return p->waking || p->n_held || p->open || !shd_list_empty(&p->sendq) ||
 	       p->seq_sent != p->seq_acked ||
 	       !shd_list_empty(&p->rxq) || p->rx_waiting || p->ack_sent != p->seq_recv ||
-	       !shd_list_empty(&p->marks) || !shd_list_empty(&p->waiters);
+	       !shd_list_empty(&p->cold->marks) || !shd_list_empty(&p->cold->waiters);
 }
 
 static void net_progress(struct shd_net *n);
@@ -449,20 +449,20 @@ static enum lazy_do lazy(struct shd_net *n, struct shd_peer *p, uint64_t now, ui
 	bool needed = !idle_ns || peer_needed(n, p, busy);
 	if (p->used) { /* used since the last tick: as of now */
 		p->used = false;
-		p->last_used_ns = now;
+		p->cold->last_used_ns = now;
 	}
 	if (needed && (p->idle || p->quiet)) {
 		shd_net_use(p); /* wakes it (a heartbeat now) */
 		return LAZY_TIMEOUT;
 	}
 	if (!p->idle) {
-		if (needed || now - p->last_used_ns < idle_ns)
+		if (needed || now - p->cold->last_used_ns < idle_ns)
 			return p->quiet ? LAZY_NONE : LAZY_ACTIVE;
 		p->idle = true;
 		d->st.peers_idled++;
 		shd_net_heartbeat(p, now); /* with HB_IDLE: the last one */
 		shd_debug("peer node %u idle: unused for %llu ms", p->node,
-			  (unsigned long long)((now - p->last_used_ns) / 1000000u));
+			  (unsigned long long)((now - p->cold->last_used_ns) / 1000000u));
 		return p->quiet ? LAZY_NONE : LAZY_TIMEOUT;
 	}
 	if (!p->quiet)
@@ -540,7 +540,7 @@ void shd_net_on_heartbeat(int fd, void *arg)
 				if (p->state == PEER_JOINING) {
 					/* the handshake never finished: nothing was exchanged */
 					shd_net_set_state(p, PEER_DOWN);
-					p->peer_session = 0;
+					p->cold->peer_session = 0;
 					continue;
 				}
 				char why[64];
@@ -554,8 +554,8 @@ void shd_net_on_heartbeat(int fd, void *arg)
 			break;
 		case PEER_UNKNOWN:
 		case PEER_DOWN:
-			if (shd_net_has_address(p) && now - p->last_probe_ns >= probe_ns) {
-				p->last_probe_ns = now;
+			if (shd_net_has_address(p) && now - p->cold->last_probe_ns >= probe_ns) {
+				p->cold->last_probe_ns = now;
 				shd_net_heartbeat(p, now);
 			}
 			break;
@@ -671,17 +671,17 @@ json_t *shd_net_json(struct shd_daemon *d)
 			continue; /* tcp: an id nobody has claimed, or not learned yet */
 		json_t *o = json_object();
 		json_object_set_new(o, "node", json_integer(i));
-		json_object_set_new(o, "host", json_string(p->host));
-		json_object_set_new(o, "addr", json_string(p->addr));
+		json_object_set_new(o, "host", json_string(p->cold->host));
+		json_object_set_new(o, "addr", json_string(p->cold->addr));
 		char inc[24] = "";
-		if (p->incarnation)
-			snprintf(inc, sizeof(inc), "%016llx", (unsigned long long)p->incarnation);
+		if (p->cold->incarnation)
+			snprintf(inc, sizeof(inc), "%016llx", (unsigned long long)p->cold->incarnation);
 		json_object_set_new(o, "state", json_string(peer_state_name(p)));
 		json_object_set_new(o, "quiet", json_boolean(p->quiet));
 		json_object_set_new(o, "waking", json_boolean(p->waking));
 		json_object_set_new(o, "held", json_integer(p->n_held));
 		json_object_set_new(o, "state_ms",
-				    json_real((double)(now - p->state_since_ns) / 1e6));
+				    json_real((double)(now - p->cold->state_since_ns) / 1e6));
 		json_object_set_new(o, "incarnation", json_string(inc));
 		json_object_set_new(o, "last_heard_ms",
 				    json_real((double)(now - p->last_heard_ns) / 1e6));
@@ -691,7 +691,7 @@ json_t *shd_net_json(struct shd_daemon *d)
 				    json_integer(p->open ? p->enc.off - SHF_WIRE_BATCH_HDR : 0));
 		json_object_set_new(o, "parked", json_boolean(p->rx_waiting));
 		unsigned nw = 0;
-		for (const struct shd_list *q = p->waiters.next; q != &p->waiters; q = q->next)
+		for (const struct shd_list *q = p->cold->waiters.next; q != &p->cold->waiters; q = q->next)
 			nw++;
 		json_object_set_new(o, "waiters", json_integer(nw));
 		/* routing: "direct", or "via N" (2d: the intermediate last used) */
@@ -702,7 +702,7 @@ json_t *shd_net_json(struct shd_daemon *d)
 			snprintf(via, sizeof(via), "routed");
 		json_object_set_new(o, "route", json_string(via));
 		json_object_set_new(o, "linked", json_boolean(p->linked));
-		shd_stats_peer_set(o, &p->st);
+		shd_stats_peer_set(o, &p->cold->st);
 		json_array_append_new(a, o);
 	}
 	return a;
@@ -716,11 +716,11 @@ int shd_net_not_up(struct shd_daemon *d, char *buf, size_t len)
 	buf[0] = '\0';
 	for (uint32_t i = 0; i < n->n_nodes; i++) {
 		const struct shd_peer *p = &n->peers[i];
-		if (i == d->node_id || p->state == PEER_UP || (!shd_net_has_address(p) && !p->host[0]))
+		if (i == d->node_id || p->state == PEER_UP || (!shd_net_has_address(p) && !p->cold->host[0]))
 			continue;
 		char item[96];
 		snprintf(item, sizeof(item), "%s%u (%.40s, %s)", count ? ", " : "nodes not up: ", i,
-			 p->host[0] ? p->host : "?", peer_state_names[p->state]);
+			 p->cold->host[0] ? p->cold->host : "?", peer_state_names[p->state]);
 		if (o + strlen(item) + 5 >= len) {
 			if (o + 5 < len)
 				snprintf(buf + o, len - o, ",...");
@@ -768,9 +768,9 @@ const char *shd_net_peer_host(const struct shd_daemon *d, uint32_t node)
 {
 	if (node == d->node_id)
 		return d->cfg.node_name;
-	if (!d->net || node >= d->net->n_nodes || !d->net->peers[node].host[0])
+	if (!d->net || node >= d->net->n_nodes || !d->net->peers[node].cold->host[0])
 		return NULL;
-	return d->net->peers[node].host;
+	return d->net->peers[node].cold->host;
 }
 
 const char *shd_net_auth_mode(const struct shd_daemon *d)

@@ -159,31 +159,53 @@ static int exchange(struct shd_net *n, const char *spec, struct shd_rdv **rdv_p,
 	return 0;
 }
 
-/* One peer's state before its first heartbeat: cannot fail. */
-static void peer_init(struct shd_net *n, struct shd_peer *p, uint32_t i, const char *host,
-		      uint64_t now)
+/* One peer's state before its first heartbeat (c: its cold part, zeroed);
+ * false when out of memory for its name. */
+static bool peer_init(struct shd_net *n, struct shd_peer *p, struct shd_peer_cold *c, uint32_t i,
+		      const char *host, uint64_t now)
 {
 	p->net = n;
 	p->node = i;
-	p->via_out = p->via_in = SHD_ROUTE_NONE;
+	p->cold = c;
+	c->peer = p;
+	if (!shd_net_peer_names(p, host, "", "", NULL, 0))
+		return false;
+	p->via_out = p->cold->via_in = SHD_ROUTE_NONE;
 	shd_net_set_state(p, PEER_UNKNOWN); /* until its heartbeat and ours cross */
 	p->last_heard_ns = now;
 	shd_net_session_reset(p);
-	snprintf(p->host, sizeof(p->host), "%s", host);
 	shd_list_init(&p->linger_link);
-	shd_list_init(&p->fwd_link);
 	shd_list_init(&p->sendq);
-	shd_list_init(&p->held);
-	shd_list_init(&p->waiters);
-	shd_list_init(&p->marks);
+	shd_list_init(&p->cold->held);
+	shd_list_init(&p->cold->waiters);
+	shd_list_init(&p->cold->marks);
 	shd_list_init(&p->credit_link);
-	shd_list_init(&p->down_link);
+	shd_list_init(&p->cold->down_link);
 	for (int k = 0; k < 2; k++) {
-		shd_list_init(&p->inline_ctx[k].link);
-		p->inline_ctx[k].peer = p;
-		p->inline_ctx[k].kind = NET_MSG_INLINE;
+		shd_list_init(&p->cold->inline_ctx[k].link);
+		p->cold->inline_ctx[k].peer = p;
+		p->cold->inline_ctx[k].kind = NET_MSG_INLINE;
 	}
 	shd_net_rx_peer_init(p);
+	return true;
+}
+
+/* routing=2d: the bundle state of every peer that can be a forward's next
+ * hop (a row or column neighbour); none under direct routing. */
+static int peers_fwd_new(struct shd_net *n)
+{
+	if (!n->room)
+		return 0;
+	for (uint32_t i = 0; i < n->n_nodes; i++) {
+		struct shd_peer *p = &n->peers[i];
+		if (i == n->d->node_id || !shd_route_neighbor(&n->route, i))
+			continue;
+		if (!(p->fwd = calloc(1, sizeof(*p->fwd))))
+			return -ENOMEM;
+		p->fwd->peer = p;
+		shd_list_init(&p->fwd->link);
+	}
+	return 0;
 }
 
 /* Peer i's address into the fabric's address vector, as the
@@ -195,24 +217,27 @@ static int peer_insert(struct shd_net *n, struct shd_peer *p, const struct shd_r
 	int r;
 	if (res->kind == SHD_RDV_STATIC) {
 		r = shd_fabric_insert_svc(n->fab, res->nodes[i].host, res->nodes[i].port, i);
-		snprintf(p->addr, sizeof(p->addr), "%s:%s", res->nodes[i].host, res->nodes[i].port);
-		snprintf(p->port, sizeof(p->port), "%s", res->nodes[i].port);
+		char as[SHD_NET_ADDR_STR_MAX];
+		snprintf(as, sizeof(as), "%s:%s", res->nodes[i].host, res->nodes[i].port);
+		if (r >= 0 && !shd_net_peer_names(p, NULL, as, res->nodes[i].port, NULL, 0))
+			r = -ENOMEM;
 	} else if (res->nodes[i].addr_len == 0 || i >= nn) {
 		/* dir without N: a node that claimed an id but has no live
 		 * address file, or beyond what the endpoint was sized for
 		 * (ids claimed after we looked): unknown, not probed */
-		if (p->host[0]) /* (tcp: most ids are simply not claimed yet) */
-			shd_info("node %u (%s): no address known; it stays unknown", i, p->host);
+		if (p->cold->host[0]) /* (tcp: most ids are simply not claimed yet) */
+			shd_info("node %u (%s): no address known; it stays unknown", i, p->cold->host);
 		return 0;
 	} else {
-		p->raw_len = (uint32_t)res->nodes[i].addr_len;
-		memcpy(p->raw_addr, res->nodes[i].addr, p->raw_len);
+		char as[SHD_NET_ADDR_STR_MAX];
 		r = shd_fabric_insert(n->fab, res->nodes[i].addr, res->nodes[i].addr_len, i);
-		shd_fabric_addr_str(n->fab, res->nodes[i].addr, res->nodes[i].addr_len, p->addr,
-				    sizeof(p->addr));
+		shd_fabric_addr_str(n->fab, res->nodes[i].addr, res->nodes[i].addr_len, as, sizeof(as));
+		if (r >= 0 && !shd_net_peer_names(p, NULL, as, NULL, res->nodes[i].addr,
+						  (uint32_t)res->nodes[i].addr_len))
+			r = -ENOMEM;
 	}
 	if (r < 0)
-		shd_err("cannot add node %u (%s) to the address vector: %s", i, p->host,
+		shd_err("cannot add node %u (%s) to the address vector: %s", i, p->cold->host,
 			strerror(-r));
 	return r;
 }
@@ -223,20 +248,32 @@ static int peers_open(struct shd_net *n, const struct shd_rdv_result *res, uint3
 {
 	struct shd_daemon *d = n->d;
 	struct shd_peer *peers = calloc(res->n_nodes, sizeof(*peers));
-	if (!peers)
+	struct shd_peer_cold *colds = calloc(res->n_nodes, sizeof(*colds));
+	if (!peers || !colds) {
+		free(peers);
+		free(colds);
 		return -ENOMEM;
+	}
 	uint64_t now = shd_now_ns();
-	for (uint32_t i = 0; i < res->n_nodes; i++)
-		peer_init(n, &peers[i], i, res->nodes[i].host, now);
+	uint32_t i;
+	for (i = 0; i < res->n_nodes; i++)
+		if (!peer_init(n, &peers[i], &colds[i], i, res->nodes[i].host, now))
+			break;
 	n->peers = peers; /* net_free() may walk them from here on */
-	n->n_nodes = res->n_nodes;
-	int r = shd_net_pool_init(n);
+	n->colds = colds;
+	n->n_nodes = i;   /* (the peers set up) */
+	if (i < res->n_nodes)
+		return -ENOMEM;
+	int r = peers_fwd_new(n);
+	if (r < 0)
+		return r;
+	r = shd_net_pool_init(n);
 	if (r < 0) {
 		shd_err("cannot set up %llu bytes of batch buffers (batch_budget): %s",
 			(unsigned long long)d->cfg.batch_budget, strerror(-r));
 		return r;
 	}
-	for (uint32_t i = 0; i < n->n_nodes; i++)
+	for (i = 0; i < n->n_nodes; i++)
 		if (i != d->node_id && (r = peer_insert(n, &n->peers[i], res, nn)) < 0)
 			return r;
 	return 0;
@@ -268,7 +305,7 @@ static void banner(struct shd_net *n, const char *spec, const struct shd_rdv_res
 		   me);
 	for (uint32_t i = 0; i < n->n_nodes; i++)
 		if (i != d->node_id && shd_net_has_address(&n->peers[i]))
-			shd_info("peer node %u: %s %s", i, n->peers[i].host, n->peers[i].addr);
+			shd_info("peer node %u: %s %s", i, n->peers[i].cold->host, n->peers[i].cold->addr);
 	if (!n->auth)
 		shd_warn("peers are not authenticated (no cluster_key): any process that can "
 			 "reach a member's address can join as that member; see shuffled(8)");
@@ -300,7 +337,12 @@ static void net_free(struct shd_net *n)
 	shd_net_pool_fini(n);
 	shd_rdv_close(n->rdv);
 	shd_auth_free(n->auth);
+	for (uint32_t i = 0; i < n->n_nodes; i++) {
+		shd_net_peer_names_free(&n->peers[i]);
+		free(n->peers[i].fwd);
+	}
 	free(n->peers);
+	free(n->colds);
 	free(n->joins);
 	free(n);
 }

@@ -51,7 +51,7 @@ static int place_bcast(struct shd_peer *p, struct net_rx *rx, struct shd_job *j)
 			int e = shd_deliver_place(d, t, rec->src_rank, rec->type, rec->data,
 						  rec->len);
 			if (e == -EAGAIN) {
-				if (shd_deliver_wait_room(t, &p->rx_wait, rec->len)) {
+				if (shd_deliver_wait_room(t, &p->cold->rx_wait, rec->len)) {
 					rx->bcast_next = r; /* resume here */
 					p->rx_waiting = true;
 					d->st.batches_parked++;
@@ -116,7 +116,7 @@ static int place_batch(struct shd_peer *p, struct net_rx *rx)
 				return 0;
 			}
 			rx->have_cur = false;
-			p->st.msgs_in++;
+			p->cold->st.msgs_in++;
 			d->st.batch_msgs_in++;
 			continue;
 		}
@@ -124,7 +124,7 @@ static int place_batch(struct shd_peer *p, struct net_rx *rx)
 		r = t ? shd_deliver_place(d, t, rec->src_rank, rec->type, rec->data, rec->len)
 		      : -ESRCH;
 		if (r == -EAGAIN) {
-			if (shd_deliver_wait_room(t, &p->rx_wait, rec->len)) {
+			if (shd_deliver_wait_room(t, &p->cold->rx_wait, rec->len)) {
 				p->rx_waiting = true;
 				d->st.batches_parked++;
 				shd_sched_pass(d); /* publish what was placed so far */
@@ -150,7 +150,7 @@ static int place_batch(struct shd_peer *p, struct net_rx *rx)
 			drops++;
 			continue;
 		}
-		p->st.msgs_in++;
+		p->cold->st.msgs_in++;
 		d->st.batch_msgs_in++;
 	}
 	if (drops)
@@ -178,7 +178,7 @@ void shd_net_rx_drain(struct shd_peer *p)
 
 static void rx_wake(struct shd_waiter *w)
 {
-	struct shd_peer *p = shd_container_of(w, struct shd_peer, rx_wait);
+	struct shd_peer *p = shd_container_of(w, struct shd_peer_cold, rx_wait)->peer;
 	p->rx_waiting = false;
 	shd_net_rx_drain(p);
 }
@@ -188,8 +188,8 @@ void shd_net_rx_peer_init(struct shd_peer *p)
 	shd_list_init(&p->rxq);
 	shd_list_init(&p->ack_link);
 	shd_list_init(&p->drain_link);
-	shd_list_init(&p->rx_wait.link);
-	p->rx_wait.wake = rx_wake;
+	shd_list_init(&p->cold->rx_wait.link);
+	p->cold->rx_wait.wake = rx_wake;
 }
 
 int shd_net_rx_batch(struct shd_peer *p, void *buf, const struct shf_wire_hdr *h)
@@ -210,8 +210,8 @@ int shd_net_rx_batch(struct shd_peer *p, void *buf, const struct shf_wire_hdr *h
 	}
 	d->st.batches_in++;
 	d->st.batch_bytes_in += h->len;
-	p->st.batches_in++;
-	p->st.bytes_in += h->len;
+	p->cold->st.batches_in++;
+	p->cold->st.bytes_in += h->len;
 	struct net_rx tmp, *rx;
 	memset(&tmp, 0, sizeof(tmp));
 	tmp.buf = buf;
@@ -299,7 +299,7 @@ void shd_net_rx_acks(struct shd_net *n)
 void shd_net_rx_down(struct shd_peer *p)
 {
 	struct shd_daemon *d = p->net->d;
-	shd_list_del(&p->rx_wait.link);
+	shd_list_del(&p->cold->rx_wait.link);
 	p->rx_waiting = false;
 	shd_list_del(&p->ack_link);
 	shd_list_del(&p->drain_link);

@@ -24,7 +24,7 @@ static struct shd_ratelimit rl_held = SHD_RATELIMIT_INIT(10000, 2);
 void shd_net_set_state(struct shd_peer *p, enum peer_state st)
 {
 	p->state = st;
-	p->state_since_ns = shd_now_ns();
+	p->cold->state_since_ns = shd_now_ns();
 }
 
 /* Both tags agree: the session is established. */
@@ -33,9 +33,9 @@ static void become_up(struct shd_peer *p)
 	struct shd_net *n = p->net;
 	shd_net_set_state(p, PEER_UP);
 	p->last_heard_ns = shd_now_ns();
-	p->last_used_ns = p->last_heard_ns; /* a new session is a use */
-	p->st.sessions++;
-	n->ev->peer_up(n->d, p->node, p->host);
+	p->cold->last_used_ns = p->last_heard_ns; /* a new session is a use */
+	p->cold->st.sessions++;
+	n->ev->peer_up(n->d, p->node, p->cold->host);
 	shd_net_heartbeat(p, shd_now_ns()); /* so that it agrees too, at once */
 	shd_net_announce_peer(p);           /* our ranks, for jobs it may not know */
 	if (n->route.grid && shd_route_neighbor(&n->route, p->node)) {
@@ -45,8 +45,8 @@ static void become_up(struct shd_peer *p)
 			struct shd_peer *q = &n->peers[i];
 			if ((q->state == PEER_UNKNOWN || q->state == PEER_DOWN) &&
 			    shd_route_is_via(&n->route, n->d->node_id, i, p->node)) {
-				q->last_probe_ns = shd_now_ns();
-				shd_net_heartbeat(q, q->last_probe_ns);
+				q->cold->last_probe_ns = shd_now_ns();
+				shd_net_heartbeat(q, q->cold->last_probe_ns);
 			}
 		}
 	}
@@ -55,10 +55,10 @@ static void become_up(struct shd_peer *p)
 /* p (UNKNOWN, DOWN or JOINING) sent a heartbeat of session tag s. */
 void shd_net_join(struct shd_peer *p, uint64_t s, uint64_t incarnation)
 {
-	if (p->state != PEER_JOINING || p->peer_session != s) {
-		p->peer_session = s;
-		p->hb_ctr_in = 0; /* its counters of this session start afresh */
-		p->incarnation = incarnation;
+	if (p->state != PEER_JOINING || p->cold->peer_session != s) {
+		p->cold->peer_session = s;
+		p->cold->hb_ctr_in = 0; /* its counters of this session start afresh */
+		p->cold->incarnation = incarnation;
 		shd_net_set_state(p, PEER_JOINING);
 		p->last_heard_ns = shd_now_ns();
 	}
@@ -77,8 +77,8 @@ static void auth_failed(struct shd_net *n, struct shd_peer *p, const char *why)
 {
 	n->d->st.auth_failed++;
 	shd_log_rl(&rl_auth, SHD_LOG_WARN, "node %u (%s, %s): authentication failed: %s; its "
-		   "handshake is refused (same cluster_key file on every node?)", p->node, p->host,
-		   p->addr, why);
+		   "handshake is refused (same cluster_key file on every node?)", p->node, p->cold->host,
+		   p->cold->addr, why);
 }
 
 /*
@@ -112,7 +112,7 @@ static bool hb_proves(struct shd_net *n, struct shd_peer *p, const struct shf_wi
 		return false;
 	}
 	struct shd_auth_hb m = {h->src_node, h->dst_node, h->src_session, h->dst_session,
-				hb->nonce, p->my_nonce, !!(hb->flags & SHF_WIRE_HB_CTR), hb->counter};
+				hb->nonce, p->cold->my_nonce, !!(hb->flags & SHF_WIRE_HB_CTR), hb->counter};
 	if (!shd_auth_verify(n->auth, &m, hb->mac)) {
 		auth_failed(n, p, "wrong MAC (another cluster key, or forged)");
 		return false;
@@ -137,28 +137,92 @@ static bool hb_fresh(struct shd_net *n, struct shd_peer *p, const struct shf_wir
 	if ((hb->flags & (SHF_WIRE_HB_MAC | SHF_WIRE_HB_ECHO | SHF_WIRE_HB_CTR)) !=
 	    (SHF_WIRE_HB_MAC | SHF_WIRE_HB_ECHO | SHF_WIRE_HB_CTR)) {
 		why = "it carries no counted MAC (an older daemon?)";
-	} else if (hb->counter <= p->hb_ctr_in) {
+	} else if (hb->counter <= p->cold->hb_ctr_in) {
 		why = "its counter is not above the last one taken (a replay)";
 	} else {
 		struct shd_auth_hb m = {h->src_node, h->dst_node, h->src_session, h->dst_session,
-					hb->nonce, p->my_nonce, true, hb->counter};
+					hb->nonce, p->cold->my_nonce, true, hb->counter};
 		if (!shd_auth_verify(n->auth, &m, hb->mac))
 			why = "wrong MAC";
 	}
 	if (why) {
 		n->d->st.hb_refused++;
 		shd_log_rl(&rl_auth, SHD_LOG_WARN, "node %u (%s, %s): a heartbeat of its session "
-			   "refused: %s; it does not count as liveness", p->node, p->host, p->addr,
+			   "refused: %s; it does not count as liveness", p->node, p->cold->host, p->cold->addr,
 			   why);
 		return false;
 	}
-	p->hb_ctr_in = hb->counter;
+	p->cold->hb_ctr_in = hb->counter;
 	return true;
+}
+
+/* The names of a peer without any: shared, never freed. */
+static const char no_name[] = "";
+
+static bool name_dup(const char **dst, const char *src)
+{
+	*dst = no_name;
+	return !src || !src[0] || (*dst = strdup(src)) != NULL;
+}
+
+static void name_free(const char *s)
+{
+	if (s && s != no_name)
+		free((void *)s);
+}
+
+bool shd_net_peer_names(struct shd_peer *p, const char *host, const char *addr, const char *port,
+			const void *raw, uint32_t raw_len)
+{
+	struct shd_peer_cold *c = p->cold;
+	const char *h = NULL, *a = NULL, *o = NULL;
+	uint8_t *r = NULL;
+	if ((host && !name_dup(&h, host)) || (addr && !name_dup(&a, addr)) ||
+	    (port && !name_dup(&o, port)) || (raw && raw_len && !(r = malloc(raw_len)))) {
+		name_free(h);
+		name_free(a);
+		name_free(o);
+		return false;
+	}
+	if (host) {
+		name_free(c->host);
+		c->host = h;
+	}
+	if (addr) {
+		name_free(c->addr);
+		c->addr = a;
+	}
+	if (port) {
+		name_free(c->port);
+		c->port = o;
+	}
+	if (raw) {
+		if (raw_len)
+			memcpy(r, raw, raw_len);
+		free((void *)c->raw_addr);
+		c->raw_addr = r;
+		c->raw_len = raw_len;
+	}
+	return true;
+}
+
+void shd_net_peer_names_free(struct shd_peer *p)
+{
+	struct shd_peer_cold *c = p->cold;
+	if (!c)
+		return;
+	name_free(c->host);
+	name_free(c->addr);
+	name_free(c->port);
+	free((void *)c->raw_addr);
+	c->host = c->addr = c->port = no_name;
+	c->raw_addr = NULL;
+	c->raw_len = 0;
 }
 
 bool shd_net_has_address(const struct shd_peer *p)
 {
-	return p->raw_len || p->port[0];
+	return p->cold->raw_len || p->cold->port[0];
 }
 
 /* Records in the store without a MAC that verifies (a key): counted in
@@ -194,7 +258,7 @@ bool shd_net_learn_address(struct shd_peer *p)
 {
 	struct shd_net *n = p->net;
 	uint64_t now = shd_now_ns();
-	if (!n->rdv || now - p->last_lookup_ns < 1000000000u)
+	if (!n->rdv || now - p->cold->last_lookup_ns < 1000000000u)
 		return false;
 	if (now - n->lookup_window_ns >= 1000000000u) {
 		n->lookup_window_ns = now;
@@ -205,7 +269,7 @@ bool shd_net_learn_address(struct shd_peer *p)
 		n->d->st.lookups_deferred++; /* this second's budget is spent */
 		return false;
 	}
-	p->last_lookup_ns = now;
+	p->cold->last_lookup_ns = now;
 	struct shd_rdv_node rn;
 	char err[256] = "";
 	int r = shd_rdv_lookup(n->rdv, p->node, (int)(left_ns / 1000000u), &rn, err, sizeof(err));
@@ -217,7 +281,7 @@ bool shd_net_learn_address(struct shd_peer *p)
 			   "is not known: %s", p->node, r == -ENOENT ? "not in the store (yet)" : err);
 		return false;
 	}
-	if (p->raw_len == rn.addr_len && !memcmp(p->raw_addr, rn.addr, rn.addr_len))
+	if (p->cold->raw_len == rn.addr_len && !memcmp(p->cold->raw_addr, rn.addr, rn.addr_len))
 		return false; /* the address we have: the sender is not at it */
 	bool moved = shd_net_has_address(p);
 	if (moved && p->state != PEER_UNKNOWN && p->state != PEER_DOWN) {
@@ -229,25 +293,30 @@ bool shd_net_learn_address(struct shd_peer *p)
 		 * taken.  With a key, what comes from the new address must
 		 * still prove it before the peer is up. */
 		n->d->st.addr_held++;
-		char got[sizeof(p->addr)];
+		char got[SHD_NET_ADDR_STR_MAX];
 		shd_fabric_addr_str(n->fab, rn.addr, rn.addr_len, got, sizeof(got));
 		shd_log_rl(&rl_held, SHD_LOG_WARN, "node %u (%s) is %s at %s; the store names "
 			   "another address (%s): kept until the old one is silent for "
-			   "peer_timeout_ms", p->node, p->host,
-			   p->state == PEER_UP ? "up" : "in a session", p->addr, got);
+			   "peer_timeout_ms", p->node, p->cold->host,
+			   p->state == PEER_UP ? "up" : "in a session", p->cold->addr, got);
 		return false;
 	}
 	if (moved)
 		shd_fabric_remove(n->fab, p->node);
-	snprintf(p->host, sizeof(p->host), "%s", rn.host);
-	p->raw_len = rn.addr_len;
-	memcpy(p->raw_addr, rn.addr, rn.addr_len);
-	shd_fabric_addr_str(n->fab, p->raw_addr, p->raw_len, p->addr, sizeof(p->addr));
+	char as[SHD_NET_ADDR_STR_MAX];
+	shd_fabric_addr_str(n->fab, rn.addr, rn.addr_len, as, sizeof(as));
+	if (!shd_net_peer_names(p, rn.host, as, NULL, rn.addr, rn.addr_len)) {
+		shd_log_rl(&shd_net_rl_wire, SHD_LOG_WARN, "node %u: no memory for its address "
+			   "(%s); not taken", p->node, as);
+		if (moved)
+			shd_net_reinsert(p); /* the old one, as it was */
+		return false;
+	}
 	shd_net_reinsert(p);
-	shd_info("node %u (%s) %s: %s", p->node, p->host, moved ? "has a new address"
-								: "joined the set", p->addr);
+	shd_info("node %u (%s) %s: %s", p->node, p->cold->host, moved ? "has a new address"
+								: "joined the set", p->cold->addr);
 	if (p->state == PEER_UNKNOWN || p->state == PEER_DOWN) {
-		p->last_probe_ns = now; /* probe it there now: its answer is taken */
+		p->cold->last_probe_ns = now; /* probe it there now: its answer is taken */
 		shd_net_heartbeat(p, now);
 	}
 	return true;
@@ -266,15 +335,15 @@ bool shd_net_session_admit(struct shd_peer *p, const struct shf_wire_hdr *h)
 	uint64_t s = h->src_session, t = h->dst_session;
 	bool hb = h->kind == SHF_WIRE_HEARTBEAT;
 	uint64_t inc = hb ? h->u.heartbeat.incarnation : 0;
-	if (s == 0 || (t != 0 && t != p->my_session)) {
+	if (s == 0 || (t != 0 && t != p->cold->my_session)) {
 		stale(n, p, h);
 		return false;
 	}
 	switch (p->state) {
 	case PEER_UP:
-		if (s == p->peer_session && t == p->my_session)
+		if (s == p->cold->peer_session && t == p->cold->my_session)
 			return !hb || hb_fresh(n, p, h);
-		if (hb && s != p->peer_session) {
+		if (hb && s != p->cold->peer_session) {
 			/* with a key, only a heartbeat proving the key over our
 			 * current nonce ends a session (a restarted peer learns
 			 * our nonce from the heartbeats we keep sending it) */
@@ -282,37 +351,37 @@ bool shd_net_session_admit(struct shd_peer *p, const struct shf_wire_hdr *h)
 				return false;
 			/* it restarted, or declared us down: this session ends, the
 			 * next one starts once the old one is carried out */
-			p->next_session = s;
-			p->next_incarnation = inc;
-			shd_net_peer_fail(p, inc != p->incarnation ? "it restarted"
+			p->cold->next_session = s;
+			p->cold->next_incarnation = inc;
+			shd_net_peer_fail(p, inc != p->cold->incarnation ? "it restarted"
 								  : "it started a new session");
 			return false;
 		}
 		break;
 	case PEER_FAILED:
-		if (hb && s != p->peer_session) {
+		if (hb && s != p->cold->peer_session) {
 			/* remembered, answered once the old session is carried out */
-			p->next_session = s;
-			p->next_incarnation = inc;
+			p->cold->next_session = s;
+			p->cold->next_incarnation = inc;
 			return false;
 		}
 		break;
 	case PEER_UNKNOWN:
 	case PEER_DOWN:
 	case PEER_JOINING:
-		if (!hb && !n->auth && p->state == PEER_JOINING && s == p->peer_session &&
-		    t == p->my_session) {
+		if (!hb && !n->auth && p->state == PEER_JOINING && s == p->cold->peer_session &&
+		    t == p->cold->my_session) {
 			/* without a key any message of the session completes the
 			 * handshake; with one, only a heartbeat proving the key */
 			become_up(p);
 			return true; /* data may follow the handshake at once */
 		}
 		if (hb) {
-			if (t == p->my_session) { /* it knows us already: the handshake's end */
+			if (t == p->cold->my_session) { /* it knows us already: the handshake's end */
 				if (!hb_proves(n, p, h, true))
 					return false;
 				shd_net_join(p, s, inc);
-				p->hb_ctr_in = h->u.heartbeat.counter;
+				p->cold->hb_ctr_in = h->u.heartbeat.counter;
 				become_up(p);
 				return true;
 			}
@@ -354,7 +423,7 @@ bool shd_net_routing_ok(struct shd_net *n, struct shd_peer *p, const struct shf_
 		return true;
 	n->d->st.routing_refused++;
 	shd_log_rl(&rl_route, SHD_LOG_WARN, "node %u (%s, %s): %s refused: %s; routing must be "
-		   "the same on every daemon", p->node, p->host, p->addr, shf_wire_kind_name(h->kind),
+		   "the same on every daemon", p->node, p->cold->host, p->cold->addr, shf_wire_kind_name(h->kind),
 		   why);
 	return false;
 }
@@ -364,11 +433,11 @@ bool shd_net_routing_ok(struct shd_net *n, struct shd_peer *p, const struct shf_
 void shd_net_reinsert(struct shd_peer *p)
 {
 	struct shd_net *n = p->net;
-	if (!p->raw_len && !p->port[0])
+	if (!p->cold->raw_len && !p->cold->port[0])
 		return; /* its address was never known (dir without N) */
-	int r = p->raw_len ? shd_fabric_insert(n->fab, p->raw_addr, p->raw_len, p->node)
-			   : shd_fabric_insert_svc(n->fab, p->host, p->port, p->node);
+	int r = p->cold->raw_len ? shd_fabric_insert(n->fab, p->cold->raw_addr, p->cold->raw_len, p->node)
+			   : shd_fabric_insert_svc(n->fab, p->cold->host, p->cold->port, p->node);
 	if (r < 0 && r != -EEXIST)
 		shd_err("node %u (%s): cannot put it back into the address vector: %s; it cannot "
-			"rejoin", p->node, p->host, strerror(-r));
+			"rejoin", p->node, p->cold->host, strerror(-r));
 }

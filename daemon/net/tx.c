@@ -69,8 +69,8 @@ void shd_net_peer_fail(struct shd_peer *p, const char *why)
 	if (p->state != PEER_UP)
 		return;
 	p->state = PEER_FAILED;
-	snprintf(p->down_why, sizeof(p->down_why), "%s", why);
-	shd_list_add_tail(&n->downq, &p->down_link);
+	snprintf(p->cold->down_why, sizeof(p->cold->down_why), "%s", why);
+	shd_list_add_tail(&n->downq, &p->cold->down_link);
 	shd_sched_pass(n->d);
 }
 
@@ -171,7 +171,7 @@ static int wrap(struct shd_net *n, struct shd_peer *p, uint32_t hop, uint8_t *ms
 	if (h->state != PEER_UP)
 		return -ENETUNREACH;
 	shf_wire_enc_fwd_hdr(msg - SHF_WIRE_FWD_HDR, SHF_WIRE_FWD_HDR, n->d->node_id, hop);
-	shf_wire_stamp(msg - SHF_WIRE_FWD_HDR, h->my_session, h->peer_session);
+	shf_wire_stamp(msg - SHF_WIRE_FWD_HDR, h->cold->my_session, h->cold->peer_session);
 	h->linked = true;
 	return 0;
 }
@@ -181,13 +181,13 @@ static int fab_send(struct shd_net *n, struct net_msg *m)
 	if (m->kind == NET_MSG_FWD) {
 		/* forwarded: the hop's tags, the carried message untouched */
 		uint8_t *b = m->buf - n->room;
-		shf_wire_stamp(b, m->peer->my_session, m->peer->peer_session);
+		shf_wire_stamp(b, m->peer->cold->my_session, m->peer->cold->peer_session);
 		m->peer->linked = true;
 		return shd_fabric_send(n->fab, m->peer->node, b, m->len, m);
 	}
 	/* the session it belongs to (a queued message of an earlier session
 	 * never gets here: it was dropped when that session ended) */
-	shf_wire_stamp(m->buf, m->peer->my_session, m->peer->peer_session);
+	shf_wire_stamp(m->buf, m->peer->cold->my_session, m->peer->cold->peer_session);
 	uint32_t hop = shd_net_hop(n, m->peer);
 	uint8_t *b = m->buf;
 	size_t len = m->len;
@@ -201,7 +201,7 @@ static int fab_send(struct shd_net *n, struct net_msg *m)
 		m->peer->linked = true;
 	}
 	if (m->kind == NET_MSG_SMALL)
-		return shd_fabric_send_small(n->fab, hop, b, len, &m->peer->inline_ctx[m->gen & 1]);
+		return shd_fabric_send_small(n->fab, hop, b, len, &m->peer->cold->inline_ctx[m->gen & 1]);
 	return shd_fabric_send(n->fab, hop, b, len, m);
 }
 
@@ -302,7 +302,7 @@ static void small_send(struct shd_peer *p, const void *msg, long len)
 		return;
 	}
 	memcpy(buf, msg, (size_t)len);
-	shf_wire_stamp(buf, p->my_session, p->peer_session);
+	shf_wire_stamp(buf, p->cold->my_session, p->cold->peer_session);
 	if (shd_list_empty(&n->retry)) {
 		uint32_t hop = shd_net_hop(n, p);
 		uint8_t *b = buf;
@@ -323,7 +323,7 @@ static void small_send(struct shd_peer *p, const void *msg, long len)
 			p->linked = true;
 		}
 		if (small_sent(p, shd_fabric_send_small(n->fab, hop, b, blen,
-							&p->inline_ctx[p->gen & 1])))
+							&p->cold->inline_ctx[p->gen & 1])))
 			return;
 	}
 	/* every send slot is busy (or others wait): a copy waits its turn */
@@ -341,7 +341,7 @@ static void small_send(struct shd_peer *p, const void *msg, long len)
  * quiet may be releasing its connection to us right now, and a release
  * drops what it has not read.  So a wake sends only heartbeats (HB_WAKE,
  * each heartbeat_ms) until the peer answers: every other message is held,
- * control messages in p->held (in order, each with the batch sequence
+ * control messages in p->cold->held (in order, each with the batch sequence
  * number closed before it), batches in p->sendq (try_send waits).  A
  * wake heartbeat lost in a release is sent again at the next tick; the
  * answer proves that the peer is awake (it never releases while awake),
@@ -352,8 +352,8 @@ static void small_send(struct shd_peer *p, const void *msg, long len)
 static void held_drop(struct shd_peer *p)
 {
 	struct shd_net *n = p->net;
-	while (!shd_list_empty(&p->held)) {
-		struct net_msg *m = shd_container_of(p->held.next, struct net_msg, link);
+	while (!shd_list_empty(&p->cold->held)) {
+		struct net_msg *m = shd_container_of(p->cold->held.next, struct net_msg, link);
 		shd_list_del(&m->link);
 		n->d->st.wake_dropped++;
 		shd_net_send_done(n, m, -EHOSTDOWN);
@@ -375,7 +375,7 @@ static bool hold(struct shd_peer *p, struct net_msg *m)
 		return false;
 	}
 	m->seq = p->seq_closed; /* the batches closed before it go before it */
-	shd_list_add_tail(&p->held, &m->link);
+	shd_list_add_tail(&p->cold->held, &m->link);
 	p->n_held++;
 	p->net->d->st.wake_held++;
 	return true;
@@ -407,8 +407,8 @@ void shd_net_heard(struct shd_peer *p)
 		return;
 	p->waking = false;
 	shd_debug("peer node %u answered the wake: %u held messages go", p->node, p->n_held);
-	while (!shd_list_empty(&p->held) && p->state == PEER_UP) {
-		struct net_msg *m = shd_container_of(p->held.next, struct net_msg, link);
+	while (!shd_list_empty(&p->cold->held) && p->state == PEER_UP) {
+		struct net_msg *m = shd_container_of(p->cold->held.next, struct net_msg, link);
 		try_send_upto(p, m->seq); /* the batches closed before it */
 		shd_list_del(&m->link);
 		p->n_held--;
@@ -424,7 +424,7 @@ void shd_net_heard(struct shd_peer *p)
 static void wake(struct shd_peer *p, bool hold)
 {
 	uint64_t now = shd_now_ns();
-	p->last_used_ns = now;
+	p->cold->last_used_ns = now;
 	if (p->quiet) {
 		p->quiet = false;
 		p->last_heard_ns = now; /* its answer is due within peer_timeout_ms */
@@ -481,13 +481,13 @@ void shd_net_heartbeat(struct shd_peer *p, uint64_t now)
 		return;
 	uint8_t buf[SHF_WIRE_HEARTBEAT_BYTES];
 	struct shf_wire_heartbeat hb = {.time_ns = now, .incarnation = n->incarnation};
-	memcpy(hb.nonce, p->my_nonce, sizeof(hb.nonce));
+	memcpy(hb.nonce, p->cold->my_nonce, sizeof(hb.nonce));
 	if (n->auth) {
 		/* the handshake MAC (daemon/net/auth.h) over the tags it is stamped
 		 * with; UNKNOWN and DOWN: a probe, its tag unknown (stamped 0) */
-		hb.counter = ++p->hb_ctr_out; /* (wraps after 2^32: that session times out) */
-		struct shd_auth_hb m = {n->d->node_id, p->node, p->my_session, p->peer_session,
-					p->my_nonce, p->have_peer_nonce ? p->peer_nonce : NULL,
+		hb.counter = ++p->cold->hb_ctr_out; /* (wraps after 2^32: that session times out) */
+		struct shd_auth_hb m = {n->d->node_id, p->node, p->cold->my_session, p->cold->peer_session,
+					p->cold->my_nonce, p->have_peer_nonce ? p->cold->peer_nonce : NULL,
 					true, hb.counter};
 		hb.flags = SHF_WIRE_HB_MAC | SHF_WIRE_HB_CTR |
 			   (p->have_peer_nonce ? SHF_WIRE_HB_ECHO : 0);
@@ -516,7 +516,7 @@ static void charge_batch(struct shd_peer *p, const struct net_msg *m)
 	uint32_t count = 0;
 	shf_wire_iter_init(&it, m->buf, &h, UINT32_MAX);
 	while (shf_wire_iter_next(&it, &rec) > 0) {
-		p->st.drops_down++;
+		p->cold->st.drops_down++;
 		if (count && rec.src_rank != src) {
 			n->ev->drops(n->d, h.u.batch.job_hash, src, count, -EHOSTDOWN);
 			count = 0;
@@ -588,7 +588,7 @@ static void try_send_upto(struct shd_peer *p, uint64_t upto)
 	}
 	/* room for a new open batch again */
 	if (shd_list_empty(&p->sendq))
-		shd_sched_wake(&p->waiters);
+		shd_sched_wake(&p->cold->waiters);
 }
 
 static void try_send(struct shd_peer *p)
@@ -618,9 +618,9 @@ static void close_open(struct shd_peer *p, enum close_why why)
 	d->st.batches_out++;
 	d->st.batch_bytes_out += m->len;
 	d->st.batch_msgs_out += count;
-	p->st.batches_out++;
-	p->st.bytes_out += m->len;
-	p->st.msgs_out += count;
+	p->cold->st.batches_out++;
+	p->cold->st.bytes_out += m->len;
+	p->cold->st.msgs_out += count;
 	switch (why) {
 	case CLOSE_SIZE:
 	case CLOSE_JOB: d->st.batches_by_size++; break;
@@ -654,10 +654,10 @@ int shd_net_append(struct shd_daemon *d, struct shd_client *src, uint32_t node,
 		if (shd_list_empty(&p->sendq))
 			m = shd_net_pool_get(n);
 		if (!m) {
-			struct shd_list *q = shd_list_empty(&p->sendq) ? &n->pool_waiters : &p->waiters;
+			struct shd_list *q = shd_list_empty(&p->sendq) ? &n->pool_waiters : &p->cold->waiters;
 			shd_list_add_tail(q, &src->wait.link);
 			src->blocked = true;
-			p->st.credit_stalls++;
+			p->cold->st.credit_stalls++;
 			d->st.credit_stalls++;
 			return -EAGAIN;
 		}
@@ -706,10 +706,10 @@ static void close_lingered(struct shd_net *n)
 	}
 	/* the bundles this node forwards linger on the same timer */
 	while (!shd_list_empty(&n->fwd_linger)) {
-		struct shd_peer *q = shd_container_of(n->fwd_linger.next, struct shd_peer, fwd_link);
-		if (q->fwd_since_ns + lg > now) {
-			if (q->fwd_since_ns + lg < next)
-				next = q->fwd_since_ns + lg;
+		struct shd_peer *q = shd_container_of(n->fwd_linger.next, struct shd_peer_fwd, link)->peer;
+		if (q->fwd->since_ns + lg > now) {
+			if (q->fwd->since_ns + lg < next)
+				next = q->fwd->since_ns + lg;
 			break;
 		}
 		fwd_close(q);
@@ -777,8 +777,8 @@ void shd_net_tx_ack(struct shd_peer *p, const struct shf_wire_ack *a)
 	}
 	n->inflight -= (uint32_t)(a->acked_seq - p->seq_acked);
 	p->seq_acked = a->acked_seq;
-	while (!shd_list_empty(&p->marks)) {
-		struct net_mark *mk = shd_container_of(p->marks.next, struct net_mark, link);
+	while (!shd_list_empty(&p->cold->marks)) {
+		struct net_mark *mk = shd_container_of(p->cold->marks.next, struct net_mark, link);
 		if (mk->seq > p->seq_acked)
 			break;
 		mark_release(n, mk, false);
@@ -825,7 +825,7 @@ uint64_t shd_net_mark(struct shd_daemon *d, struct shd_client *src)
 			}
 			mk->c = src;
 			mk->seq = p->seq_closed;
-			shd_list_add_tail(&p->marks, &mk->link);
+			shd_list_add_tail(&p->cold->marks, &mk->link);
 			need++;
 		}
 	}
@@ -840,7 +840,7 @@ void shd_net_forget(struct shd_daemon *d, struct shd_client *src)
 		return;
 	for (uint32_t i = 0; i < n->n_nodes; i++) {
 		struct shd_list *q;
-		for (q = n->peers[i].marks.next; q != &n->peers[i].marks; q = q->next) {
+		for (q = n->peers[i].cold->marks.next; q != &n->peers[i].cold->marks; q = q->next) {
 			struct net_mark *mk = shd_container_of(q, struct net_mark, link);
 			if (mk->c == src)
 				mk->c = NULL;
@@ -1005,12 +1005,12 @@ void shd_net_session_reset(struct shd_peer *p)
 	p->seq_closed = p->seq_sent = p->seq_acked = 0;
 	p->seq_recv = p->ack_sent = 0;
 	p->ack_dropped = 0;
-	p->peer_session = 0;
-	p->incarnation = 0;
-	p->my_session = new_tag(p);
-	shd_auth_nonce(p->my_nonce); /* a new nonce with each tag of ours */
+	p->cold->peer_session = 0;
+	p->cold->incarnation = 0;
+	p->cold->my_session = new_tag(p);
+	shd_auth_nonce(p->cold->my_nonce); /* a new nonce with each tag of ours */
 	p->gen++;
-	p->inline_ctx[p->gen & 1].gen = p->gen;
+	p->cold->inline_ctx[p->gen & 1].gen = p->gen;
 	p->idle = p->quiet = p->released = false;
 	if (p->n_held)
 		held_drop(p); /* (tx_down dropped them already when it went down) */
@@ -1024,11 +1024,11 @@ void shd_net_tx_down(struct shd_peer *p)
 	struct shd_net *n = p->net;
 	/* forwards gathered for it: their origins hear FWD_LOST as it is
 	 * carried out (net.c), as for any forward that cannot go on */
-	if (p->fwd_open) {
-		struct net_msg *m = p->fwd_open;
-		p->fwd_open = NULL;
-		shd_list_del(&p->fwd_link);
-		n->d->st.fwd_dropped += p->fwd_count;
+	if (p->fwd && p->fwd->open) {
+		struct net_msg *m = p->fwd->open;
+		p->fwd->open = NULL;
+		shd_list_del(&p->fwd->link);
+		n->d->st.fwd_dropped += p->fwd->count;
 		n->fwd_held--;
 		shd_net_pool_put(n, m);
 	}
@@ -1060,28 +1060,28 @@ void shd_net_tx_down(struct shd_peer *p)
 	/* held for a wake it never answered: never sent (its loss reports them) */
 	held_drop(p);
 	/* marks waiting for its acks: complete them, reporting possible loss */
-	while (!shd_list_empty(&p->marks))
-		mark_release(n, shd_container_of(p->marks.next, struct net_mark, link), true);
+	while (!shd_list_empty(&p->cold->marks))
+		mark_release(n, shd_container_of(p->cold->marks.next, struct net_mark, link), true);
 	n->inflight -= (uint32_t)(p->seq_sent - p->seq_acked);
 	p->seq_acked = p->seq_sent;
 	shd_list_del(&p->credit_link);
 	/* whoever waits for this peer retries and finds it down */
-	shd_sched_wake(&p->waiters);
+	shd_sched_wake(&p->cold->waiters);
 }
 
 void shd_net_tx_close(struct shd_net *n)
 {
 	for (uint32_t i = 0; i < n->n_nodes; i++) {
 		struct shd_peer *p = &n->peers[i];
-		while (p->n_held && !shd_list_empty(&p->held)) {
-			struct net_msg *m = shd_container_of(p->held.next, struct net_msg, link);
+		while (p->n_held && !shd_list_empty(&p->cold->held)) {
+			struct net_msg *m = shd_container_of(p->cold->held.next, struct net_msg, link);
 			shd_list_del(&m->link);
 			if (m->kind == NET_MSG_SMALL)
 				free(m);
 		}
 		p->n_held = 0;
-		while (!shd_list_empty(&p->marks)) {
-			struct net_mark *mk = shd_container_of(p->marks.next, struct net_mark, link);
+		while (!shd_list_empty(&p->cold->marks)) {
+			struct net_mark *mk = shd_container_of(p->cold->marks.next, struct net_mark, link);
 			shd_list_del(&mk->link);
 			free(mk);
 		}
@@ -1170,27 +1170,27 @@ static void fwd_close(struct shd_peer *q)
 {
 	struct shd_net *n = q->net;
 	struct shd_daemon *d = n->d;
-	struct net_msg *m = q->fwd_open;
+	struct net_msg *m = q->fwd ? q->fwd->open : NULL;
 	if (!m)
 		return;
-	q->fwd_open = NULL;
-	shd_list_del(&q->fwd_link);
+	q->fwd->open = NULL;
+	shd_list_del(&q->fwd->link);
 	if (q->state != PEER_UP || m->gen != q->gen) {
 		/* q failed meanwhile: its origins hear FWD_LOST as it is
 		 * carried out (net.c) */
-		d->st.fwd_dropped += q->fwd_count;
+		d->st.fwd_dropped += q->fwd->count;
 		n->fwd_held--;
 		shd_net_pool_put(n, m);
 		return;
 	}
 	uint8_t *b = m->buf - n->room;
-	uint32_t len = q->fwd_off;
-	if (q->fwd_count == 1) {
+	uint32_t len = q->fwd->off;
+	if (q->fwd->count == 1) {
 		len = shf_wire_get32(b + SHF_WIRE_BUNDLE_HDR);
 		memmove(b, b + SHF_WIRE_BUNDLE_HDR + SHF_WIRE_BUNDLE_ITEM, len);
 	} else {
 		d->st.fwd_bundles++;
-		d->st.fwd_bundled_msgs += q->fwd_count;
+		d->st.fwd_bundled_msgs += q->fwd->count;
 	}
 	fwd_post(n, q, m, len);
 }
@@ -1214,9 +1214,9 @@ static bool bundle_add(struct shd_net *n, struct shd_peer *q, const void *buf, u
 		fwd_post(n, q, m, len);
 		return true;
 	}
-	if (q->fwd_open && q->fwd_off + need > cap)
+	if (q->fwd->open && q->fwd->off + need > cap)
 		fwd_close(q);
-	if (!q->fwd_open) {
+	if (!q->fwd->open) {
 		struct net_msg *m = fwd_buf(n);
 		if (!m)
 			return false;
@@ -1224,23 +1224,23 @@ static bool bundle_add(struct shd_net *n, struct shd_peer *q, const void *buf, u
 		m->kind = NET_MSG_FWD;
 		m->gen = q->gen;
 		shf_wire_enc_bundle_begin(m->buf - n->room, cap, d->node_id, q->node);
-		q->fwd_open = m;
-		q->fwd_off = SHF_WIRE_BUNDLE_HDR;
-		q->fwd_count = 0;
-		q->fwd_urgent = false;
-		q->fwd_since_ns = shd_now_ns();
-		shd_list_add_tail(&n->fwd_linger, &q->fwd_link);
+		q->fwd->open = m;
+		q->fwd->off = SHF_WIRE_BUNDLE_HDR;
+		q->fwd->count = 0;
+		q->fwd->urgent = false;
+		q->fwd->since_ns = shd_now_ns();
+		shd_list_add_tail(&n->fwd_linger, &q->fwd->link);
 		if (!shd_ev_armed(n->linger_ev))
 			shd_ev_arm(n->linger_ev, d->cfg.linger_us);
 	}
-	long off = shf_wire_enc_bundle_add(q->fwd_open->buf - n->room, cap, q->fwd_off, buf, len);
+	long off = shf_wire_enc_bundle_add(q->fwd->open->buf - n->room, cap, q->fwd->off, buf, len);
 	if (off < 0)
 		return false; /* cannot happen: the room was checked */
-	q->fwd_off = (uint32_t)off;
-	q->fwd_count++;
+	q->fwd->off = (uint32_t)off;
+	q->fwd->count++;
 	if (shf_wire_get16((const uint8_t *)buf + SHF_WIRE_FWD_HDR + 6) != SHF_WIRE_BATCH)
-		q->fwd_urgent = true;
-	if (q->fwd_off - SHF_WIRE_BUNDLE_HDR >= d->cfg.batch_bytes)
+		q->fwd->urgent = true;
+	if (q->fwd->off - SHF_WIRE_BUNDLE_HDR >= d->cfg.batch_bytes)
 		fwd_close(q);
 	return true;
 }
@@ -1274,8 +1274,8 @@ static void fwd_drain(struct shd_net *n)
 			struct net_fwd *x = shd_container_of(l, struct net_fwd, link);
 			if (x->peer != q || x->gen != q->gen)
 				continue;
-			if (!q->fwd_open ||
-			    q->fwd_off + shf_wire_bundle_item_bytes(x->len) > fwd_cap(n))
+			if (!q->fwd->open ||
+			    q->fwd->off + shf_wire_bundle_item_bytes(x->len) > fwd_cap(n))
 				break;
 			shd_list_del(&x->link);
 			bundle_add(n, q, x->buf, x->len);
@@ -1290,19 +1290,23 @@ void shd_net_fwd_push(struct shd_net *n)
 {
 	struct shd_list *l, *t;
 	shd_list_for_each_safe(l, t, &n->fwd_linger) {
-		struct shd_peer *q = shd_container_of(l, struct shd_peer, fwd_link);
-		if (q->fwd_urgent)
+		struct shd_peer *q = shd_container_of(l, struct shd_peer_fwd, link)->peer;
+		if (q->fwd->urgent)
 			fwd_close(q);
 	}
 }
 
 void shd_net_forward(struct shd_net *n, struct shd_peer *q, const void *buf, uint32_t len)
 {
+	if (!q->fwd) { /* not a next hop (fwd_take lets only route neighbours through) */
+		n->d->st.wire_bad++;
+		return;
+	}
 	n->d->st.fwd_msgs++;
 	n->d->st.fwd_bytes += len;
 	/* behind any that wait (q's own among them: order per pair); q's
 	 * open bundle means none of q's waits */
-	if ((q->fwd_open || shd_list_empty(&n->fwd_wait)) && bundle_add(n, q, buf, len))
+	if ((q->fwd->open || shd_list_empty(&n->fwd_wait)) && bundle_add(n, q, buf, len))
 		return;
 	/* no buffer for forwarding: a copy waits for the next one freed
 	 * (bounded: each origin has at most peer_credits batches in flight

@@ -623,7 +623,7 @@ uint64_t h_up(uint32_t node)
 	h_recv_heartbeat(node, S[node].incarnation);
 	CHECKF(p->state == PEER_JOINING, "node %u: state %d after its first heartbeat", node,
 	       (int)p->state);
-	CHECK(p->peer_session == S[node].tag);
+	CHECK(p->cold->peer_session == S[node].tag);
 	/* 2. the daemon answers at once with its tag */
 	CHECKF(fake_count(node, SHF_WIRE_HEARTBEAT) == hbs + 1,
 	       "node %u: %zu heartbeats in reply to its first one", node,
@@ -632,14 +632,14 @@ uint64_t h_up(uint32_t node)
 	h_decode((size_t)h_last_send(node, SHF_WIRE_HEARTBEAT), &h);
 	CHECKF(h.dst_session == S[node].tag, "node %u: the reply is for tag %llx, not %llx", node,
 	       (unsigned long long)h.dst_session, (unsigned long long)S[node].tag);
-	CHECK(h.src_session != 0 && h.src_session == p->my_session);
+	CHECK(h.src_session != 0 && h.src_session == p->cold->my_session);
 	CHECK(H.peer_up[node] == ups);
 	/* 3. a message with both tags: UP */
 	set_session(node, S[node].tag, h.src_session);
 	h_recv_heartbeat(node, S[node].incarnation);
 	CHECKF(p->state == PEER_UP, "node %u: state %d after the handshake", node, (int)p->state);
 	CHECK(H.peer_up[node] == ups + 1);
-	CHECK(p->peer_session == S[node].tag && p->my_session == S[node].dtag);
+	CHECK(p->cold->peer_session == S[node].tag && p->cold->my_session == S[node].dtag);
 	return S[node].dtag;
 }
 

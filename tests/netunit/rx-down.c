@@ -95,7 +95,7 @@ int main(void)
 
 	/* the peers step */
 	shd_net_reap(D);
-	CHECK(H.peer_lost[2] == 1 && p2->state == PEER_JOINING && p2->peer_session == h_tag(2));
+	CHECK(H.peer_lost[2] == 1 && p2->state == PEER_JOINING && p2->cold->peer_session == h_tag(2));
 	CHECKF(D->st.rx_drops_down == 3 + 2, "rx_drops_down %llu, want 5",
 	       (unsigned long long)D->st.rx_drops_down);
 	CHECK(shd_list_empty(&p2->rxq) && !p2->rx_waiting);

@@ -91,7 +91,7 @@ int main(void)
 					    {3, 12, 1}, {2, 1, 2}};
 	check_drops(1, 0, want1, 6, j->hash, 1);
 	CHECK(D->st.msgs_unroutable == 10);
-	CHECK(p->seq_recv == 1 && p->st.msgs_in == 3);
+	CHECK(p->seq_recv == 1 && p->cold->st.msgs_in == 3);
 	CHECK(fake_count(2, FAKE_NO_HEARTBEAT) == 0);
 	CHECK(fake_count(1, SHF_WIRE_ACK) == 0);
 	shd_deliver_publish(D);

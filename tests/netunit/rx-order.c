@@ -99,8 +99,8 @@ int main(void)
 	shd_net_after_publish(D);
 	h_run();
 	CHECK(fake_count(1, SHF_WIRE_ACK) == 1);
-	CHECK(D->st.batches_in == 1 && D->st.batch_msgs_in == 5 && p1->st.msgs_in == 5);
-	CHECK(p1->st.batches_in == 1 && p1->st.bytes_in == len);
+	CHECK(D->st.batches_in == 1 && D->st.batch_msgs_in == 5 && p1->cold->st.msgs_in == 5);
+	CHECK(p1->cold->st.batches_in == 1 && p1->cold->st.bytes_in == len);
 
 	/* ---- 3 before 2 */
 	len = mk(&b, 1, 3, 0, 2, 20, 2);
@@ -170,7 +170,7 @@ int main(void)
 
 	CHECK(D->st.batches_in == 7);
 	CHECK(D->st.batch_msgs_in == 5 + 2 + 3 + 6 + 2);
-	CHECK(p1->st.msgs_in == 16 && p2->st.msgs_in == 2);
+	CHECK(p1->cold->st.msgs_in == 16 && p2->cold->st.msgs_in == 2);
 	CHECK(D->st.msgs_unroutable == 0 && D->st.batches_parked == 0);
 	CHECK(fake_count(FAKE_ANY_NODE, SHF_WIRE_DROP) == 0);
 	CHECK(H.drops_calls == 0 && H.peer_lost[1] == 0 && H.peer_lost[2] == 0);

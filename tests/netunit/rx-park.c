@@ -54,7 +54,7 @@ int main(void)
 	CHECK(fake_inject_now(1, b.buf, len) == 0);
 	CHECK(p->rx_waiting && !shd_list_empty(&p->rxq));
 	CHECK(D->st.batches_parked == 1);
-	CHECK(p->seq_recv == 0 && p->st.msgs_in == 4);
+	CHECK(p->seq_recv == 0 && p->cold->st.msgs_in == 4);
 	CHECK(shd_list_linked(&c0->c.waiters));
 	h_run();
 	shd_deliver_publish(D);
@@ -68,7 +68,7 @@ int main(void)
 	/* room: the space bell */
 	shd_deliver_wake(&c0->c);
 	CHECK(!p->rx_waiting && shd_list_empty(&p->rxq));
-	CHECK(p->seq_recv == 1 && p->st.msgs_in == 7);
+	CHECK(p->seq_recv == 1 && p->cold->st.msgs_in == 7);
 	CHECK(fake_count(1, SHF_WIRE_ACK) == 0);
 	shd_deliver_publish(D);
 	expect(c0, 2, (const uint32_t[]){5, 6}, 2);

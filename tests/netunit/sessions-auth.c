@@ -103,12 +103,12 @@ int main(void)
 
 	h_step("B: a probe with a MAC is answered with ours");
 	send_hb(tag, 0, nonce, k, NULL);
-	CHECK(D->st.auth_failed == 1 && p->state == PEER_JOINING && p->peer_session == tag);
+	CHECK(D->st.auth_failed == 1 && p->state == PEER_JOINING && p->cold->peer_session == tag);
 	CHECK(fake_count(1, SHF_WIRE_HEARTBEAT) == hbs + 1);
 	struct shf_wire_hdr h;
 	h_decode((size_t)h_last_send(1, SHF_WIRE_HEARTBEAT), &h);
 	const uint64_t dtag = h.src_session;
-	CHECK(h.dst_session == tag && dtag == p->my_session);
+	CHECK(h.dst_session == tag && dtag == p->cold->my_session);
 	CHECK(h.u.heartbeat.flags == (SHF_WIRE_HB_MAC | SHF_WIRE_HB_ECHO | SHF_WIRE_HB_CTR));
 	CHECK(h.u.heartbeat.counter >= 1);
 	uint8_t dnonce[SHF_WIRE_NONCE_BYTES];
@@ -138,7 +138,7 @@ int main(void)
 	CHECK(D->st.auth_failed == 4 && p->state == PEER_JOINING);
 	send_hb(tag, dtag, nonce, k, dnonce);
 	CHECK(D->st.auth_failed == 4 && p->state == PEER_UP && H.peer_up[1] == 1);
-	CHECK(p->st.sessions == 1);
+	CHECK(p->cold->st.sessions == 1);
 	/* taken now */
 	CHECK(fake_inject_raw_now(1, buf, (size_t)len) == 0);
 	CHECK(H.joined == 1);
@@ -168,9 +168,9 @@ int main(void)
 	CHECK(p->state == PEER_UP && D->st.auth_failed == 5);
 	CHECK(shd_list_empty(&h_net()->downq));
 	send_hb(tag2, 0, nonce2, k, dnonce);
-	CHECK(p->state == PEER_FAILED && p->next_session == tag2 && D->st.auth_failed == 5);
+	CHECK(p->state == PEER_FAILED && p->cold->next_session == tag2 && D->st.auth_failed == 5);
 	shd_net_reap(D);
-	CHECK(H.peer_lost[1] == 1 && p->state == PEER_JOINING && p->peer_session == tag2);
+	CHECK(H.peer_lost[1] == 1 && p->state == PEER_JOINING && p->cold->peer_session == tag2);
 	h_close();
 
 	h_step("E: a daemon without a key refuses one with");

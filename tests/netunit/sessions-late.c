@@ -76,7 +76,7 @@ static void late_batch(void)
 		   "error completion of a batch posted in the session before the restart "
 		   "failed it (net/tx.c shd_net_send_done: status < 0 && p->state == PEER_UP "
 		   "-> shd_net_peer_fail, whatever the session the message belonged to)",
-		   (int)p->state, p->down_why);
+		   (int)p->state, p->cold->down_why);
 	shd_net_reap(D);
 	SOFT_CHECK(H.peer_lost[1] == 1, "peer_lost(1) %llu times: the new session was carried "
 		   "out because of the old one's send", (unsigned long long)H.peer_lost[1]);
@@ -102,7 +102,7 @@ static void late_small(void)
 		   "the new session is now in state %d (%s): the error completion of a heartbeat "
 		   "sent in the session before the restart failed it (net/tx.c "
 		   "shd_net_send_done, NET_MSG_INLINE: the per-peer context has no session)",
-		   (int)p->state, p->down_why);
+		   (int)p->state, p->cold->down_why);
 	fake_complete_all_now(0);
 	h_close();
 }

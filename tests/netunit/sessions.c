@@ -64,7 +64,7 @@ static void test_stale(void)
 	struct shd_net *n = h_net();
 	const uint64_t tag = h_tag(1), dtag = h_dtag(1);
 	const uint64_t other = h_new_tag(1), odst = dtag ^ 0x5a5a00ull;
-	CHECK(tag && dtag && p->my_session == dtag && p->peer_session == tag);
+	CHECK(tag && dtag && p->cold->my_session == dtag && p->cold->peer_session == tag);
 	static struct h_batch b;
 	uint8_t buf[SHD_FABRIC_SMALL];
 	long len;
@@ -122,7 +122,7 @@ static void test_stale(void)
 						     "session of ours");
 	stale_case(1, buf, (size_t)len, 0, dtag, "A: heartbeat with src_session 0");
 	CHECK(H.joined == 0 && H.drops_calls == 0 && H.peer_lost[1] == 0);
-	CHECK(p->peer_session == tag && p->my_session == dtag && shd_list_empty(&n->downq));
+	CHECK(p->cold->peer_session == tag && p->cold->my_session == dtag && shd_list_empty(&n->downq));
 	CHECK(D->st.wire_stale == 14);
 
 	/* the right tags: taken */
@@ -193,8 +193,8 @@ static void test_restart(void)
 	h_restart(1, 0xbeef);
 	const uint64_t tag2 = h_tag(1);
 	CHECK(tag2 != tag1);
-	CHECK(p->state == PEER_FAILED && shd_list_linked(&p->down_link));
-	CHECK(p->next_session == tag2);
+	CHECK(p->state == PEER_FAILED && shd_list_linked(&p->cold->down_link));
+	CHECK(p->cold->next_session == tag2);
 	CHECK(H.peer_lost[1] == 0 && H.drops_calls == 0 && c1->acked == 0);
 	CHECK(h_append(c0, 1, j, 4, type++, LEN) == -EHOSTDOWN);
 	/* nothing more to it, ACK included, before the peers step */
@@ -214,15 +214,15 @@ static void test_restart(void)
 	CHECK(H.drops_calls == 3 && H.drops_bad == 0 && H.drops_job == j->hash);
 	CHECK(H.drops_last_seq < H.peer_lost_seq[1]);
 	CHECK(c1->acked == 1 && c1->acked_lost == 1);
-	CHECK(p->state == PEER_JOINING && p->peer_session == tag2 && p->incarnation == 0xbeef);
-	CHECK(p->my_session != 0 && p->my_session != dtag1);
+	CHECK(p->state == PEER_JOINING && p->cold->peer_session == tag2 && p->cold->incarnation == 0xbeef);
+	CHECK(p->cold->my_session != 0 && p->cold->my_session != dtag1);
 	CHECK(p->seq_closed == 0 && p->seq_sent == 0 && p->seq_acked == 0 && p->seq_recv == 0);
 	CHECK(n->inflight == 0 && !p->open && shd_list_empty(&p->sendq));
 	CHECK(fake_removals(1) == 1 && !fake_node_removed(1));
 	/* it is told the new tag at once */
 	CHECK(fake_count(1, SHF_WIRE_HEARTBEAT) == hbs + 1);
 	const struct fake_send *s = fake_send_at((size_t)h_last_send(1, SHF_WIRE_HEARTBEAT));
-	CHECK(s->src_session == p->my_session && s->dst_session == tag2);
+	CHECK(s->src_session == p->cold->my_session && s->dst_session == tag2);
 	shd_net_reap(D);
 	CHECK(H.peer_lost[1] == 1 && H.drops_calls == 3);
 
@@ -245,7 +245,7 @@ static void test_restart(void)
 	h_step("B: the new session's handshake");
 	const uint64_t dtag2 = h_up(1);
 	CHECK(dtag2 != dtag1 && H.peer_up[1] == 2);
-	CHECK(p->incarnation == 0xbeef);
+	CHECK(p->cold->incarnation == 0xbeef);
 
 	/* its batch 1: placed */
 	h_batch_begin(&b, 1, j->hash);
@@ -297,7 +297,7 @@ static void test_silent(uint32_t heartbeat_ms, uint64_t period_ms)
 	h_open(&o);
 	h_step("C: a silent peer");
 	struct shd_peer *p = h_peer(1);
-	const uint64_t tag = p->my_session;
+	const uint64_t tag = p->cold->my_session;
 	const uint64_t t0 = shd_now_ns();
 	uint64_t last = t0; /* the probe of h_open */
 	size_t probes = fake_count(1, SHF_WIRE_HEARTBEAT);
@@ -326,7 +326,7 @@ static void test_silent(uint32_t heartbeat_ms, uint64_t period_ms)
 	       (unsigned long long)total_ms);
 	CHECK(H.peer_lost[1] == 0 && H.peer_up[1] == 0 && shd_list_empty(&h_net()->downq));
 	CHECK(fake_count(1, FAKE_NO_HEARTBEAT) == 0 && fake_n_unreachable() == 0);
-	CHECK(p->my_session == tag);
+	CHECK(p->cold->my_session == tag);
 	/* it answers at last */
 	CHECK(h_up(1) == tag);
 	h_advance_us(3 * heartbeat_ms * 1000ull);

@@ -110,7 +110,7 @@ int main(void)
 	uint64_t stalls = D->st.credit_stalls;
 	CHECK(h_append(c, 1, j, 5, type, LEN) == -EAGAIN);
 	CHECK(c->c.blocked && shd_list_linked(&c->c.wait.link));
-	CHECK(D->st.credit_stalls == stalls + 1 && p->st.credit_stalls == 1);
+	CHECK(D->st.credit_stalls == stalls + 1 && p->cold->st.credit_stalls == 1);
 	CHECK(!p->open);
 
 	/* 4. a mark now covers batches up to 3 */
@@ -204,8 +204,8 @@ int main(void)
 	}
 
 	/* counters: 7 batches, 4+4+4+1+2+1+1 records */
-	CHECK(D->st.batches_out == 7 && p->st.batches_out == 7);
-	CHECK(D->st.batch_msgs_out == 17 && p->st.msgs_out == 17);
+	CHECK(D->st.batches_out == 7 && p->cold->st.batches_out == 7);
+	CHECK(D->st.batch_msgs_out == 17 && p->cold->st.msgs_out == 17);
 
 	/* 8. every completion gives its buffer back, once */
 	CHECK(h_pool_check() == pool_max - 7);
@@ -222,7 +222,7 @@ int main(void)
 	shd_net_forget(D, &c->c);
 	uint64_t acked = c->acked;
 	h_recv_ack(1, 8);
-	CHECK(c->acked == acked && p->seq_acked == 8 && shd_list_empty(&p->marks));
+	CHECK(c->acked == acked && p->seq_acked == 8 && shd_list_empty(&p->cold->marks));
 	fake_complete_all_now(0);
 	CHECK(h_pool_check() == pool_max);
 	h_close();

@@ -53,7 +53,7 @@ int main(void)
 	uint32_t type = 0;
 
 	h_recv_heartbeat(1, 111);
-	CHECK(H.peer_up[1] == 1 && p1->incarnation == 111);
+	CHECK(H.peer_up[1] == 1 && p1->cold->incarnation == 111);
 
 	/* every slot busy: the batches wait in net->retry */
 	const size_t sends = fake_n_sends(); /* the handshakes' heartbeats */
@@ -78,8 +78,8 @@ int main(void)
 
 	shd_net_reap(D);
 	CHECK(H.peer_lost[1] == 1 && fake_removals(1) == 1 && !fake_node_removed(1));
-	CHECK(p1->state == PEER_JOINING && p1->peer_session == h_tag(1));
-	CHECK(p1->my_session != h_old_dtag(1) && p1->seq_closed == 0);
+	CHECK(p1->state == PEER_JOINING && p1->cold->peer_session == h_tag(1));
+	CHECK(p1->cold->my_session != h_old_dtag(1) && p1->seq_closed == 0);
 	CHECK(c0->acked == 1 && c0->acked_lost == 1);
 	CHECK(n->inflight == 1); /* node 2's batch */
 	SOFT_CHECK(H.drops_down[0] == 4 && H.drops_down[1] == 2,

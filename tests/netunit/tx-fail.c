@@ -89,11 +89,11 @@ int main(void)
 	int r = h_append(c[1], 1, jb, 5, type++, LEN);
 	CHECKF(r == -EHOSTDOWN, "append whose batch close failed: %d", r);
 	CHECK(fake_n_failed() == 1 && fake_count(1, SHF_WIRE_BATCH) == 0);
-	CHECK(p1->state == PEER_FAILED && shd_list_linked(&p1->down_link));
+	CHECK(p1->state == PEER_FAILED && shd_list_linked(&p1->cold->down_link));
 	CHECK(!p1->open);
 	check_drops(4, 2, 4, "node 1 failed");
 	CHECK(H.drops_job == ja->hash);
-	CHECK(p1->st.drops_down == 10);
+	CHECK(p1->cold->st.drops_down == 10);
 	CHECK(H.peer_lost[1] == 0);
 	CHECK(h_pool_check() == pool_max);
 	uint64_t calls = H.drops_calls;
@@ -113,7 +113,7 @@ int main(void)
 		       "through ev->drops; -EHOSTDOWN would count it twice)", r);
 	CHECK(p2->state == PEER_FAILED && !p2->open);
 	check_drops(4 + 8, 2 + 1, 4 + 7, "node 2 failed");
-	CHECK(p2->st.drops_down == 16);
+	CHECK(p2->cold->st.drops_down == 16);
 	CHECK(h_pool_check() == pool_max);
 	CHECK(h_append(c[1], 2, ja, 9, type++, LEN) == -EHOSTDOWN);
 	CHECK(H.peer_lost[1] == 0 && H.peer_lost[2] == 0);
@@ -157,7 +157,7 @@ int main(void)
 	CHECK(H.peer_lost_seq[1] < H.peer_lost_seq[2] && H.peer_lost_seq[2] < H.peer_lost_seq[3]);
 	check_drops(4 + 8 + 16 + 5, 2 + 1 + 11, 4 + 7, "after the reap");
 	CHECK(H.drops_last_seq > seq_before && H.drops_last_seq < H.peer_lost_seq[3]);
-	CHECK(p3->st.drops_down == 32);
+	CHECK(p3->cold->st.drops_down == 32);
 	CHECK(c[0]->acked == 1 && c[0]->acked_lost == 1);
 	CHECK(!c[2]->c.blocked && !shd_list_linked(&c[2]->c.wait.link));
 	CHECK(n->inflight == 0 && shd_list_empty(&p3->sendq) && !p3->open);
