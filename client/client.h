@@ -239,6 +239,8 @@ struct shf_ctx {
 	size_t region_bytes;      /* its size, checked against the fd and the header */
 	int rank, world;          /* mine, and the job's size */
 	uint32_t max_msg;         /* largest payload the daemon accepts */
+	bool runs;                /* the daemon takes runs (SHF_REG_OK_RUNS): shf_send_many
+				     writes them */
 	int timeout_ms;           /* resolved: > 0, or -1 forever */
 	bool thread_mode;         /* callbacks on our thread, else shf_poll() */
 	shf_deliver_fn fn;        /* the application's callback, and its argument */

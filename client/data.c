@@ -221,6 +221,67 @@ static void deliver_many(struct shf_ctx *c, const struct shf_rec *recs, unsigned
 	stat_add1w(&c->st.delivered_bytes, bytes);
 }
 
+/*
+ * The items of a run record v, checked one by one as they are handed out
+ * (each header read once): to the batch callback through recs (handing out
+ * what recs holds first when the run does not fit beside it), or one by
+ * one.  Returns the items delivered, or -1 on a corrupt run (the items
+ * before the corrupt one are good and delivered).
+ */
+static int deliver_run(struct shf_ctx *c, const struct shf_ring_view *v, struct shf_rec *recs,
+		       unsigned *k, uint64_t *k_bytes)
+{
+	struct shf_run_hdr rh;
+	if (v->len < SHF_RUN_HDR_BYTES + SHF_RUN_ITEM_BYTES) {
+		shc_protocol_error(c, "delivery ring: run of %u bytes", v->len);
+		return -1;
+	}
+	memcpy(&rh, v->data, sizeof(rh)); /* read once */
+	if (rh.rank < 0 || rh.rank >= c->world || rh.count == 0 ||
+	    rh.count > SHF_RUN_MAX_COUNT) {
+		shc_protocol_error(c, "delivery ring: run of %u from rank %d of %d", rh.count,
+				   rh.rank, c->world);
+		return -1;
+	}
+	if (c->fn_many && *k + rh.count > SHC_BATCH) {
+		deliver_many(c, recs, *k, *k_bytes);
+		*k = 0;
+		*k_bytes = 0;
+	}
+	const uint8_t *p = v->data + SHF_RUN_HDR_BYTES;
+	uint32_t left = v->len - SHF_RUN_HDR_BYTES;
+	int done = 0;
+	for (uint32_t i = 0; i < rh.count; i++) {
+		struct shf_run_item it;
+		if (left < SHF_RUN_ITEM_BYTES)
+			goto bad;
+		memcpy(&it, p, sizeof(it)); /* read once */
+		if (it.len > c->max_msg || it.len > left - SHF_RUN_ITEM_BYTES)
+			goto bad;
+		uint32_t sz = shf_run_item_bytes(it.len);
+		if (sz > left)
+			goto bad;
+		if (c->fn_many) {
+			recs[(*k)++] = (struct shf_rec){rh.rank, c->rank, it.type, it.len,
+							p + SHF_RUN_ITEM_BYTES};
+			*k_bytes += it.len;
+		} else {
+			c->fn(c->arg, rh.rank, c->rank, it.type, p + SHF_RUN_ITEM_BYTES, it.len);
+			stat_add1w(&c->st.delivered_msgs, 1);
+			stat_add1w(&c->st.delivered_bytes, it.len);
+		}
+		done++;
+		p += sz;
+		left -= sz;
+	}
+	if (left == 0)
+		return done;
+bad:
+	shc_protocol_error(c, "delivery ring: corrupt run from rank %d (item %d of %u)", rh.rank,
+			   done, rh.count);
+	return -1;
+}
+
 int shc_deliver_batch(struct shf_ctx *c, unsigned max)
 {
 	if (shc_is_dead(c))
@@ -251,6 +312,17 @@ int shc_deliver_batch(struct shf_ctx *c, unsigned max)
 		if (epoch_holds(c)) {
 			shf_ring_unpeek(&c->deliver, &v); /* runs once the epoch returned */
 			break;
+		}
+		if (v.kind == SHF_REC_RUN) {
+			int e = deliver_run(c, &v, recs, &k, &k_bytes);
+			if (e < 0) {
+				bad = true;
+				break;
+			}
+			n += (unsigned)e;
+			if (shc_is_dead(c))
+				break;
+			continue;
 		}
 		if (v.kind != SHF_REC_MSG || v.len < SHF_MSG_HDR_BYTES) {
 			shc_protocol_error(c, "delivery ring: record of kind %u and %u bytes",
@@ -453,8 +525,24 @@ int shc_waiter_wait(struct shf_ctx *c, struct shc_waiter *w, int64_t deadline)
  */
 #define SEND_DEADLINE_LAZY INT64_MIN
 
-static int send_reserve(struct shf_ctx *c, uint32_t kind, uint32_t plen, bool nonblock,
-			int64_t deadline, void **p_out, bool *fast)
+/* What a send waits for: one record's reservation (*p set), or `need`
+ * bytes free in the ring (p NULL). */
+struct send_want {
+	uint32_t kind, plen;
+	uint64_t need;
+	void *p;
+};
+
+static bool send_try(struct shf_ctx *c, struct send_want *w)
+{
+	if (w->need)
+		return shf_ring_prod_free(&c->send) >= w->need;
+	w->p = shf_ring_reserve(&c->send, w->plen, w->kind);
+	return w->p != NULL;
+}
+
+static int send_wait(struct shf_ctx *c, struct send_want *w, bool nonblock, int64_t deadline,
+		     bool *fast)
 {
 	uint64_t t0 = 0;
 	bool waited = false;
@@ -464,8 +552,8 @@ static int send_reserve(struct shf_ctx *c, uint32_t kind, uint32_t plen, bool no
 			r = shc_dead_err(c);
 			break;
 		}
-		void *p = shf_ring_reserve(&c->send, plen, kind);
-		if (!p && !c->send.err && !nonblock) {
+		bool ok = send_try(c, w);
+		if (!ok && !c->send.err && !nonblock) {
 			if (!t0) {
 				t0 = shc_now_ns();
 				if (deadline == SEND_DEADLINE_LAZY)
@@ -476,8 +564,8 @@ static int send_reserve(struct shf_ctx *c, uint32_t kind, uint32_t plen, bool no
 			 * The flag stays set: other threads may sleep on it too
 			 * (shf_flush ORIGIN). */
 			shf_ring_prod_want_space(&c->send);
-			p = shf_ring_reserve(&c->send, plen, kind);
-			if (!p && !c->send.err) {
+			ok = send_try(c, w);
+			if (!ok && !c->send.err) {
 				waited = true;
 				send_leave(c, *fast);
 				r = shc_wait_step(c, gen, deadline);
@@ -493,10 +581,8 @@ static int send_reserve(struct shf_ctx *c, uint32_t kind, uint32_t plen, bool no
 				continue;
 			}
 		}
-		if (p) {
-			*p_out = p;
+		if (ok && !c->send.err)
 			break;
-		}
 		if (c->send.err) {
 			shc_protocol_error(c, "send ring: the daemon's tail index is corrupt");
 			r = shc_dead_err(c);
@@ -506,10 +592,20 @@ static int send_reserve(struct shf_ctx *c, uint32_t kind, uint32_t plen, bool no
 		r = shc_fail_str(-EAGAIN, "send ring full");
 		break;
 	}
-	if (t0 && kind == SHF_REC_MSG) /* shf_send()'s waits, not a flush's */
+	if (t0 && w->kind != SHF_REC_MARK) /* a send's waits, not a flush's */
 		stat_add(&c->st.send_blocked_ns, shc_now_ns() - t0);
 	if (waited)
 		shc_poll_restore(c);
+	return r;
+}
+
+static int send_reserve(struct shf_ctx *c, uint32_t kind, uint32_t plen, bool nonblock,
+			int64_t deadline, void **p_out, bool *fast)
+{
+	struct send_want w = {kind, plen, 0, NULL};
+	int r = send_wait(c, &w, nonblock, deadline, fast);
+	if (!r)
+		*p_out = w.p;
 	return r;
 }
 
@@ -611,6 +707,235 @@ static void send_push(struct shf_ctx *c)
 		shf_bell_ring(c->daemon_bell);
 }
 
+/*
+ * shf_send_many() as runs (docs/ring.md, "Runs"): the records of a window
+ * of the call are grouped by destination, in order within each, and each
+ * group goes as one SHF_REC_RUN record (a group of one as a plain record).
+ * A window is written only once the ring has room for all of it, so the
+ * records sent are always a prefix of msgs: a short count (SHF_NONBLOCK, a
+ * timeout) means msgs[0, count) went and the rest did not.
+ */
+#define RUN_WIN 256u   /* records per window (<= SHF_RUN_MAX_COUNT) */
+#define RUN_SLOTS 512u /* hash slots, a power of two >= 2 * RUN_WIN */
+
+struct run_win {
+	unsigned n;                /* records in the window */
+	unsigned nruns;            /* groups */
+	uint64_t ring;             /* ring bytes the window takes */
+	uint64_t payload;          /* payload bytes */
+	uint32_t biggest;          /* largest ring record of the window */
+	uint16_t next[RUN_WIN];    /* next record of the same group, or RUN_WIN */
+	uint16_t first[RUN_WIN];   /* per group, in order of first appearance */
+	uint16_t last[RUN_WIN];
+	uint16_t count[RUN_WIN];   /* per group: records */
+	uint32_t bytes[RUN_WIN];   /* per group: item bytes, saturated at UINT32_MAX */
+	int32_t key[RUN_SLOTS];    /* destination, or -1 */
+	uint16_t slot[RUN_SLOTS];  /* its group */
+};
+
+/* A run of the records from msgs[i] on along the group's chain: how many
+ * fit one record of at most cap item bytes (at least one), their item
+ * bytes (*bytes), and the record after them (*after). */
+static unsigned run_span(const struct shf_msg *msgs, const struct run_win *w, unsigned i,
+			 uint32_t cap, uint32_t *bytes, unsigned *after)
+{
+	unsigned k = 0;
+	uint32_t b = 0;
+	while (i != RUN_WIN && k < SHF_RUN_MAX_COUNT) {
+		uint32_t sz = shf_run_item_bytes(msgs[i].len);
+		if (k && b + sz > cap)
+			break;
+		b += sz;
+		k++;
+		i = w->next[i];
+	}
+	*bytes = b;
+	*after = i;
+	return k;
+}
+
+static inline uint32_t run_cap(const struct shf_ctx *c)
+{
+	return c->max_msg < SHF_RUN_MAX_BYTES ? c->max_msg : SHF_RUN_MAX_BYTES;
+}
+
+/* The spans of group g, one record each: fn(at, k, bytes, after) for each.
+ * A group within the cap (nearly all) is one span, found without a walk. */
+#define FOR_SPANS(c, msgs, w, g, BODY)                                                     \
+	do {                                                                               \
+		unsigned at_ = (w)->first[g], after_ = RUN_WIN, k_;                        \
+		uint32_t b_;                                                               \
+		while (at_ != RUN_WIN) {                                                   \
+			if (at_ == (w)->first[g] && (w)->bytes[g] <= run_cap(c)) {         \
+				k_ = (w)->count[g];                                        \
+				b_ = (w)->bytes[g];                                        \
+				after_ = RUN_WIN;                                          \
+			} else {                                                           \
+				k_ = run_span(msgs, w, at_, run_cap(c), &b_, &after_);     \
+			}                                                                  \
+			BODY;                                                              \
+			at_ = after_;                                                      \
+		}                                                                          \
+	} while (0)
+
+/* Ring bytes of the record a span of k records, b item bytes becomes: a
+ * run, or one plain record when k == 1. */
+static inline uint64_t span_ring_bytes(const struct shf_msg *m, unsigned k, uint32_t b)
+{
+	return k == 1 ? shf_ring_rec_bytes(SHF_MSG_HDR_BYTES + m->len)
+		      : shf_ring_rec_bytes(SHF_RUN_HDR_BYTES + b);
+}
+
+/* Group msgs[0, n) (n <= RUN_WIN) by destination and size the window: it
+ * ends early when its ring bytes would pass `budget` (one record at least). */
+static void run_group(const struct shf_ctx *c, const struct shf_msg *msgs, unsigned n,
+		      uint64_t budget, struct run_win *w)
+{
+	unsigned slots = 16;
+	while (slots < 2 * n)
+		slots *= 2;
+	unsigned shift = 32 - (unsigned)__builtin_ctz(slots);
+	memset(w->key, 0xff, slots * sizeof(w->key[0]));
+	w->nruns = 0;
+	w->payload = 0;
+	for (unsigned i = 0; i < n; i++) {
+		int32_t dst = msgs[i].dst;
+		uint32_t h = ((uint32_t)dst * 0x9e3779b1u) >> shift;
+		while (w->key[h] != -1 && w->key[h] != dst)
+			h = (h + 1) & (slots - 1);
+		unsigned g;
+		w->next[i] = RUN_WIN;
+		if (w->key[h] == -1) {
+			w->key[h] = dst;
+			g = w->nruns++;
+			w->slot[h] = (uint16_t)g;
+			w->first[g] = (uint16_t)i;
+			w->count[g] = 0;
+			w->bytes[g] = 0;
+		} else {
+			g = w->slot[h];
+			w->next[w->last[g]] = (uint16_t)i;
+		}
+		w->last[g] = (uint16_t)i;
+		w->count[g]++;
+		uint64_t b = (uint64_t)w->bytes[g] + shf_run_item_bytes(msgs[i].len);
+		w->bytes[g] = b > UINT32_MAX ? UINT32_MAX : (uint32_t)b;
+		w->payload += msgs[i].len;
+	}
+	w->n = n;
+	w->ring = 0;
+	w->biggest = 0;
+	for (unsigned g = 0; g < w->nruns; g++) {
+		FOR_SPANS(c, msgs, w, g, {
+			uint64_t rb = span_ring_bytes(&msgs[at_], k_, b_);
+			w->ring += rb;
+			if (rb > w->biggest)
+				w->biggest = (uint32_t)rb;
+		});
+	}
+	/* over budget (big messages): take the first half of the records and
+	 * group again, so that the window stays a prefix of msgs */
+	if (w->ring > budget && n > 1)
+		run_group(c, msgs, n / 2, budget, w);
+}
+
+/* One span as a plain record (k == 1) or a run; room checked. */
+static void run_put(struct shf_ctx *c, const struct shf_msg *msgs, const struct run_win *w,
+		    unsigned at, unsigned k, uint32_t b, unsigned after)
+{
+	const struct shf_msg *m = &msgs[at];
+	if (k == 1) {
+		uint8_t *p = shf_ring_reserve(&c->send, SHF_MSG_HDR_BYTES + m->len, SHF_REC_MSG);
+		struct shf_msg_hdr h = {m->dst, m->type};
+		memcpy(p, &h, sizeof(h));
+		if (m->len)
+			memcpy(p + SHF_MSG_HDR_BYTES, m->data, m->len);
+		return;
+	}
+	uint8_t *p = shf_ring_reserve(&c->send, SHF_RUN_HDR_BYTES + b, SHF_REC_RUN);
+	struct shf_run_hdr rh = {m->dst, k};
+	memcpy(p, &rh, sizeof(rh));
+	p += SHF_RUN_HDR_BYTES;
+	for (unsigned i = at; i != after; i = w->next[i]) {
+		struct shf_run_item it = {msgs[i].type, msgs[i].len};
+		uint32_t sz = shf_run_item_bytes(it.len);
+		memset(p + sz - 8, 0, 8); /* the padding (or a whole word) */
+		memcpy(p, &it, sizeof(it));
+		if (it.len)
+			memcpy(p + SHF_RUN_ITEM_BYTES, msgs[i].data, it.len);
+		p += sz;
+	}
+}
+
+/* Write the window (room checked): one record per span. */
+static void run_write(struct shf_ctx *c, const struct shf_msg *msgs, const struct run_win *w)
+{
+	for (unsigned g = 0; g < w->nruns; g++)
+		FOR_SPANS(c, msgs, w, g, run_put(c, msgs, w, at_, k_, b_, after_));
+}
+
+/* Records of msgs[0, n) (checked) as runs.  Returns the count sent, or
+ * the error when none was; send side entered. */
+static int send_runs(struct shf_ctx *c, const struct shf_msg *msgs, unsigned n, bool nonblock,
+		     bool *fast, uint64_t *bytes_out)
+{
+	struct run_win w;
+	/* a window fits a quarter of the ring, so that it always fits once
+	 * the daemon has taken what is there */
+	uint64_t budget = c->send.size / 4;
+	unsigned done = 0;
+	int r = 0;
+	while (done < n) {
+		unsigned want = n - done < RUN_WIN ? n - done : RUN_WIN;
+		run_group(c, msgs + done, want, budget, &w);
+		/* room for the window and a pad in front of its biggest record */
+		struct send_want sw = {SHF_REC_RUN, 0, w.ring + w.biggest, NULL};
+		if (shf_ring_prod_free(&c->send) < sw.need) {
+			send_push(c); /* what is written goes first: the daemon makes room */
+			r = send_wait(c, &sw, nonblock, SEND_DEADLINE_LAZY, fast);
+			if (r)
+				break;
+		}
+		run_write(c, msgs + done, &w);
+		if (c->send.err) {
+			shc_protocol_error(c, "send ring: the daemon's tail index is corrupt");
+			r = shc_dead_err(c);
+			break;
+		}
+		done += w.n;
+		*bytes_out += w.payload;
+	}
+	return done ? (int)done : r;
+}
+
+/* Records of msgs[0, n) (checked) one by one. */
+static int send_plain(struct shf_ctx *c, const struct shf_msg *msgs, unsigned n, bool nonblock,
+		      bool *fast, uint64_t *bytes_out)
+{
+	unsigned i = 0;
+	int r = 0;
+	for (; i < n; i++) {
+		const struct shf_msg *m = &msgs[i];
+		uint32_t plen = SHF_MSG_HDR_BYTES + m->len;
+		void *p = shf_ring_reserve(&c->send, plen, SHF_REC_MSG);
+		if (!p) {
+			/* full (or broken): what is written goes first, so that
+			 * the daemon can make room while this waits */
+			send_push(c);
+			r = send_reserve(c, SHF_REC_MSG, plen, nonblock, SEND_DEADLINE_LAZY, &p,
+					 fast);
+			if (r)
+				break;
+		}
+		struct shf_msg_hdr h = {m->dst, m->type};
+		memcpy(p, &h, sizeof(h));
+		if (m->len)
+			memcpy((char *)p + SHF_MSG_HDR_BYTES, m->data, m->len);
+		*bytes_out += m->len;
+	}
+	return i ? (int)i : r;
+}
+
 SHF_EXPORT int shf_send_many(struct shf_ctx *c, const struct shf_msg *msgs, unsigned n,
 			     unsigned flags)
 {
@@ -634,28 +959,10 @@ SHF_EXPORT int shf_send_many(struct shf_ctx *c, const struct shf_msg *msgs, unsi
 		c->check_sock = false;
 		shc_sock_check(c);
 	}
-	unsigned i = 0;
 	uint64_t bytes = 0;
-	int r = 0;
-	for (; i < n; i++) {
-		const struct shf_msg *m = &msgs[i];
-		uint32_t plen = SHF_MSG_HDR_BYTES + m->len;
-		void *p = shf_ring_reserve(&c->send, plen, SHF_REC_MSG);
-		if (!p) {
-			/* full (or broken): what is written goes first, so that
-			 * the daemon can make room while this waits */
-			send_push(c);
-			r = send_reserve(c, SHF_REC_MSG, plen, nonblock, SEND_DEADLINE_LAZY, &p,
-					 &fast);
-			if (r)
-				break;
-		}
-		struct shf_msg_hdr h = {m->dst, m->type};
-		memcpy(p, &h, sizeof(h));
-		if (m->len)
-			memcpy((char *)p + SHF_MSG_HDR_BYTES, m->data, m->len);
-		bytes += m->len;
-	}
+	int r = c->runs ? send_runs(c, msgs, n, nonblock, &fast, &bytes)
+			: send_plain(c, msgs, n, nonblock, &fast, &bytes);
+	unsigned i = r > 0 ? (unsigned)r : 0;
 	if (i)
 		send_push(c);
 	if (!c->thread_mode && (c->send_count += i) >= 256) {
@@ -665,9 +972,7 @@ SHF_EXPORT int shf_send_many(struct shf_ctx *c, const struct shf_msg *msgs, unsi
 	stat_add1w(&c->st.sent_msgs, i);
 	stat_add1w(&c->st.sent_bytes, bytes);
 	send_leave(c, fast);
-	if (i == 0)
-		return r;
-	return (int)i; /* r (-EAGAIN, -ETIMEDOUT, dead) stays in the error detail */
+	return r; /* a short count: -EAGAIN, -ETIMEDOUT or dead stays in the error detail */
 }
 
 SHF_EXPORT int shf_bcast(struct shf_ctx *c, uint32_t type, const void *data, uint32_t len,

@@ -291,7 +291,9 @@ static int open_map(struct shf_ctx *c, int region_fd, const struct shf_ipc_regis
 /* REGISTER, then map the region and bind both rings.  The body is the
  * 80-byte one without flags (SHF_IPC_REGISTER_V0_BYTES): the only flag,
  * SHF_REG_GLOBAL_MB of the retired fence-free send path, is never asked
- * for, and daemons before and after the flags take this body alike. */
+ * for, and daemons before and after the flags take this body alike.  A
+ * daemon that takes runs (SHF_REG_OK_RUNS) hears that this library reads
+ * them too (SHF_IPC_RUNS). */
 static int open_register(struct shf_ctx *c, uint32_t ring_bytes, int world_timeout_ms,
 			 int64_t deadline)
 {
@@ -335,6 +337,13 @@ static int open_register(struct shf_ctx *c, uint32_t ring_bytes, int world_timeo
 	memcpy(&ok, c->rx.buf + sizeof(h), sizeof(ok));
 	r = open_map(c, region_fd, &ok);
 	close(region_fd);
+	if (!r && (ok.flags & SHF_REG_OK_RUNS)) {
+		r = shf_ipc_send(c->sock, SHF_IPC_RUNS, 0, NULL, 0, NULL, 0);
+		if (r)
+			return shc_fail(r == -EPIPE || r == -ECONNRESET ? -ENOTCONN : r,
+					"cannot send RUNS: %s", strerror(-r));
+		c->runs = true;
+	}
 	return r;
 }
 

@@ -54,6 +54,13 @@ struct shd_waiter {
 	void (*wake)(struct shd_waiter *w);
 };
 
+/* Where the placing of a run stands (deliver.c): items placed, and the
+ * offset of the next one among the run's item bytes. */
+struct shd_run_pos {
+	uint32_t done;
+	uint32_t off;
+};
+
 /* One control connection: an application process once registered (a
  * "client"), or shufflectl. */
 struct shd_client {
@@ -70,6 +77,7 @@ struct shd_client {
 	 * freed once registered */
 	struct shd_ev *idle_timer;
 	bool ctl_only;              /* took a reserved_ctl slot: no REGISTER */
+	bool runs;                  /* it said SHF_IPC_RUNS: its delivery ring gets runs */
 
 	/* registration (session.c, job.c) */
 	struct shd_job *job;        /* NULL until REGISTER succeeded */
@@ -112,6 +120,9 @@ struct shd_client {
 	 * rank twice */
 	bool bcast_busy;
 	int32_t bcast_next;
+	/* the run at the head of the send ring, part-placed one item at a
+	 * time into the ring of a client without runs (deliver.c) */
+	struct shd_run_pos run_pos;
 	uint64_t *bcast_sent;       /* [(n_nodes + 63) / 64] bits, allocated at the first */
 	enum shd_epoch_state epoch;
 	uint32_t epoch_ipc_id;      /* hdr.id of the phase 2 request */

@@ -427,10 +427,10 @@ static void on_register(struct shd_client *c, uint32_t id, const struct shf_ipc_
 		shd_job_leave(c, false, false);
 		return;
 	}
-	/* flags 0: a 1.0/1.1 client's SHF_REG_GLOBAL_MB is taken, but nobody
-	 * pays for its wake-ups here: it keeps the [D2] fence */
+	/* a 1.0/1.1 client's SHF_REG_GLOBAL_MB is taken, but nobody pays for
+	 * its wake-ups here: it keeps the [D2] fence */
 	struct shf_ipc_register_ok ok = {c->region_bytes, c->rank, c->job->world, d->cfg.max_msg,
-					 0};
+					 SHF_REG_OK_RUNS};
 	int fds[SHF_IPC_REG_FDS] = {memfd, c->bell_daemon, c->bell_deliver, c->bell_space};
 	r = shf_ipc_send(c->sock, SHF_IPC_REGISTER_OK, id, &ok, sizeof(ok), fds, SHF_IPC_REG_FDS);
 	close(memfd);
@@ -553,6 +553,10 @@ static bool dispatch(struct shd_client *c, const void *buf, size_t n)
 		if (h.type == SHF_IPC_BYE) {
 			client_gone(c, true);
 			return false;
+		}
+		if (h.type == SHF_IPC_RUNS) {
+			c->runs = true; /* its delivery ring gets runs from now on */
+			return true;
 		}
 		if (h.type == SHF_IPC_NODE_INFO && c->state == SHD_SESS_ACTIVE) {
 			struct shf_ipc_node_info m;

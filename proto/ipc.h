@@ -48,6 +48,9 @@ enum shf_ipc_type {
 	/* 13..27 are other work's; unknown types are refused (shf_ipc_check) */
 	SHF_IPC_NODE_INFO = 28,  /* c->d struct shf_ipc_node_info (registered client) */
 	SHF_IPC_NODE_INFO_OK,    /* d->c struct shf_ipc_node_info_ok + count x int32 */
+	SHF_IPC_RUNS,            /* c->d empty: "my delivery ring takes SHF_REC_RUN
+				    records"; only after REGISTER_OK said
+				    SHF_REG_OK_RUNS (older daemons refuse the type) */
 	SHF_IPC_TYPE_MAX
 };
 
@@ -91,7 +94,8 @@ struct shf_ipc_register {
  * membarrier before sleeping ("the sleeper pays", removed in 0.3,
  * docs/ring.md "The fence per burst").  Daemons since 0.3 take the flag
  * and never answer SHF_REG_OK_SLEEPER_PAYS, so such a client keeps the
- * fence; this library sends the 80-byte body, without flags. */
+ * fence; this library sends the 80-byte body, without flags (a daemon
+ * older than the flags takes only that one). */
 #define SHF_REG_GLOBAL_MB 1u
 #define SHF_REG_FLAGS_KNOWN SHF_REG_GLOBAL_MB
 
@@ -114,6 +118,10 @@ struct shf_ipc_register_ok {
 /* REGISTER_OK flags: SHF_REG_OK_SLEEPER_PAYS was "the daemon pays for
  * this send ring"; never sent since 0.3 (see SHF_REG_GLOBAL_MB). */
 #define SHF_REG_OK_SLEEPER_PAYS 1u
+/* SHF_REG_OK_RUNS (since 0.3): the daemon takes SHF_REC_RUN records in
+ * the client's send ring (proto/shm.h, struct shf_run_hdr); a client that
+ * reads them in its delivery ring says so with SHF_IPC_RUNS. */
+#define SHF_REG_OK_RUNS 2u
 
 struct shf_ipc_ready {
 	int32_t world;

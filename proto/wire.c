@@ -8,6 +8,7 @@
  * are only ever accessed byte-wise through shf_wire_get/put.
  */
 #include "proto/wire.h"
+#include "proto/shm.h"
 
 #include <errno.h>
 #include <string.h>
@@ -486,6 +487,9 @@ struct shf_wire_range shf_wire_join_range(const struct shf_wire_join *j, uint32_
 
 /* ---- batch records ----------------------------------------------------- */
 
+/* A run's items cross the wire as the ring holds them (host order). */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "runs are little-endian");
+
 void shf_wire_iter_init(struct shf_wire_iter *it, const void *buf, const struct shf_wire_hdr *h,
 			uint32_t max_msg)
 {
@@ -520,6 +524,24 @@ int shf_wire_iter_next(struct shf_wire_iter *it, struct shf_wire_rec *rec)
 	r.src_rank = GI32(p, rec, src_rank);
 	r.type = G32(p, rec, type);
 	r.len = G32(p, rec, len);
+	r.count = 0;
+	r.data = p + SHF_WIRE_REC_HDR;
+	if (r.len & SHF_WIRE_REC_RUN) {
+		/* a run: its items fill len exactly (a multiple of 8) */
+		r.count = r.type;
+		r.type = 0;
+		r.len &= ~SHF_WIRE_REC_RUN;
+		if (!rank_ok(r.dst_rank) || !rank_ok(r.src_rank) || r.len > room - SHF_WIRE_REC_HDR)
+			return it->err = -EBADMSG;
+		int64_t pl = shf_run_check(r.data, r.len, r.count, it->max_msg);
+		if (pl < 0)
+			return it->err = -EBADMSG;
+		r.payload = (uint32_t)pl;
+		it->off += SHF_WIRE_REC_HDR + r.len;
+		it->left--;
+		*rec = r;
+		return 1;
+	}
 	if (!dst_ok(r.dst_rank) || !rank_ok(r.src_rank) || r.len > it->max_msg)
 		return it->err = -EBADMSG;
 	uint64_t need = shf_wire_rec_bytes(r.len);
@@ -527,7 +549,7 @@ int shf_wire_iter_next(struct shf_wire_iter *it, struct shf_wire_rec *rec)
 		return it->err = -EBADMSG;
 	if (!all_zero(p + SHF_WIRE_REC_HDR + r.len, (size_t)(need - SHF_WIRE_REC_HDR - r.len)))
 		return it->err = -EBADMSG;
-	r.data = p + SHF_WIRE_REC_HDR;
+	r.payload = r.len;
 	it->off += (uint32_t)need;
 	it->left--;
 	*rec = r;
@@ -593,6 +615,22 @@ void *shf_wire_batch_add(struct shf_wire_batch_enc *e, int32_t dst_rank, int32_t
 	/* zero the padding; the payload is the caller's to write */
 	memset(p + SHF_WIRE_REC_HDR + len, 0, (size_t)(need - SHF_WIRE_REC_HDR - len));
 	e->off += (uint32_t)need;
+	e->count++;
+	return p + SHF_WIRE_REC_HDR;
+}
+
+void *shf_wire_batch_add_run(struct shf_wire_batch_enc *e, int32_t dst_rank, int32_t src_rank,
+			     uint32_t count, uint32_t bytes)
+{
+	if (!rank_ok(dst_rank) || !rank_ok(src_rank) || count == 0 || count > SHF_RUN_MAX_COUNT ||
+	    bytes > SHF_RUN_MAX_BYTES || bytes % 8 || !shf_wire_batch_fits(e, bytes))
+		return NULL;
+	uint8_t *p = e->buf + e->off;
+	P32(p, rec, dst_rank, (uint32_t)dst_rank);
+	P32(p, rec, src_rank, (uint32_t)src_rank);
+	P32(p, rec, type, count);
+	P32(p, rec, len, SHF_WIRE_REC_RUN | bytes);
+	e->off += SHF_WIRE_REC_HDR + bytes;
 	e->count++;
 	return p + SHF_WIRE_REC_HDR;
 }

@@ -55,6 +55,7 @@ struct net_rx {
 	struct shf_wire_rec cur;
 	bool have_cur;         /* cur waits for room */
 	int32_t bcast_next;    /* cur is a broadcast: the next rank to consider */
+	struct shd_run_pos run_pos; /* cur is a run: how far its placing got */
 };
 
 /* A client's mark waiting for this peer to acknowledge batch `seq`. */

@@ -516,13 +516,14 @@ static void charge_batch(struct shd_peer *p, const struct net_msg *m)
 	uint32_t count = 0;
 	shf_wire_iter_init(&it, m->buf, &h, UINT32_MAX);
 	while (shf_wire_iter_next(&it, &rec) > 0) {
-		p->st.drops_down++;
+		uint32_t k = rec.count ? rec.count : 1; /* a run: its messages */
+		p->st.drops_down += k;
 		if (count && rec.src_rank != src) {
 			n->ev->drops(n->d, h.u.batch.job_hash, src, count, -EHOSTDOWN);
 			count = 0;
 		}
 		src = rec.src_rank;
-		count++;
+		count += k;
 	}
 	if (count)
 		n->ev->drops(n->d, h.u.batch.job_hash, src, count, -EHOSTDOWN);
@@ -632,21 +633,24 @@ static void close_open(struct shd_peer *p, enum close_why why)
 	try_send(p);
 }
 
-int shd_net_append(struct shd_daemon *d, struct shd_client *src, uint32_t node,
-		   const struct shd_job *j, int32_t dst, uint32_t type, const void *data,
-		   uint32_t len)
+/* The batch to node that a record of `len` bytes (a run: its item bytes)
+ * from src goes into, opened if needed: the peer, or NULL with the error
+ * (-EHOSTDOWN, or -EAGAIN with src->wait linked). */
+static struct shd_peer *batch_for(struct shd_daemon *d, struct shd_client *src, uint32_t node,
+				  const struct shd_job *j, uint32_t len, int *err)
 {
 	struct shd_net *n = d->net;
+	*err = -EHOSTDOWN;
 	if (node >= n->n_nodes || node == d->node_id)
-		return -EHOSTDOWN;
+		return NULL;
 	struct shd_peer *p = &n->peers[node];
 	if (p->state != PEER_UP)
-		return -EHOSTDOWN;
+		return NULL;
 	shd_net_use(p);
 	if (p->open && (p->enc.job_hash != j->hash || !shf_wire_batch_fits(&p->enc, len))) {
 		close_open(p, p->enc.job_hash != j->hash ? CLOSE_JOB : CLOSE_SIZE);
 		if (p->state != PEER_UP)
-			return -EHOSTDOWN; /* that send failed: the record is dropped, counted */
+			return NULL; /* that send failed: the record is dropped, counted */
 	}
 	if (!p->open) {
 		struct net_msg *m = NULL;
@@ -659,7 +663,8 @@ int shd_net_append(struct shd_daemon *d, struct shd_client *src, uint32_t node,
 			src->blocked = true;
 			p->st.credit_stalls++;
 			d->st.credit_stalls++;
-			return -EAGAIN;
+			*err = -EAGAIN;
+			return NULL;
 		}
 		m->peer = p;
 		m->kind = NET_MSG_BATCH; /* the buffer may have carried a control
@@ -674,16 +679,49 @@ int shd_net_append(struct shd_daemon *d, struct shd_client *src, uint32_t node,
 	if (!src->sent_to) {
 		src->sent_to = calloc((n->n_nodes + 63) / 64, sizeof(uint64_t));
 		if (!src->sent_to)
-			return -EHOSTDOWN; /* cannot track it for flushes: drop, counted */
+			return NULL; /* cannot track it for flushes: drop, counted */
 	}
 	src->sent_to[node / 64] |= UINT64_C(1) << (node % 64);
+	return p;
+}
+
+/* A record was added to p's open batch: close it once it is full. */
+static inline void appended(struct shd_daemon *d, struct shd_peer *p)
+{
+	/* if this send fails, the record is reported through ev->drops */
+	if (p->enc.off - SHF_WIRE_BATCH_HDR >= d->cfg.batch_bytes)
+		close_open(p, CLOSE_SIZE);
+}
+
+int shd_net_append(struct shd_daemon *d, struct shd_client *src, uint32_t node,
+		   const struct shd_job *j, int32_t dst, uint32_t type, const void *data,
+		   uint32_t len)
+{
+	int e;
+	struct shd_peer *p = batch_for(d, src, node, j, len, &e);
+	if (!p)
+		return e;
 	void *to = shf_wire_batch_add(&p->enc, dst, src->rank, type, len);
 	if (!to)
 		return -EHOSTDOWN; /* cannot happen: fits() was checked, ranks are bounded */
 	memcpy(to, data, len);
-	/* if this send fails, the record is reported through ev->drops */
-	if (p->enc.off - SHF_WIRE_BATCH_HDR >= d->cfg.batch_bytes)
-		close_open(p, CLOSE_SIZE);
+	appended(d, p);
+	return 0;
+}
+
+int shd_net_append_run(struct shd_daemon *d, struct shd_client *src, uint32_t node,
+		       const struct shd_job *j, int32_t dst, uint32_t count, const void *items,
+		       uint32_t bytes)
+{
+	int e;
+	struct shd_peer *p = batch_for(d, src, node, j, bytes, &e);
+	if (!p)
+		return e;
+	void *to = shf_wire_batch_add_run(&p->enc, dst, src->rank, count, bytes);
+	if (!to)
+		return -EHOSTDOWN; /* cannot happen: fits() was checked, the run was */
+	memcpy(to, items, bytes);
+	appended(d, p);
 	return 0;
 }
 

@@ -19,6 +19,11 @@
 int shd_net_append(struct shd_daemon *d, struct shd_client *src, uint32_t node,
 		   const struct shd_job *j, int32_t dst, uint32_t type, const void *data,
 		   uint32_t len);
+/* The same for a run of count messages to rank dst whose items (checked,
+ * shf_run_check) take bytes: one record of the batch. */
+int shd_net_append_run(struct shd_daemon *d, struct shd_client *src, uint32_t node,
+		       const struct shd_job *j, int32_t dst, uint32_t count, const void *items,
+		       uint32_t bytes);
 
 /* src took a MARK: flush the batches holding its earlier records; returns
  * how many peers must acknowledge before the mark is done (0: done now);

@@ -92,7 +92,7 @@ static void test_golden_ack(void)
 	memset(b, 0xee, sizeof(b)); /* the encoder must write every byte */
 	long n = shf_wire_enc_ack(b, sizeof(b), SRC, DST, &a);
 	static const uint8_t want[48] = {
-		'S',  'H',  'F',  'W',  5,    0,    2,    0,    /* magic, version 5, kind */
+		'S',  'H',  'F',  'W',  6,    0,    2,    0,    /* magic, version 6, kind */
 		2,    0,    0,    0,    1,    0,    0,    0,    /* src 2, dst 1 */
 		0,    0,    0,    0,    0,    0,    0,    0,    /* src_session: encoders 0 */
 		0,    0,    0,    0,    0,    0,    0,    0,    /* dst_session: encoders 0 */
@@ -198,6 +198,7 @@ static void test_batch(void)
 	EXPECTF(chk_patched8(buf, n, 4, SHF_WIRE_VERSION + 1) == -EPROTO, "version + 1");
 	EXPECTF(chk_patched8(buf, n, 4, 3) == -EPROTO, "version 3 (no broadcast records)");
 	EXPECTF(chk_patched8(buf, n, 4, 4) == -EPROTO, "version 4 (no epoch tree)");
+	EXPECTF(chk_patched8(buf, n, 4, 5) == -EPROTO, "version 5 (no runs)");
 	EXPECTF(chk_patched8(buf, n, 6, 0) == -EBADMSG, "kind 0");
 	EXPECTF(chk_patched8(buf, n, 6, SHF_WIRE_KIND_MAX) == -EBADMSG, "kind max");
 	EXPECTF(chk_patched8(buf, n, 6, 6) == -EBADMSG, "kind 6 (EPOCH of version 4)");
@@ -517,11 +518,11 @@ static void test_stamp(void)
 			       offsetof(struct shf_wire_raw_hdr, dst_session) == 24 &&
 			       sizeof(struct shf_wire_raw_hdr) == 32 && SHF_WIRE_HDR == 32,
 		       "v2 common header");
-	_Static_assert(SHF_WIRE_VERSION == 5 && SHF_WIRE_BATCH_HDR == 56 &&
+	_Static_assert(SHF_WIRE_VERSION == 6 && SHF_WIRE_BATCH_HDR == 56 &&
 			       SHF_WIRE_ACK_BYTES == 48 && SHF_WIRE_HEARTBEAT_BYTES == 120 &&
 			       SHF_WIRE_JOIN_FIXED == 120 && SHF_WIRE_LEAVE_BYTES == 48 &&
 			       SHF_WIRE_EPOCH_BYTES == 56 && SHF_WIRE_DROP_BYTES == 64,
-		       "v3-v5 sizes");
+		       "v3-v6 sizes");
 	uint8_t b[512];
 	struct shf_wire_batch_enc e;
 	EXPECTF(shf_wire_batch_begin(&e, b, sizeof(b), SRC, DST, 5) == 0 &&
