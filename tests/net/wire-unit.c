@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/shm.h"
 #include "proto/wire.h"
 #include "tests/lib/check.h"
 
@@ -754,8 +755,87 @@ static void test_bundle(void)
 	EXPECTF(!strcmp(shf_wire_kind_name(SHF_WIRE_FWD_BUNDLE), "fwd-bundle"), "bundle kind name");
 }
 
+/* Run records: the layout (one 16-byte record header, then the items as a
+ * ring holds them), the iterator's view, and each malformed variant
+ * refused by shf_run_check() and by the iterator. */
+static void test_runs(void)
+{
+	/* items: {type 7, len 3, "abc" + 5 zero}, {type 8, len 0}, {type 9, len 8} */
+	_Alignas(8) uint8_t items[48];
+	memset(items, 0, sizeof(items));
+	struct shf_run_item a = {7, 3}, b = {8, 0}, c = {9, 8};
+	memcpy(items, &a, 8);
+	memcpy(items + 8, "abc", 3);
+	memcpy(items + 16, &b, 8);
+	memcpy(items + 24, &c, 8);
+	memcpy(items + 32, "12345678", 8);
+	EXPECTF(shf_run_check(items, 40, 3, MAX_MSG) == 11, "a good run: 11 payload bytes");
+	EXPECTF(shf_run_check(items, 40, 0, MAX_MSG) == -EBADMSG, "count 0");
+	EXPECTF(shf_run_check(items, 40, 2, MAX_MSG) == -EBADMSG, "count short: bytes left");
+	EXPECTF(shf_run_check(items, 40, 4, MAX_MSG) == -EBADMSG, "count long");
+	EXPECTF(shf_run_check(items, 32, 3, MAX_MSG) == -EBADMSG, "bytes cut");
+	EXPECTF(shf_run_check(items, 40, 3, 7) == -EBADMSG, "an item over max_msg");
+	EXPECTF(shf_run_check(items, 40, SHF_RUN_MAX_COUNT + 1, MAX_MSG) == -EBADMSG,
+		"count over SHF_RUN_MAX_COUNT");
+	items[15] = 1;
+	EXPECTF(shf_run_check(items, 40, 3, MAX_MSG) == -EBADMSG, "padding not zero");
+	items[15] = 0;
+
+	uint8_t buf[512];
+	struct shf_wire_batch_enc e;
+	EXPECTF(shf_wire_batch_begin(&e, buf, sizeof(buf), SRC, DST, 77) == 0, "begin");
+	uint8_t *p = shf_wire_batch_add_run(&e, 5, 6, 3, 40);
+	EXPECTF(p != NULL, "add_run");
+	memcpy(p, items, 40);
+	EXPECTF(shf_wire_batch_add_run(&e, SHF_WIRE_DST_BCAST, 6, 3, 40) == NULL &&
+		      shf_wire_batch_add_run(&e, 5, 6, 0, 40) == NULL &&
+		      shf_wire_batch_add_run(&e, 5, 6, 3, 36) == NULL &&
+		      shf_wire_batch_add_run(&e, 5, 6, 3, SHF_RUN_MAX_BYTES + 8) == NULL,
+	      "add_run refuses a broadcast, count 0, an unaligned or oversized run");
+	EXPECTF(shf_wire_batch_put(&e, 5, 6, 1, "x", 1) == 0, "a plain record after it");
+	size_t n = shf_wire_batch_end(&e, 1);
+	EXPECTF(n == 56 + 16 + 40 + 16 + 8, "batch of a run and a record: %zu bytes", n);
+	EXPECTF(shf_wire_get32(p - 16) == 5 && shf_wire_get32(p - 12) == 6 &&
+		      shf_wire_get32(p - 8) == 3 && shf_wire_get32(p - 4) == (SHF_WIRE_REC_RUN | 40),
+	      "run header: dst, src, count, SHF_WIRE_REC_RUN | bytes");
+	struct shf_wire_hdr h;
+	struct shf_wire_iter it;
+	struct shf_wire_rec r;
+	EXPECTF(chk(buf, n, &h) == 0 && h.u.batch.count == 2, "check");
+	shf_wire_iter_init(&it, buf, &h, MAX_MSG);
+	EXPECTF(shf_wire_iter_next(&it, &r) == 1 && r.count == 3 && r.len == 40 && r.payload == 11 &&
+		      r.dst_rank == 5 && r.src_rank == 6 && r.type == 0 &&
+		      !memcmp(r.data, items, 40),
+	      "the run as the iterator gives it");
+	EXPECTF(shf_wire_iter_next(&it, &r) == 1 && r.count == 0 && r.len == 1 && r.payload == 1,
+		"the plain record after it");
+	EXPECTF(shf_wire_iter_next(&it, &r) == 0, "end");
+	/* malformed on the wire: each refused by the iterator and by verify */
+	static const struct {
+		size_t off;
+		uint32_t v;
+		const char *what;
+	} bad[] = {
+		{56 + 0, (uint32_t)SHF_WIRE_DST_BCAST, "a run to every rank"},
+		{56 + 8, 0, "count 0"},
+		{56 + 8, 4, "count beyond the items"},
+		{56 + 12, SHF_WIRE_REC_RUN | 48, "bytes beyond the items"},
+		{56 + 12, SHF_WIRE_REC_RUN | 32, "bytes cut"},
+		{56 + 16 + 4, MAX_MSG + 1, "an item over max_msg"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint8_t b2[512];
+		struct shf_wire_hdr h2;
+		memcpy(b2, buf, n);
+		shf_wire_put32(b2 + bad[i].off, bad[i].v);
+		EXPECTF(chk(b2, n, &h2) == 0 && shf_wire_batch_verify(b2, &h2, MAX_MSG) == -EBADMSG,
+			"refused: %s", bad[i].what);
+	}
+}
+
 int main(void)
 {
+	test_runs();
 	test_fwd();
 	test_bundle();
 	test_le_and_hash();

@@ -45,6 +45,11 @@
  *            had nobody to go to on node 2), and rank 1 must have got all
  *            N, once each, in order ("rank 1: got N").
  *
+ *   many-to  world 2: rank 0 sends count=N records to rank 1 with
+ *            shf_send_many(), 32 per call, record k carrying k, flushes
+ *            (REMOTE) and closes; rank 1 is the driver's (rawclient
+ *            old-reader, a client that never said it reads runs).
+ *
  * Exit 0 when every check held, 1 otherwise (reasons on stderr), 2 for
  * usage errors.
  */
@@ -470,6 +475,39 @@ static int mode_many_threads(void)
 	return 0;
 }
 
+/* --------------------------------------------------------------- many-to */
+
+/* Rank 0 sends count records to rank 1 with shf_send_many(), 32 per call
+ * (so they travel as runs), record k carrying k; then flushes (REMOTE) and
+ * closes.  Rank 1 is whatever the driver runs (rawclient old-reader). */
+static int mode_many_to(void)
+{
+	struct shf_ctx *c = open_ctx(1, 0);
+	uint8_t bufs[32][sizeof(struct bmsg)];
+	struct shf_msg m[32];
+	for (long k = 0; k < cfg.count;) {
+		unsigned n = 0;
+		for (; n < 32 && k + n < cfg.count; n++) {
+			struct bmsg b = {BC_MAGIC, g_rank, k + n};
+			memcpy(bufs[n], &b, sizeof(b));
+			m[n] = (struct shf_msg){1, T_SEND, bufs[n], sizeof(b)};
+		}
+		int r = shf_send_many(c, m, n, 0);
+		if (r != (int)n)
+			tc_fail("shf_send_many: %d (%s)", r, shf_error_detail());
+		k += n;
+	}
+	int r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout);
+	if (r)
+		tc_fail("shf_flush: %s (%s)", shf_strerror(r), shf_error_detail());
+	printf("rank %d: many-to: sent %ld\n", g_rank, cfg.count);
+	fflush(stdout);
+	r = shf_close(c);
+	if (r)
+		tc_fail("shf_close: %s", shf_strerror(r));
+	return 0;
+}
+
 /* ------------------------------------------------------------------- lost */
 
 /* Rank 1 of modes lost and left: after "sent.0", every one of rank 0's
@@ -607,7 +645,7 @@ static int mode_left(void)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: bc-client exact|lost|left|many-check|many-threads [key=value ...]\n");
+		fprintf(stderr, "usage: bc-client exact|lost|left|many-check|many-threads|many-to [key=value ...]\n");
 		return 2;
 	}
 	cfg.mode = argv[1];
@@ -653,6 +691,8 @@ int main(int argc, char **argv)
 		return mode_many_check();
 	if (!strcmp(cfg.mode, "many-threads"))
 		return mode_many_threads();
+	if (!strcmp(cfg.mode, "many-to"))
+		return mode_many_to();
 	if (!strcmp(cfg.mode, "lost"))
 		return mode_lost();
 	if (!strcmp(cfg.mode, "left"))

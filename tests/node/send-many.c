@@ -10,6 +10,10 @@
  *   threads  4 threads of one process call shf_send_many() at once
  *            (bc-client many-threads, batch callback): each thread's
  *            records arrive once each, in its order.  Also in the TSan build.
+ *   old-reader  shf_send_many() to a client that never said it reads runs
+ *            (rawclient old-reader, as a client of 0.2 is): 5000 records,
+ *            each a plain record, in order (the daemon places the runs
+ *            item by item).
  * Mixed shf_send / shf_send_many / shf_bcast order across ranks is the
  * bcast driver's with many=1 (node-bcast-many-*, multi-bcast-many-2).
  */
@@ -41,6 +45,16 @@ int main(int argc, char **argv)
 		const char *a[] = {cl, "many-threads", "threads=4", "ops=2000", "batchcb=1",
 				   "timeout=60000", NULL};
 		CHECKF(run_one(e, "SHF_JOB=sm3", a) == 0, "many-threads");
+	} else if (!strcmp(what, "old-reader")) {
+		/* runs to a client that never said it reads them: item by item */
+		const char *raw = td_prog("SHF_TEST_RAWCLIENT");
+		const char *r1[] = {raw, "old-reader", "sm4", "1", "2", "5000", NULL};
+		const char *a0[] = {cl, "many-to", "count=5000", "timeout=30000", NULL};
+		const char *env0[] = {"SHF_JOB=sm4", "SHF_RANK=0", "SHF_WORLD=2", NULL};
+		pid_t pids[2];
+		pids[0] = td_spawn(r1, NULL, NULL, NULL);
+		pids[1] = td_spawn(a0, env0, NULL, NULL);
+		CHECKF(td_wait_all(pids, 2, 60000, "client") == 0, "old-reader");
 	} else {
 		CHECKF(0, "unknown case %s", what);
 	}
