@@ -13,7 +13,7 @@
  *   send DST COUNT LEN   COUNT messages of LEN bytes to DST, then a
  *                        REMOTE flush (they sit in DST's ring)
  *   flush                a REMOTE flush
- *   epoch                shf_epoch()
+ *   epoch [MS]           shf_epoch() (timeout MS, default 30000)
  *   recv N               until N messages were delivered to it in all
  *   close                shf_close(), then exit 0
  * and writes DIR/RANK.res.k: "R GOT DETAIL" - the step's result (0 or the
@@ -121,7 +121,9 @@ int main(int argc, char **argv)
 		} else if (!strncmp(line, "flush", 5)) {
 			r = shf_flush(c, SHF_FLUSH_REMOTE, 30000);
 		} else if (!strncmp(line, "epoch", 5)) {
-			r = shf_epoch(c, 30000);
+			int ms = 30000;
+			sscanf(line, "epoch %d", &ms);
+			r = shf_epoch(c, ms);
 		} else if (sscanf(line, "recv %lld", &n) == 1) {
 			for (int i = 0; i < 30000 / 2 && got < n && r >= 0; i++) {
 				if (poll_mode)
