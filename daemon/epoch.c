@@ -29,9 +29,13 @@
  * (shd_epoch_leave_is_benign), because the leaving rank's own node knows
  * better: if that rank left with an epoch pending on its node, the node
  * fails it there and floods SHF_WIRE_EPOCH_ABORT over the tree's edges
- * (shd_epoch_left_here), which fails it everywhere (-ESRCH).  A leave seen
- * in phase 1 fails the epoch at once.  Once a job has lost ranks, every
- * later epoch fails at entry with shd_epoch_gone_err().  Never a hang.
+ * (shd_epoch_left_here), which fails it everywhere (-ESRCH; -EHOSTDOWN when
+ * the job had lost ranks with a node already, so that a rank leaving for
+ * that loss is told as the loss).  A leave seen in phase 1 fails the epoch
+ * at once.  Once a job has lost ranks, every later epoch fails at entry
+ * with shd_epoch_gone_err().  A rank still draining when its epoch fails
+ * learns it at phase 2 with the error and culprits of that failure
+ * (fail_err, fail_why), not those of later.  Never a hang.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -204,6 +208,9 @@ static void epoch_why(const struct shd_daemon *d, const struct shd_job *j, int e
 		k = ranks_at(j, SHD_NODE_LOST, list, sizeof(list));
 		snprintf(buf, n, "rank%s %s of job %s lost with node %u%s, which is down",
 			 k == 1 ? "" : "s", list, j->name, j->lost_node, name);
+	} else if (err == -EHOSTDOWN && j->epoch_abort == -EHOSTDOWN) {
+		snprintf(buf, n, "ranks of job %s were lost with a node that is down (told by "
+			 "another node of the job; this node has not seen it down yet)", j->name);
 	} else if (err == -ESRCH) {
 		k = ranks_at(j, SHD_NODE_GONE, list, sizeof(list));
 		if (k)
@@ -345,8 +352,11 @@ int32_t shd_epoch_who(struct shd_client *c, char *buf, size_t n)
 static void failure_why(struct shd_client *c, int status, char *why, size_t len)
 {
 	why[0] = '\0';
-	if (status < 0 && c->job)
+	if (status < 0 && c->job && c->epoch_failed && c->job->fail_why[0])
+		snprintf(why, len, "%s", c->job->fail_why); /* the culprit then, not now */
+	else if (status < 0 && c->job)
 		epoch_why(c->d, c->job, status, why, len);
+	c->epoch_failed = false;
 }
 
 /* Phase 1's answer.  A failure with a reason: the FLUSH_DONE (its drops,
@@ -379,10 +389,26 @@ static void reply_p2(struct shd_client *c, int status)
 
 void shd_epoch_fail_all(struct shd_job *j, int err)
 {
+	/* A rank draining (DELIVER) learns the failure at its phase 2: it is
+	 * told the culprits and the error of this first failure, not those of
+	 * then (a rank that left after its own failed epoch is no culprit). */
+	bool kept = false;
+	for (int32_t r = shd_jobtab_next(j, 0); r < j->world; r = shd_jobtab_next(j, r + 1)) {
+		const struct shd_client *c = shd_jobtab_client(j, r);
+		kept |= c && c->epoch_failed;
+	}
 	for (int32_t r = shd_jobtab_next(j, 0); r < j->world; r = shd_jobtab_next(j, r + 1)) {
 		struct shd_client *c = shd_jobtab_client(j, r);
 		if (!c)
 			continue;
+		if (c->epoch == SHD_EPOCH_DELIVER && !c->epoch_failed) {
+			if (!kept) {
+				epoch_why(c->d, j, err, j->fail_why, sizeof(j->fail_why));
+				j->fail_err = err;
+				kept = true;
+			}
+			c->epoch_failed = true;
+		}
 		if (c->epoch == SHD_EPOCH_P1)
 			reply_p1(c, err);
 		else if (c->epoch == SHD_EPOCH_P2)
@@ -415,10 +441,15 @@ void shd_epoch_left_here(struct shd_daemon *d, struct shd_job *j, enum shd_epoch
 	shd_epoch_fail_all(j, shd_epoch_gone_err(j));
 	if (!pending || j->epoch_abort)
 		return;
-	/* the other nodes cannot complete it without this rank: tell them */
-	j->epoch_abort = -ESRCH;
+	/* the other nodes cannot complete it without this rank: tell them,
+	 * with the cause this node knows: a rank that leaves after ranks of
+	 * the job were lost with their node (it failed for that) is told as
+	 * that loss (-EHOSTDOWN), so every rank hears one error for one cause
+	 * even where the loss is not seen yet */
+	int err = j->lost ? -EHOSTDOWN : -ESRCH;
+	j->epoch_abort = err;
 	j->abort_epoch = j->epoch_seq + 1;
-	abort_flood(d, j, -ESRCH, SHD_NODE_NONE);
+	abort_flood(d, j, err, SHD_NODE_NONE);
 }
 
 /* The phase is complete: answer the local ranks, pass it down the tree. */
@@ -526,9 +557,9 @@ void shd_epoch_phase2(struct shd_client *c, uint32_t ipc_id, uint64_t id)
 	struct shd_job *j = c->job;
 	c->epoch_ipc_id = ipc_id;
 	c->epoch_id = id;
-	if (j->gone || j->deny || aborted(j)) {
+	if (j->gone || j->deny || aborted(j) || c->epoch_failed) {
 		c->epoch = SHD_EPOCH_NONE;
-		reply_p2(c, shd_epoch_gone_err(j));
+		reply_p2(c, c->epoch_failed ? j->fail_err : shd_epoch_gone_err(j));
 		return;
 	}
 	c->epoch = SHD_EPOCH_P2;

@@ -10,8 +10,14 @@
  *     (0 everywhere), so asking did not disturb it;
  *   - the same with 11 ranks of which only rank 0 enters: the list stops
  *     after 8 and gives the count ("1,...,8,... (10 in all)").
+ * A failed epoch names the culprit of its failure, not of later: ranks 0,
+ * 1, 3 wait in phase 2 while rank 2's callback holds it in the delivery
+ * stage; rank 3 is killed (the epoch fails: -ESRCH naming rank 3), then
+ * rank 1 closes after its own failed epoch; rank 2, released, gets -ESRCH
+ * naming rank 3 alone.
  */
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 
 #include "tests/ctl/steer.h"
@@ -65,6 +71,45 @@ int main(void)
 		steer_result(&b, r, NULL, NULL, 0);
 		CHECK(steer_wait(&b, r) == 0);
 	}
+
+	/* the culprit of the failure, not a rank that left after it */
+	struct steer f;
+	steer_start(&f, e, d->sock, "cul", 4, -1, "tttt");
+	CHECK(steer_cmd(&f, 2, "hold", NULL, NULL, 0) == 0);
+	CHECK(steer_cmd(&f, 0, "send 2 1 8", NULL, NULL, 0) == 0);
+	for (int r = 0; r < 4; r++)
+		steer_ask(&f, r, "epoch");
+	bool held = false;
+	for (int64_t end = td_now_ms() + 10000; !held && td_now_ms() < end; td_sleep_ms(10)) {
+		json_t *doc = td_query(d, "clients");
+		int in = 0;
+		for (int r = 0; r < 4; r++) {
+			const char *es = json_string_value(
+				json_object_get(td_client_find(doc, "cul", r), "epoch"));
+			in += es && !strcmp(es, r == 2 ? "deliver" : "phase2");
+		}
+		json_decref(doc);
+		held = in == 4;
+	}
+	CHECKF(held, "ranks 0, 1, 3 not in phase 2 with rank 2 delivering within 10 s");
+	kill(f.pid[3], SIGKILL);
+	steer_wait(&f, 3);
+	for (int r = 0; r < 2; r++) {
+		int sr = steer_result(&f, r, NULL, detail, sizeof(detail));
+		CHECKF(sr == -ESRCH && strstr(detail, "rank 3 of job cul left"),
+		       "rank %d: epoch with rank 3 killed: %d '%s'", r, sr, detail);
+	}
+	CHECK(steer_cmd(&f, 1, "close", NULL, NULL, 0) == 0);
+	CHECK(steer_wait(&f, 1) == 0);
+	char rel[TD_PATH_MAX + 16];
+	td_fmt(rel, sizeof(rel), "%s/2.release", f.dir);
+	td_write_file(rel, "");
+	int st2 = steer_result(&f, 2, NULL, detail, sizeof(detail));
+	CHECKF(st2 == -ESRCH && strstr(detail, "rank 3 of job cul left"),
+	       "rank 2, released after rank 1 closed: %d '%s' (the failure's culprit is rank 3 "
+	       "alone)", st2, detail);
+	CHECK(steer_cmd(&f, 0, "close", NULL, NULL, 0) == 0);
+	CHECK(steer_cmd(&f, 2, "close", NULL, NULL, 0) == 0);
 	td_stop(d);
 	return 0;
 }
