@@ -29,10 +29,8 @@
  * (shd_epoch_leave_is_benign), because the leaving rank's own node knows
  * better: if that rank left with an epoch pending on its node, the node
  * fails it there and floods SHF_WIRE_EPOCH_ABORT over the tree's edges
- * (shd_epoch_left_here), which fails it everywhere (-ESRCH; -EHOSTDOWN when
- * the job had lost ranks with a node already, so that a rank leaving for
- * that loss is told as the loss).  A leave seen in phase 1 fails the epoch
- * at once.  Once a job has lost ranks, every later epoch fails at entry
+ * (shd_epoch_left_here), which fails it everywhere (-ESRCH).  A leave seen
+ * in phase 1 fails the epoch at once.  Once a job has lost ranks, every later epoch fails at entry
  * with shd_epoch_gone_err().  A rank still draining when its epoch fails
  * learns it at phase 2 with the error and culprits of that failure
  * (fail_err, fail_why), not those of later.  Never a hang.
@@ -208,9 +206,6 @@ static void epoch_why(const struct shd_daemon *d, const struct shd_job *j, int e
 		k = ranks_at(j, SHD_NODE_LOST, list, sizeof(list));
 		snprintf(buf, n, "rank%s %s of job %s lost with node %u%s, which is down",
 			 k == 1 ? "" : "s", list, j->name, j->lost_node, name);
-	} else if (err == -EHOSTDOWN && j->epoch_abort == -EHOSTDOWN) {
-		snprintf(buf, n, "ranks of job %s were lost with a node that is down (told by "
-			 "another node of the job; this node has not seen it down yet)", j->name);
 	} else if (err == -ESRCH) {
 		k = ranks_at(j, SHD_NODE_GONE, list, sizeof(list));
 		if (k)
@@ -441,15 +436,10 @@ void shd_epoch_left_here(struct shd_daemon *d, struct shd_job *j, enum shd_epoch
 	shd_epoch_fail_all(j, shd_epoch_gone_err(j));
 	if (!pending || j->epoch_abort)
 		return;
-	/* the other nodes cannot complete it without this rank: tell them,
-	 * with the cause this node knows: a rank that leaves after ranks of
-	 * the job were lost with their node (it failed for that) is told as
-	 * that loss (-EHOSTDOWN), so every rank hears one error for one cause
-	 * even where the loss is not seen yet */
-	int err = j->lost ? -EHOSTDOWN : -ESRCH;
-	j->epoch_abort = err;
+	/* the other nodes cannot complete it without this rank: tell them */
+	j->epoch_abort = -ESRCH;
 	j->abort_epoch = j->epoch_seq + 1;
-	abort_flood(d, j, err, SHD_NODE_NONE);
+	abort_flood(d, j, -ESRCH, SHD_NODE_NONE);
 }
 
 /* The phase is complete: answer the local ranks, pass it down the tree. */
