@@ -162,7 +162,11 @@ void show_status(const json_t *s, const json_t *peers, const json_t *jobs, FILE 
 			seen |= !strcmp(*q, k);
 		if (seen || json_is_object(v) || json_is_array(v))
 			continue;
-		char *txt = json_dumps(v, JSON_ENCODE_ANY);
+		if (json_is_string(v)) { /* peer_auth  key, not "key" */
+			kv_add(&l, k, "%s", json_string_value(v));
+			continue;
+		}
+		char *txt = json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(9));
 		kv_add(&l, k, "%s", txt ? txt : "?");
 		free(txt);
 	}

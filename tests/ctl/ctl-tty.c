@@ -11,6 +11,7 @@
  *     its echo and line mode back;
  *   - `--all status` and `--all jobs` (on a pipe): numbers grouped as in
  *     the one-node tables (1,200) and the uptime as a duration;
+ *   - `status`: string values without JSON quotes;
  *   - `--json status`: uptime_s with at most 9 significant digits.
  */
 #include <ctype.h>
@@ -198,6 +199,12 @@ int main(void)
 	CHECKF(o.status == 0 && strstr(o.out, "UPTIME ") && !strstr(o.out, "UPTIME_S") &&
 		       (strstr(o.out, " ms ") || strstr(o.out, " s ")),
 	       "--all status: exit %d, no UPTIME as a duration:\n%s%s", o.status, o.out, o.err);
+	td_out_free(&o);
+
+	/* status: a string is shown as itself (peer_auth  none, not "none") */
+	td_ctl(d->sock, &o, "status", NULL);
+	CHECKF(o.status == 0 && !strchr(o.out, '"'), "status: exit %d, a quoted value:\n%s", o.status,
+	       o.out);
 	td_out_free(&o);
 
 	/* floats: %.9g */
