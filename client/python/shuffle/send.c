@@ -203,6 +203,159 @@ static PyArrayObject *int_array(PyObject *o, const char *what, int typenum)
 	return c;
 }
 
+/* What send_many() holds while it sends: the arrays it made (new
+ * references or NULL) and the buffer it viewed. */
+struct held {
+	PyArrayObject *dst64, *dst, *types, *offs, *rec;
+	Py_buffer view;
+	bool have_view;
+};
+
+static void held_release(struct held *h)
+{
+	if (h->have_view)
+		PyBuffer_Release(&h->view);
+	Py_XDECREF(h->dst64);
+	Py_XDECREF(h->dst);
+	Py_XDECREF(h->types);
+	Py_XDECREF(h->offs);
+	Py_XDECREF(h->rec);
+}
+
+/* dst: n ranks of the world, as int32; sets b->n.  0, or -1 (raised). */
+static int batch_dst(CtxObject *self, PyObject *dst_o, struct held *h, struct batch *b)
+{
+	h->dst64 = int_array(dst_o, "dst", NPY_INT64);
+	if (!h->dst64)
+		return -1;
+	b->n = (size_t)PyArray_SIZE(h->dst64);
+	const int64_t *d64 = PyArray_DATA(h->dst64);
+	for (size_t i = 0; i < b->n; i++)
+		if (check_dst(self, d64[i]) < 0)
+			return -1;
+	h->dst = (PyArrayObject *)PyArray_FromArray(h->dst64, PyArray_DescrFromType(NPY_INT32),
+						    NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST);
+	if (!h->dst)
+		return -1;
+	b->dst = PyArray_DATA(h->dst);
+	return 0;
+}
+
+/* type: absent, one integer for all, or n integers in 0 .. 2**32-1.  0, or
+ * -1 (raised). */
+static int batch_types(PyObject *type_o, struct held *h, struct batch *b)
+{
+	if (!type_o || PyLong_Check(type_o) || PyArray_IsScalar(type_o, Integer))
+		return type_o && type_of(type_o, &b->type0) < 0 ? -1 : 0;
+	PyArrayObject *t64 = int_array(type_o, "type", NPY_INT64);
+	if (!t64)
+		return -1;
+	if ((size_t)PyArray_SIZE(t64) != b->n) {
+		PyErr_Format(PyExc_ValueError, "type has %zd entries for %zu records",
+			     PyArray_SIZE(t64), b->n);
+		Py_DECREF(t64);
+		return -1;
+	}
+	const int64_t *t = PyArray_DATA(t64);
+	for (size_t i = 0; i < b->n; i++)
+		if (t[i] < 0 || t[i] > UINT32_MAX) {
+			PyErr_Format(PyExc_ValueError, "type[%zu] = %lld is outside 0 .. 2**32-1",
+				     i, (long long)t[i]);
+			Py_DECREF(t64);
+			return -1;
+		}
+	h->types = (PyArrayObject *)PyArray_FromArray(t64, PyArray_DescrFromType(NPY_UINT32),
+						      NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST);
+	Py_DECREF(t64);
+	if (!h->types)
+		return -1;
+	b->types = PyArray_DATA(h->types);
+	return 0;
+}
+
+/* records as bytes-like + offsets (n+1, non-decreasing, within the
+ * buffer).  0, or -1 (raised). */
+static int batch_offsets(PyObject *rec_o, PyObject *off_o, struct held *h, struct batch *b)
+{
+	if (PyObject_GetBuffer(rec_o, &h->view, PyBUF_SIMPLE) < 0)
+		return -1;
+	h->have_view = true;
+	h->offs = int_array(off_o, "offsets", NPY_INT64);
+	if (!h->offs)
+		return -1;
+	if ((size_t)PyArray_SIZE(h->offs) != b->n + 1) {
+		PyErr_Format(PyExc_ValueError, "offsets has %zd entries for %zu records (need n+1)",
+			     PyArray_SIZE(h->offs), b->n);
+		return -1;
+	}
+	const int64_t *o = PyArray_DATA(h->offs);
+	for (size_t i = 0; i <= b->n; i++) {
+		if (o[i] < 0 || o[i] > h->view.len || (i > 0 && o[i] < o[i - 1]) ||
+		    (i > 0 && o[i] - o[i - 1] > UINT32_MAX)) {
+			PyErr_Format(PyExc_ValueError,
+				     "offsets[%zu] = %lld: offsets must be non-decreasing and "
+				     "within the %zd bytes of records", i, (long long)o[i],
+				     h->view.len);
+			return -1;
+		}
+	}
+	b->base = h->view.buf;
+	b->offs = o;
+	return 0;
+}
+
+/* records as a numpy array of n fixed-size records: (n, k) uint8 or 1-D
+ * of a fixed-size dtype, C-contiguous.  0, or -1 (raised). */
+static int batch_records(PyObject *rec_o, struct held *h, struct batch *b)
+{
+	if (!PyArray_Check(rec_o)) {
+		PyErr_Format(PyExc_TypeError,
+			     "records must be a numpy array (or bytes with offsets=), not %s",
+			     Py_TYPE(rec_o)->tp_name);
+		return -1;
+	}
+	PyArrayObject *rec = h->rec = (PyArrayObject *)rec_o;
+	Py_INCREF(rec);
+	PyArray_Descr *dt = PyArray_DESCR(rec);
+	if (PyDataType_REFCHK(dt)) {
+		PyErr_SetString(PyExc_TypeError,
+				"records of an object dtype cannot be sent: use a fixed-size dtype");
+		return -1;
+	}
+	if (!PyArray_IS_C_CONTIGUOUS(rec)) {
+		PyErr_SetString(PyExc_ValueError,
+				"records must be C-contiguous (np.ascontiguousarray(records))");
+		return -1;
+	}
+	if (PyArray_NDIM(rec) == 2) {
+		if (PyArray_TYPE(rec) != NPY_UINT8) {
+			PyErr_Format(PyExc_TypeError,
+				     "2-D records must be uint8 (n, k), not %s: pass a 1-D array "
+				     "of a fixed-size dtype instead", dt->typeobj->tp_name);
+			return -1;
+		}
+		b->fixed = (size_t)PyArray_DIM(rec, 1);
+	} else if (PyArray_NDIM(rec) == 1) {
+		b->fixed = (size_t)PyArray_ITEMSIZE(rec);
+	} else {
+		PyErr_Format(PyExc_ValueError,
+			     "records must be (n, k) uint8 or 1-D (it has %d dimensions)",
+			     PyArray_NDIM(rec));
+		return -1;
+	}
+	if ((size_t)PyArray_DIM(rec, 0) != b->n) {
+		PyErr_Format(PyExc_ValueError, "%zd records for %zu destinations",
+			     PyArray_DIM(rec, 0), b->n);
+		return -1;
+	}
+	if (b->fixed > UINT32_MAX) {
+		PyErr_SetString(PyExc_ValueError, "records larger than 4 GiB");
+		return -1;
+	}
+	b->base = PyArray_DATA(rec);
+	return 0;
+}
+
 PyObject *shp_ctx_send_many(CtxObject *self, PyObject *args, PyObject *kw)
 {
 	CHECK_OPEN(self);
@@ -210,128 +363,13 @@ PyObject *shp_ctx_send_many(CtxObject *self, PyObject *args, PyObject *kw)
 	PyObject *dst_o, *rec_o, *type_o = NULL, *off_o = Py_None;
 	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|OO", kwlist, &dst_o, &rec_o, &type_o, &off_o))
 		return NULL;
-	PyArrayObject *dst64 = NULL, *dst = NULL, *types = NULL, *offs = NULL, *rec = NULL;
-	Py_buffer view = {0};
-	bool have_view = false;
-	PyObject *ret = NULL;
+	struct held h = {0};
 	struct batch b = {0};
-
-	dst64 = int_array(dst_o, "dst", NPY_INT64);
-	if (!dst64)
+	PyObject *ret = NULL;
+	if (batch_dst(self, dst_o, &h, &b) < 0 || batch_types(type_o, &h, &b) < 0 ||
+	    (off_o != Py_None ? batch_offsets(rec_o, off_o, &h, &b)
+			      : batch_records(rec_o, &h, &b)) < 0)
 		goto out;
-	b.n = (size_t)PyArray_SIZE(dst64);
-	const int64_t *d64 = PyArray_DATA(dst64);
-	for (size_t i = 0; i < b.n; i++)
-		if (check_dst(self, d64[i]) < 0)
-			goto out;
-	dst = (PyArrayObject *)PyArray_FromArray(dst64, PyArray_DescrFromType(NPY_INT32),
-						 NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST);
-	if (!dst)
-		goto out;
-	b.dst = PyArray_DATA(dst);
-
-	if (!type_o || PyLong_Check(type_o) || PyArray_IsScalar(type_o, Integer)) {
-		if (type_o && type_of(type_o, &b.type0) < 0)
-			goto out;
-	} else {
-		PyArrayObject *t64 = int_array(type_o, "type", NPY_INT64);
-		if (!t64)
-			goto out;
-		if ((size_t)PyArray_SIZE(t64) != b.n) {
-			PyErr_Format(PyExc_ValueError, "type has %zd entries for %zu records",
-				     PyArray_SIZE(t64), b.n);
-			Py_DECREF(t64);
-			goto out;
-		}
-		const int64_t *t = PyArray_DATA(t64);
-		for (size_t i = 0; i < b.n; i++)
-			if (t[i] < 0 || t[i] > UINT32_MAX) {
-				PyErr_Format(PyExc_ValueError, "type[%zu] = %lld is outside 0 .. 2**32-1",
-					     i, (long long)t[i]);
-				Py_DECREF(t64);
-				goto out;
-			}
-		types = (PyArrayObject *)PyArray_FromArray(t64, PyArray_DescrFromType(NPY_UINT32),
-							   NPY_ARRAY_CARRAY | NPY_ARRAY_FORCECAST);
-		Py_DECREF(t64);
-		if (!types)
-			goto out;
-		b.types = PyArray_DATA(types);
-	}
-
-	if (off_o != Py_None) {
-		/* bytes-like + offsets (n+1, non-decreasing, within the buffer) */
-		if (PyObject_GetBuffer(rec_o, &view, PyBUF_SIMPLE) < 0)
-			goto out;
-		have_view = true;
-		offs = int_array(off_o, "offsets", NPY_INT64);
-		if (!offs)
-			goto out;
-		if ((size_t)PyArray_SIZE(offs) != b.n + 1) {
-			PyErr_Format(PyExc_ValueError, "offsets has %zd entries for %zu records (need n+1)",
-				     PyArray_SIZE(offs), b.n);
-			goto out;
-		}
-		const int64_t *o = PyArray_DATA(offs);
-		for (size_t i = 0; i <= b.n; i++) {
-			if (o[i] < 0 || o[i] > view.len || (i > 0 && o[i] < o[i - 1]) ||
-			    (i > 0 && o[i] - o[i - 1] > UINT32_MAX)) {
-				PyErr_Format(PyExc_ValueError,
-					     "offsets[%zu] = %lld: offsets must be non-decreasing and "
-					     "within the %zd bytes of records", i, (long long)o[i],
-					     view.len);
-				goto out;
-			}
-		}
-		b.base = view.buf;
-		b.offs = o;
-	} else {
-		if (!PyArray_Check(rec_o)) {
-			PyErr_Format(PyExc_TypeError,
-				     "records must be a numpy array (or bytes with offsets=), not %s",
-				     Py_TYPE(rec_o)->tp_name);
-			goto out;
-		}
-		rec = (PyArrayObject *)rec_o;
-		Py_INCREF(rec);
-		PyArray_Descr *dt = PyArray_DESCR(rec);
-		if (PyDataType_REFCHK(dt)) {
-			PyErr_SetString(PyExc_TypeError,
-					"records of an object dtype cannot be sent: use a fixed-size dtype");
-			goto out;
-		}
-		if (!PyArray_IS_C_CONTIGUOUS(rec)) {
-			PyErr_SetString(PyExc_ValueError,
-					"records must be C-contiguous (np.ascontiguousarray(records))");
-			goto out;
-		}
-		if (PyArray_NDIM(rec) == 2) {
-			if (PyArray_TYPE(rec) != NPY_UINT8) {
-				PyErr_Format(PyExc_TypeError,
-					     "2-D records must be uint8 (n, k), not %s: pass a 1-D array "
-					     "of a fixed-size dtype instead", dt->typeobj->tp_name);
-				goto out;
-			}
-			b.fixed = (size_t)PyArray_DIM(rec, 1);
-		} else if (PyArray_NDIM(rec) == 1) {
-			b.fixed = (size_t)PyArray_ITEMSIZE(rec);
-		} else {
-			PyErr_Format(PyExc_ValueError,
-				     "records must be (n, k) uint8 or 1-D (it has %d dimensions)",
-				     PyArray_NDIM(rec));
-			goto out;
-		}
-		if ((size_t)PyArray_DIM(rec, 0) != b.n) {
-			PyErr_Format(PyExc_ValueError, "%zd records for %zu destinations",
-				     PyArray_DIM(rec, 0), b.n);
-			goto out;
-		}
-		if (b.fixed > UINT32_MAX) {
-			PyErr_SetString(PyExc_ValueError, "records larger than 4 GiB");
-			goto out;
-		}
-		b.base = PyArray_DATA(rec);
-	}
 
 	int err;
 	size_t sent;
@@ -348,12 +386,6 @@ PyObject *shp_ctx_send_many(CtxObject *self, PyObject *args, PyObject *kw)
 	}
 	ret = PyLong_FromSize_t(sent);
 out:
-	if (have_view)
-		PyBuffer_Release(&view);
-	Py_XDECREF(dst64);
-	Py_XDECREF(dst);
-	Py_XDECREF(types);
-	Py_XDECREF(offs);
-	Py_XDECREF(rec);
+	held_release(&h);
 	return ret;
 }
