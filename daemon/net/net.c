@@ -162,6 +162,16 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 	struct shd_daemon *d = n->d;
 	struct shf_wire_hdr h;
 	int r = shf_wire_check(buf, len, n->n_nodes, d->node_id, &h);
+	if (r == -EPROTO && len >= SHF_WIRE_HDR &&
+	    shf_wire_get32(buf) == SHF_WIRE_MAGIC) {
+		/* a daemon of another release: say which, on both counts */
+		d->st.wire_bad++;
+		shd_log_rl(&shd_net_rl_wire, SHD_LOG_WARN, "refused a message of wire version %u "
+			   "from node %u: this daemon speaks version %u (every daemon of a "
+			   "cluster must run one release)", shf_wire_get16((uint8_t *)buf + 4),
+			   shf_wire_get32((uint8_t *)buf + 8), SHF_WIRE_VERSION);
+		return 0;
+	}
 	if (r < 0 || (node != SHD_FABRIC_NODE_UNKNOWN && node != h.src_node)) {
 		d->st.wire_bad++;
 		shd_log_rl(&shd_net_rl_wire, SHD_LOG_WARN, "rejected a %zu-byte wire message: %s",

@@ -546,10 +546,11 @@ static int mode_garbage(uint32_t t)
 	stamp(b, t);
 	shf_wire_put32(b, SHF_WIRE_MAGIC ^ 0x01000000u);
 	send_raw(t, b, SHF_WIRE_HEARTBEAT_BYTES), counted++;
-	/* 3. bad version */
+	/* 3. the previous version (a daemon of the last release): the log
+	 * names both versions (wire-inject.sh) */
 	make_hb(b, g.me, t, g.incarnation);
 	stamp(b, t);
-	shf_wire_put16(b + 4, SHF_WIRE_VERSION + 1);
+	shf_wire_put16(b + 4, SHF_WIRE_VERSION - 1);
 	send_raw(t, b, SHF_WIRE_HEARTBEAT_BYTES), counted++;
 	/* 4. unknown kind */
 	make_hb(b, g.me, t, g.incarnation);
