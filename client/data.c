@@ -313,7 +313,7 @@ int shc_deliver_batch(struct shf_ctx *c, unsigned max)
 			shf_ring_unpeek(&c->deliver, &v); /* runs once the epoch returned */
 			break;
 		}
-		if (v.kind == SHF_REC_RUN) {
+		if (__builtin_expect(v.kind == SHF_REC_RUN, 0)) {
 			int e = deliver_run(c, &v, recs, &k, &k_bytes);
 			if (e < 0) {
 				bad = true;
@@ -599,9 +599,12 @@ static int send_wait(struct shf_ctx *c, struct send_want *w, bool nonblock, int6
 	return r;
 }
 
-static int send_reserve(struct shf_ctx *c, uint32_t kind, uint32_t plen, bool nonblock,
-			int64_t deadline, void **p_out, bool *fast)
+static inline int send_reserve(struct shf_ctx *c, uint32_t kind, uint32_t plen, bool nonblock,
+			       int64_t deadline, void **p_out, bool *fast)
 {
+	/* nearly always there is room: no wait loop then */
+	if (!shc_is_dead(c) && (*p_out = shf_ring_reserve(&c->send, plen, kind)) != NULL)
+		return 0;
 	struct send_want w = {kind, plen, 0, NULL};
 	int r = send_wait(c, &w, nonblock, deadline, fast);
 	if (!r)
