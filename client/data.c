@@ -34,6 +34,7 @@
 
 #include "client/client.h"
 #include "client/data.h"
+#include "client/runs.h"
 #include "client/wait.h"
 #include "proto/shm.h"
 
@@ -718,179 +719,20 @@ static void send_push(struct shf_ctx *c)
  * records sent are always a prefix of msgs: a short count (SHF_NONBLOCK, a
  * timeout) means msgs[0, count) went and the rest did not.
  */
-#define RUN_WIN 256u   /* records per window (<= SHF_RUN_MAX_COUNT) */
-#define RUN_SLOTS 512u /* hash slots, a power of two >= 2 * RUN_WIN */
-
-struct run_win {
-	unsigned n;                /* records in the window */
-	unsigned nruns;            /* groups */
-	uint64_t ring;             /* ring bytes the window takes */
-	uint64_t payload;          /* payload bytes */
-	uint32_t biggest;          /* largest ring record of the window */
-	uint16_t next[RUN_WIN];    /* next record of the same group, or RUN_WIN */
-	uint16_t first[RUN_WIN];   /* per group, in order of first appearance */
-	uint16_t last[RUN_WIN];
-	uint16_t count[RUN_WIN];   /* per group: records */
-	uint32_t bytes[RUN_WIN];   /* per group: item bytes, saturated at UINT32_MAX */
-	int32_t key[RUN_SLOTS];    /* destination, or -1 */
-	uint16_t slot[RUN_SLOTS];  /* its group */
-};
-
-/* A run of the records from msgs[i] on along the group's chain: how many
- * fit one record of at most cap item bytes (at least one), their item
- * bytes (*bytes), and the record after them (*after). */
-static unsigned run_span(const struct shf_msg *msgs, const struct run_win *w, unsigned i,
-			 uint32_t cap, uint32_t *bytes, unsigned *after)
-{
-	unsigned k = 0;
-	uint32_t b = 0;
-	while (i != RUN_WIN && k < SHF_RUN_MAX_COUNT) {
-		uint32_t sz = shf_run_item_bytes(msgs[i].len);
-		if (k && b + sz > cap)
-			break;
-		b += sz;
-		k++;
-		i = w->next[i];
-	}
-	*bytes = b;
-	*after = i;
-	return k;
-}
-
-static inline uint32_t run_cap(const struct shf_ctx *c)
-{
-	return c->max_msg < SHF_RUN_MAX_BYTES ? c->max_msg : SHF_RUN_MAX_BYTES;
-}
-
-/* The spans of group g, one record each: fn(at, k, bytes, after) for each.
- * A group within the cap (nearly all) is one span, found without a walk. */
-#define FOR_SPANS(c, msgs, w, g, BODY)                                                     \
-	do {                                                                               \
-		unsigned at_ = (w)->first[g], after_ = RUN_WIN, k_;                        \
-		uint32_t b_;                                                               \
-		while (at_ != RUN_WIN) {                                                   \
-			if (at_ == (w)->first[g] && (w)->bytes[g] <= run_cap(c)) {         \
-				k_ = (w)->count[g];                                        \
-				b_ = (w)->bytes[g];                                        \
-				after_ = RUN_WIN;                                          \
-			} else {                                                           \
-				k_ = run_span(msgs, w, at_, run_cap(c), &b_, &after_);     \
-			}                                                                  \
-			BODY;                                                              \
-			at_ = after_;                                                      \
-		}                                                                          \
-	} while (0)
-
-/* Ring bytes of the record a span of k records, b item bytes becomes: a
- * run, or one plain record when k == 1. */
-static inline uint64_t span_ring_bytes(const struct shf_msg *m, unsigned k, uint32_t b)
-{
-	return k == 1 ? shf_ring_rec_bytes(SHF_MSG_HDR_BYTES + m->len)
-		      : shf_ring_rec_bytes(SHF_RUN_HDR_BYTES + b);
-}
-
-/* Group msgs[0, n) (n <= RUN_WIN) by destination and size the window: it
- * ends early when its ring bytes would pass `budget` (one record at least). */
-static void run_group(const struct shf_ctx *c, const struct shf_msg *msgs, unsigned n,
-		      uint64_t budget, struct run_win *w)
-{
-	unsigned slots = 16;
-	while (slots < 2 * n)
-		slots *= 2;
-	unsigned shift = 32 - (unsigned)__builtin_ctz(slots);
-	memset(w->key, 0xff, slots * sizeof(w->key[0]));
-	w->nruns = 0;
-	w->payload = 0;
-	for (unsigned i = 0; i < n; i++) {
-		int32_t dst = msgs[i].dst;
-		uint32_t h = ((uint32_t)dst * 0x9e3779b1u) >> shift;
-		while (w->key[h] != -1 && w->key[h] != dst)
-			h = (h + 1) & (slots - 1);
-		unsigned g;
-		w->next[i] = RUN_WIN;
-		if (w->key[h] == -1) {
-			w->key[h] = dst;
-			g = w->nruns++;
-			w->slot[h] = (uint16_t)g;
-			w->first[g] = (uint16_t)i;
-			w->count[g] = 0;
-			w->bytes[g] = 0;
-		} else {
-			g = w->slot[h];
-			w->next[w->last[g]] = (uint16_t)i;
-		}
-		w->last[g] = (uint16_t)i;
-		w->count[g]++;
-		uint64_t b = (uint64_t)w->bytes[g] + shf_run_item_bytes(msgs[i].len);
-		w->bytes[g] = b > UINT32_MAX ? UINT32_MAX : (uint32_t)b;
-		w->payload += msgs[i].len;
-	}
-	w->n = n;
-	w->ring = 0;
-	w->biggest = 0;
-	for (unsigned g = 0; g < w->nruns; g++) {
-		FOR_SPANS(c, msgs, w, g, {
-			uint64_t rb = span_ring_bytes(&msgs[at_], k_, b_);
-			w->ring += rb;
-			if (rb > w->biggest)
-				w->biggest = (uint32_t)rb;
-		});
-	}
-	/* over budget (big messages): take the first half of the records and
-	 * group again, so that the window stays a prefix of msgs */
-	if (w->ring > budget && n > 1)
-		run_group(c, msgs, n / 2, budget, w);
-}
-
-/* One span as a plain record (k == 1) or a run; room checked. */
-static void run_put(struct shf_ctx *c, const struct shf_msg *msgs, const struct run_win *w,
-		    unsigned at, unsigned k, uint32_t b, unsigned after)
-{
-	const struct shf_msg *m = &msgs[at];
-	if (k == 1) {
-		uint8_t *p = shf_ring_reserve(&c->send, SHF_MSG_HDR_BYTES + m->len, SHF_REC_MSG);
-		struct shf_msg_hdr h = {m->dst, m->type};
-		memcpy(p, &h, sizeof(h));
-		if (m->len)
-			memcpy(p + SHF_MSG_HDR_BYTES, m->data, m->len);
-		return;
-	}
-	uint8_t *p = shf_ring_reserve(&c->send, SHF_RUN_HDR_BYTES + b, SHF_REC_RUN);
-	struct shf_run_hdr rh = {m->dst, k};
-	memcpy(p, &rh, sizeof(rh));
-	p += SHF_RUN_HDR_BYTES;
-	for (unsigned i = at; i != after; i = w->next[i]) {
-		struct shf_run_item it = {msgs[i].type, msgs[i].len};
-		uint32_t sz = shf_run_item_bytes(it.len);
-		memset(p + sz - 8, 0, 8); /* the padding (or a whole word) */
-		memcpy(p, &it, sizeof(it));
-		if (it.len)
-			memcpy(p + SHF_RUN_ITEM_BYTES, msgs[i].data, it.len);
-		p += sz;
-	}
-}
-
-/* Write the window (room checked): one record per span. */
-static void run_write(struct shf_ctx *c, const struct shf_msg *msgs, const struct run_win *w)
-{
-	for (unsigned g = 0; g < w->nruns; g++)
-		FOR_SPANS(c, msgs, w, g, run_put(c, msgs, w, at_, k_, b_, after_));
-}
-
 /* Records of msgs[0, n) (checked) as runs.  Returns the count sent, or
  * the error when none was; send side entered. */
 static int send_runs(struct shf_ctx *c, const struct shf_msg *msgs, unsigned n, bool nonblock,
 		     bool *fast, uint64_t *bytes_out)
 {
-	struct run_win w;
+	struct shc_run_win w;
 	/* a window fits a quarter of the ring, so that it always fits once
 	 * the daemon has taken what is there */
 	uint64_t budget = c->send.size / 4;
 	unsigned done = 0;
 	int r = 0;
 	while (done < n) {
-		unsigned want = n - done < RUN_WIN ? n - done : RUN_WIN;
-		run_group(c, msgs + done, want, budget, &w);
+		unsigned want = n - done < SHC_RUN_WIN ? n - done : SHC_RUN_WIN;
+		shc_run_group(c, msgs + done, want, budget, &w);
 		/* room for the window and a pad in front of its biggest record */
 		struct send_want sw = {SHF_REC_RUN, 0, w.ring + w.biggest, NULL};
 		if (shf_ring_prod_free(&c->send) < sw.need) {
@@ -899,7 +741,7 @@ static int send_runs(struct shf_ctx *c, const struct shf_msg *msgs, unsigned n, 
 			if (r)
 				break;
 		}
-		run_write(c, msgs + done, &w);
+		shc_run_write(c, msgs + done, &w);
 		if (c->send.err) {
 			shc_protocol_error(c, "send ring: the daemon's tail index is corrupt");
 			r = shc_dead_err(c);
