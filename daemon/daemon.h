@@ -167,6 +167,7 @@ struct shd_job {
 	uint32_t homes[4];              /* every home announced to: leaves go there */
 	uint8_t n_homes;
 	bool join_dirty;                /* local ranks to announce at the network step */
+	uint64_t join_due_ns;           /* ... not before this (registrations coalesce) */
 	bool confirmed;                 /* the home confirmed the world (JOB_MAP, FINAL) */
 	uint32_t *jnodes;               /* the job's other nodes once confirmed: leaves */
 	uint32_t n_jnodes;
@@ -248,6 +249,7 @@ struct shd_daemon {
 	struct shd_list jobs;
 	struct shd_list homes;          /* jobs this node is the home of (jobhome.c) */
 	uint32_t joins_dirty;           /* jobs with join_dirty set */
+	struct shd_ev *join_timer;      /* the next join_due_ns (jobhome.c) */
 
 	/* nodes */
 	uint32_t node_id;               /* my node id (rendezvous rank) */

@@ -28,6 +28,7 @@
 #include "daemon/jobhome.h"
 #include "daemon/jobtab.h"
 #include "daemon/log.h"
+#include "daemon/loop.h"
 #include "daemon/net/fabric.h"
 #include "daemon/net/net.h"
 #include "daemon/net/tx.h"
@@ -243,19 +244,48 @@ static void deny_send(struct shd_daemon *d, uint32_t node, const char *name, int
 
 /* ------------------------------------------------------------- job nodes */
 
-static void mark(struct shd_daemon *d, struct shd_job *j)
+/* Registrations of one node's ranks coalesce into one JOB_JOIN: the first
+ * opens a window of JOIN_LINGER_MS, and what registered in it goes at its
+ * end.  Ranks started together (a job's launch) cost one message per node;
+ * each later window one more.  The latency it adds (10 ms) is small
+ * against a process start. */
+#define JOIN_LINGER_MS 10u
+
+static void join_timer_fired(int fd, void *arg)
 {
-	if (j->join_dirty)
+	(void)fd;
+	shd_sched_pass(arg); /* the network step sends what is due */
+}
+
+/* Announce j at now + delay_ms (at once: 0) or earlier if already due. */
+static void mark(struct shd_daemon *d, struct shd_job *j, uint32_t delay_ms)
+{
+	uint64_t due = shd_now_ns() + (uint64_t)delay_ms * 1000000u;
+	if (!j->join_dirty) {
+		j->join_dirty = true;
+		d->joins_dirty++;
+		j->join_due_ns = due;
+	} else if (due < j->join_due_ns) {
+		j->join_due_ns = due;
+	}
+	if (!delay_ms || !d->loop) {
+		shd_sched_pass(d);
 		return;
-	j->join_dirty = true;
-	d->joins_dirty++;
-	shd_sched_pass(d);
+	}
+	if (!d->join_timer)
+		d->join_timer = shd_loop_timer(d->loop, join_timer_fired, d);
+	if (!d->join_timer) {
+		shd_sched_pass(d); /* no timer: at once rather than never */
+		return;
+	}
+	if (!shd_ev_armed(d->join_timer))
+		shd_ev_arm(d->join_timer, (uint64_t)delay_ms * 1000u);
 }
 
 void shd_home_announce(struct shd_daemon *d, struct shd_job *j)
 {
 	if (d->net)
-		mark(d, j);
+		mark(d, j, JOIN_LINGER_MS);
 }
 
 /* j's local ranks go to home h from now on. */
@@ -288,10 +318,16 @@ void shd_home_flush(struct shd_daemon *d)
 	if (!d->joins_dirty)
 		return;
 	struct shd_list *q;
-	for (q = d->jobs.next; q != &d->jobs && d->joins_dirty; q = q->next) {
+	uint64_t now = shd_now_ns(), next = 0;
+	for (q = d->jobs.next; q != &d->jobs; q = q->next) {
 		struct shd_job *j = shd_container_of(q, struct shd_job, link);
 		if (!j->join_dirty)
 			continue;
+		if (j->join_due_ns > now) {
+			if (!next || j->join_due_ns < next)
+				next = j->join_due_ns;
+			continue;
+		}
 		j->join_dirty = false;
 		d->joins_dirty--;
 		if (j->local <= 0 || j->deny)
@@ -300,6 +336,8 @@ void shd_home_flush(struct shd_daemon *d)
 		home_move(d, j, h);
 		join_send(d, j, h);
 	}
+	if (next && d->join_timer)
+		shd_ev_arm(d->join_timer, (next - now + 999) / 1000);
 }
 
 void shd_home_local_left(struct shd_daemon *d, struct shd_job *j, int32_t rank)
@@ -467,6 +505,8 @@ static void home_free(struct shd_daemon *d, struct shd_home *h)
 
 void shd_home_free_all(struct shd_daemon *d)
 {
+	shd_ev_free(d->join_timer);
+	d->join_timer = NULL;
 	while (d->homes.next && !shd_list_empty(&d->homes))
 		home_free(d, shd_container_of(d->homes.next, struct shd_home, link));
 }
@@ -767,7 +807,7 @@ void shd_home_peer_up(struct shd_daemon *d, uint32_t node)
 		/* a new session with the home shares nothing with the old one:
 		 * announce again; and a node that comes may win the pick */
 		if (j->home == node || home_pick(d, j->hash) != j->home)
-			mark(d, j);
+			mark(d, j, 0);
 	}
 }
 
@@ -781,6 +821,6 @@ void shd_home_peer_lost(struct shd_daemon *d, uint32_t node)
 	for (q = d->jobs.next; q != &d->jobs; q = q->next) {
 		struct shd_job *j = shd_container_of(q, struct shd_job, link);
 		if (j->local > 0 && !j->deny && j->home == node)
-			mark(d, j);
+			mark(d, j, 0);
 	}
 }
