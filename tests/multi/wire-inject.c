@@ -615,7 +615,7 @@ static int mode_garbage(uint32_t t)
 		shf_wire_put32(b + offsetof(struct shf_wire_raw_epoch, phase), 3);
 		send_msg(t, b, (size_t)el), counted++;
 	}
-	/* 15. a JOIN with flags set */
+	/* 15. a JOIN with an unknown flag (bit 0, RUNNING, is defined) */
 	{
 		struct shf_wire_join j = {0};
 		struct shf_wire_range rg = {0, 1};
@@ -624,7 +624,7 @@ static int mode_garbage(uint32_t t)
 		long jl = shf_wire_enc_join(b, sizeof(b), g.me, t, &j, &rg, 1);
 		if (jl <= 0)
 			FAIL("encode join");
-		shf_wire_put32(b + offsetof(struct shf_wire_raw_join, flags), 1);
+		shf_wire_put32(b + offsetof(struct shf_wire_raw_join, flags), 2);
 		send_msg(t, b, (size_t)jl), counted++;
 	}
 	/* 16. an ACK for batches never sent to me */
