@@ -642,18 +642,27 @@ static void confirm(struct shd_daemon *d, struct shd_home *h, uint32_t only)
 		shd_err("job %s: out of memory for its map", h->name);
 		return;
 	}
-	for (uint32_t i = 0; i < h->n; i++) {
-		uint32_t node = h->nodes[i].node;
+	shd_info("job %s: home of the job: world of %d confirmed on %u node(s)", h->name, h->world,
+		 h->n);
+	/* what the sends need, copied: taking the map here may make a rank of
+	 * ours leave (map_apply), and its leave may free h */
+	struct shd_home hc = *h;
+	bool self = false;
+	for (uint32_t i = 0; i < hc.n; i++) {
+		uint32_t node = hc.nodes[i].node;
 		if (only != SHD_NODE_NONE && node != only)
 			continue;
 		/* a node that holds the whole world is ready without a map */
-		if (h->n == 1 && node != d->node_id)
+		if (hc.n == 1 && node != d->node_id)
 			continue;
-		map_send(d, h, node, e, ne, true);
+		if (node == d->node_id)
+			self = true; /* last: h is not used after it */
+		else
+			map_send(d, &hc, node, e, ne, true);
 	}
+	if (self)
+		map_send(d, &hc, d->node_id, e, ne, true);
 	free(e);
-	shd_info("job %s: home of the job: world of %d confirmed on %u node(s)", h->name, h->world,
-		 h->n);
 }
 
 /* from announced another owner or world than h's. */
@@ -669,13 +678,26 @@ static void conflict(struct shd_daemon *d, struct shd_home *h, uint32_t from, ui
 					     : "both sides are refused");
 	if (other == SHD_NODE_NONE)
 		return;
-	deny_send(d, from, h->name, reason, other, h->uid, h->world);
+	char name[SHF_JOB_MAX];
+	memcpy(name, h->name, sizeof(name));
+	uint32_t huid = h->uid;
+	int32_t hworld = h->world;
+	uint32_t *nodes = NULL, nn = 0;
 	/* a late registration never fails a job that runs */
-	if ((h->confirmed && !running) || h->deny)
-		return;
-	h->deny = reason;
-	for (uint32_t i = 0; i < h->n; i++)
-		deny_send(d, h->nodes[i].node, h->name, reason, from, uid, world);
+	if (!(h->confirmed && !running) && !h->deny) {
+		h->deny = reason;
+		nodes = malloc(sizeof(*nodes) * h->n);
+		if (!nodes)
+			shd_err("job %s: out of memory refusing its nodes", name);
+		for (uint32_t i = 0; nodes && i < h->n; i++)
+			nodes[nn++] = h->nodes[i].node;
+	}
+	/* h may be freed from here on: refusing this node's own side makes
+	 * its ranks leave, and their leaves empty the record */
+	deny_send(d, from, name, reason, other, huid, hworld);
+	for (uint32_t i = 0; i < nn; i++)
+		deny_send(d, nodes[i], name, reason, from, uid, world);
+	free(nodes);
 }
 
 static void home_join(struct shd_daemon *d, uint32_t from, const char *name, int32_t world,
