@@ -187,7 +187,7 @@ int shc_discover(const char *opt, const char *opt_name, int timeout_ms, struct s
  * the context for the epoch), linked in ctx->waiters under mu. */
 struct shc_waiter {
 	struct shc_waiter *next;
-	uint16_t type;          /* SHF_IPC_FLUSH_DONE, _EPOCH_DONE or _NODE_INFO_OK */
+	uint16_t type;          /* SHF_IPC_FLUSH_DONE, _EPOCH_DONE, _NODE_INFO_OK or _EPOCH_WHO_OK */
 	uint64_t id;            /* mark / epoch id (hdr.id is its low 32 bits) */
 	bool linked;            /* in ctx->waiters */
 	bool done;              /* the reply (or an ERROR for it) arrived */
@@ -239,6 +239,7 @@ struct shf_ctx {
 	size_t region_bytes;      /* its size, checked against the fd and the header */
 	int rank, world;          /* mine, and the job's size */
 	uint32_t max_msg;         /* largest payload the daemon accepts */
+	uint32_t reg_flags;       /* REGISTER_OK's SHF_REG_OK_* (what the daemon answers) */
 	int timeout_ms;           /* resolved: > 0, or -1 forever */
 	bool thread_mode;         /* callbacks on our thread, else shf_poll() */
 	shf_deliver_fn fn;        /* the application's callback, and its argument */

@@ -907,10 +907,13 @@ static int epoch_run(struct shf_ctx *c, int64_t deadline)
 	}
 	if (c->epoch_stage == SHC_EPOCH_P1) {
 		r = shc_waiter_wait(c, &c->epoch_w, deadline);
-		if (r == -ETIMEDOUT)
+		if (r == -ETIMEDOUT) {
+			char who[SHC_DETAIL_MAX / 2];
+			shc_epoch_who(c, who, sizeof(who));
 			return shc_fail(-ETIMEDOUT, "epoch %llu: not every rank entered within the "
-					"timeout (shf_epoch() again resumes it)",
-					(unsigned long long)c->epoch_n);
+					"timeout%s (shf_epoch() again resumes it)",
+					(unsigned long long)c->epoch_n, who);
+		}
 		if (r < 0)
 			return r;
 		shc_waiter_del(c, &c->epoch_w);
@@ -945,10 +948,13 @@ static int epoch_run(struct shf_ctx *c, int64_t deadline)
 	}
 	/* SHC_EPOCH_P2 */
 	r = shc_waiter_wait(c, &c->epoch_w, deadline);
-	if (r == -ETIMEDOUT)
+	if (r == -ETIMEDOUT) {
+		char who[SHC_DETAIL_MAX / 2];
+		shc_epoch_who(c, who, sizeof(who));
 		return shc_fail(-ETIMEDOUT, "epoch %llu: not every rank drained its deliveries "
-				"within the timeout (shf_epoch() again resumes it)",
-				(unsigned long long)c->epoch_n);
+				"within the timeout%s (shf_epoch() again resumes it)",
+				(unsigned long long)c->epoch_n, who);
+	}
 	if (r < 0)
 		return r; /* still inside the epoch (a later call resumes it): held */
 	shc_waiter_del(c, &c->epoch_w);

@@ -277,6 +277,7 @@ static int open_map(struct shf_ctx *c, int region_fd, const struct shf_ipc_regis
 		}
 	}
 	c->max_msg = ok.max_msg;
+	c->reg_flags = ok.flags;
 	if ((e = shf_shm_ring(base, &l, SHF_SHM_SEND, &c->send, false)) ||
 	    (shf_ring_init_producer(&c->send), c->send.err) ||
 	    (e = shf_shm_ring(base, &l, SHF_SHM_DELIVER, &c->deliver, false)) ||

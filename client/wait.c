@@ -251,6 +251,20 @@ static void dispatch(struct shf_ctx *c, size_t n)
 			shc_debug("late NODE_INFO_OK for request %u ignored", h.id);
 		return;
 	}
+	case SHF_IPC_EPOCH_WHO_OK: {
+		/* shf_ipc_check() made sure the text ends inside the datagram */
+		const char *text = (const char *)body + sizeof(struct shf_ipc_epoch_who_ok);
+		pthread_mutex_lock(&c->mu);
+		struct shc_waiter *w = waiter_find(c, SHF_IPC_EPOCH_WHO_OK, h.id);
+		if (w) {
+			snprintf(w->text, sizeof(w->text), "%s", text);
+			w->done = true;
+		}
+		pthread_mutex_unlock(&c->mu);
+		if (!w)
+			shc_debug("late EPOCH_WHO_OK for request %u ignored", h.id);
+		return;
+	}
 	case SHF_IPC_ERROR: {
 		struct shf_ipc_error e;
 		memcpy(&e, body, sizeof(e));

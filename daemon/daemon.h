@@ -114,6 +114,8 @@ struct shd_client {
 	int32_t bcast_next;
 	uint64_t *bcast_sent;       /* [(n_nodes + 63) / 64] bits, allocated at the first */
 	enum shd_epoch_state epoch;
+	bool epoch_failed;          /* its epoch failed while it drained (DELIVER): its
+				     * phase 2 gets the job's fail_why (epoch.c) */
 	uint32_t epoch_ipc_id;      /* hdr.id of the phase 2 request */
 	uint64_t epoch_id;          /* the client's id, echoed */
 	uint64_t report_dead;       /* drops since the last FLUSH_DONE */
@@ -207,6 +209,10 @@ struct shd_job {
 	bool p1_sent, p2_sent;          /* our subtree's count went up (root: down) */
 	bool p2_open;                   /* phase 1 complete here, phase 2 pending */
 	int epoch_abort;                /* 0, or the error an abort brought: sticky */
+	int fail_err;                   /* ... and its error */
+	char fail_why[200];             /* why the last failed epoch failed, as its
+					   first ranks were told: for the ranks that
+					   were draining then (epoch_failed) */
 	uint64_t abort_epoch;           /* ... for epochs from this number on */
 	bool tree_known;
 	uint8_t tree_nchild;

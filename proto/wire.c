@@ -404,154 +404,167 @@ int shf_wire_bundle_next(const struct shf_wire_fwd_bundle *b, uint32_t *off, con
 	return 1;
 }
 
+static int check_ack(const uint8_t *b, struct shf_wire_ack *o)
+{
+	o->acked_seq = G64(b, ack, acked_seq);
+	o->window = G32(b, ack, window);
+	o->dropped = G32(b, ack, dropped);
+	return o->window > SHF_WIRE_WINDOW_MAX ? -EBADMSG : 0;
+}
+
+static int check_heartbeat(const uint8_t *b, struct shf_wire_heartbeat *o)
+{
+	o->time_ns = G64(b, heartbeat, time_ns);
+	o->incarnation = G64(b, heartbeat, incarnation);
+	o->flags = G32(b, heartbeat, flags);
+	o->counter = G32(b, heartbeat, counter);
+	memcpy(o->nonce, b + OFF(heartbeat, nonce), SHF_WIRE_NONCE_BYTES);
+	memcpy(o->mac, b + OFF(heartbeat, mac), SHF_WIRE_MAC_BYTES);
+	if (o->incarnation == 0 || (o->flags & ~SHF_WIRE_HB_FLAGS) ||
+	    (o->counter != 0 && !(o->flags & SHF_WIRE_HB_CTR)) ||
+	    ((o->flags & SHF_WIRE_HB_CTR) && !(o->flags & SHF_WIRE_HB_MAC)) ||
+	    /* ECHO only with a MAC */
+	    ((o->flags & SHF_WIRE_HB_ECHO) && !(o->flags & SHF_WIRE_HB_MAC)))
+		return -EBADMSG;
+	/* no MAC: the MAC field is zero */
+	if (!(o->flags & SHF_WIRE_HB_MAC) && !all_zero(o->mac, SHF_WIRE_MAC_BYTES))
+		return -EBADMSG;
+	return 0;
+}
+
+static int check_leave(const uint8_t *b, struct shf_wire_leave *o)
+{
+	o->job_hash = G64(b, leave, job_hash);
+	o->rank = GI32(b, leave, rank);
+	o->reason = GI32(b, leave, reason);
+	if (!(o->rank == -1 || rank_ok(o->rank)) || !(o->reason == 0 || neg_errno_ok(o->reason)))
+		return -EBADMSG;
+	return 0;
+}
+
+/* EPOCH_UP, EPOCH_DOWN and EPOCH_ABORT (whose count is the reason) */
+static int check_epoch(const uint8_t *b, uint16_t kind, struct shf_wire_epoch *o)
+{
+	o->job_hash = G64(b, epoch, job_hash);
+	o->epoch = G64(b, epoch, epoch);
+	o->phase = G32(b, epoch, phase);
+	o->count = G32(b, epoch, count);
+	if (o->epoch == 0 || o->phase == 0 || o->phase >= SHF_WIRE_EPOCH_PHASE_MAX ||
+	    o->count > SHF_WORLD_MAX)
+		return -EBADMSG;
+	if (kind == SHF_WIRE_EPOCH_ABORT && o->count != ESRCH && o->count != EHOSTDOWN)
+		return -EBADMSG;
+	return 0;
+}
+
+static int check_drop(const uint8_t *b, struct shf_wire_drop *o)
+{
+	o->job_hash = G64(b, drop, job_hash);
+	o->seq = G64(b, drop, seq);
+	o->src_rank = GI32(b, drop, src_rank);
+	o->dst_rank = GI32(b, drop, dst_rank);
+	o->count = G32(b, drop, count);
+	o->reason = GI32(b, drop, reason);
+	if (o->seq == 0 || !rank_ok(o->src_rank) || !dst_ok(o->dst_rank) || o->count == 0 ||
+	    !neg_errno_ok(o->reason))
+		return -EBADMSG;
+	return 0;
+}
+
+/* The carried message is checked whole, as its destination will check it
+ * (one level: it may not be a FWD itself).  h: the FWD's own header. */
+static int check_fwd(const uint8_t *b, size_t n, uint32_t n_nodes, const struct shf_wire_hdr *h,
+		     struct shf_wire_fwd *o)
+{
+	struct shf_wire_hdr in;
+	const uint8_t *m = b + SHF_WIRE_FWD_HDR;
+	if (n < SHF_WIRE_FWD_HDR + SHF_WIRE_HDR)
+		return -EBADMSG;
+	size_t mlen = n - SHF_WIRE_FWD_HDR;
+	uint32_t idst = shf_wire_get32(m + OFF(hdr, dst_node));
+	uint16_t ikind = shf_wire_get16(m + OFF(hdr, kind));
+	if (ikind == SHF_WIRE_FWD || ikind == SHF_WIRE_FWD_LOST || ikind == SHF_WIRE_FWD_BUNDLE ||
+	    shf_wire_check(m, mlen, n_nodes, idst, &in) != 0 ||
+	    /* a hop carries another pair's message, never its own */
+	    (in.src_node == h->src_node && in.dst_node == h->dst_node))
+		return -EBADMSG;
+	o->inner_src = in.src_node;
+	o->inner_dst = in.dst_node;
+	o->inner_kind = in.kind;
+	o->len = (uint32_t)mlen;
+	o->msg = m;
+	return 0;
+}
+
+static int check_fwd_lost(const uint8_t *b, uint32_t n_nodes, const struct shf_wire_hdr *h,
+			  uint32_t *lost)
+{
+	*lost = G32(b, fwd_lost, lost);
+	if (*lost >= n_nodes || *lost == h->src_node || *lost == h->dst_node ||
+	    G32(b, fwd_lost, reserved) != 0)
+		return -EBADMSG;
+	return 0;
+}
+
+/* The common header: magic, version, length, and a pair of nodes that
+ * ends here.  0 or -EPROTO/-EBADMSG; h's union is left zero. */
+static int check_hdr(const uint8_t *b, size_t n, uint32_t n_nodes, uint32_t my_node,
+		     struct shf_wire_hdr *h)
+{
+	if (n < SHF_WIRE_HDR)
+		return -EBADMSG;
+	if (G32(b, hdr, magic) != SHF_WIRE_MAGIC)
+		return -EPROTO;
+	memset(h, 0, sizeof(*h));
+	h->version = G16(b, hdr, version);
+	if (h->version != SHF_WIRE_VERSION)
+		return -EPROTO;
+	if (n > UINT32_MAX)
+		return -EBADMSG;
+	h->len = (uint32_t)n;
+	h->kind = G16(b, hdr, kind);
+	h->src_node = G32(b, hdr, src_node);
+	h->dst_node = G32(b, hdr, dst_node);
+	h->src_session = G64(b, hdr, src_session);
+	h->dst_session = G64(b, hdr, dst_session);
+	if (h->src_node >= n_nodes || h->dst_node >= n_nodes || h->dst_node != my_node ||
+	    h->src_node == h->dst_node)
+		return -EBADMSG;
+	size_t fixed = fixed_len(h->kind);
+	if (fixed && n != fixed)
+		return -EBADMSG;
+	return 0;
+}
+
 int shf_wire_check(const void *buf, size_t n, uint32_t n_nodes, uint32_t my_node,
 		   struct shf_wire_hdr *out)
 {
 	const uint8_t *b = buf;
 	struct shf_wire_hdr h;
-	int r = 0;
-
-	if (n < SHF_WIRE_HDR)
-		return -EBADMSG;
-	if (G32(b, hdr, magic) != SHF_WIRE_MAGIC)
-		return -EPROTO;
-	memset(&h, 0, sizeof(h));
-	h.version = G16(b, hdr, version);
-	if (h.version != SHF_WIRE_VERSION)
-		return -EPROTO;
-	if (n > UINT32_MAX)
-		return -EBADMSG;
-	h.len = (uint32_t)n;
-	h.kind = G16(b, hdr, kind);
-	h.src_node = G32(b, hdr, src_node);
-	h.dst_node = G32(b, hdr, dst_node);
-	h.src_session = G64(b, hdr, src_session);
-	h.dst_session = G64(b, hdr, dst_session);
-	if (h.src_node >= n_nodes || h.dst_node >= n_nodes || h.dst_node != my_node ||
-	    h.src_node == h.dst_node)
-		return -EBADMSG;
-	size_t fixed = fixed_len(h.kind);
-	if (fixed && n != fixed)
-		return -EBADMSG;
+	int r = check_hdr(b, n, n_nodes, my_node, &h);
+	if (r)
+		return r;
 
 	switch (h.kind) {
-	case SHF_WIRE_BATCH:
-		r = check_batch(b, n, &h.u.batch);
-		break;
-	case SHF_WIRE_ACK:
-		h.u.ack.acked_seq = G64(b, ack, acked_seq);
-		h.u.ack.window = G32(b, ack, window);
-		h.u.ack.dropped = G32(b, ack, dropped);
-		if (h.u.ack.window > SHF_WIRE_WINDOW_MAX)
-			r = -EBADMSG;
-		break;
-	case SHF_WIRE_HEARTBEAT:
-		h.u.heartbeat.time_ns = G64(b, heartbeat, time_ns);
-		h.u.heartbeat.incarnation = G64(b, heartbeat, incarnation);
-		h.u.heartbeat.flags = G32(b, heartbeat, flags);
-		h.u.heartbeat.counter = G32(b, heartbeat, counter);
-		memcpy(h.u.heartbeat.nonce, b + OFF(heartbeat, nonce), SHF_WIRE_NONCE_BYTES);
-		memcpy(h.u.heartbeat.mac, b + OFF(heartbeat, mac), SHF_WIRE_MAC_BYTES);
-		if (h.u.heartbeat.incarnation == 0 || (h.u.heartbeat.flags & ~SHF_WIRE_HB_FLAGS) ||
-		    (h.u.heartbeat.counter != 0 && !(h.u.heartbeat.flags & SHF_WIRE_HB_CTR)) ||
-		    ((h.u.heartbeat.flags & SHF_WIRE_HB_CTR) && !(h.u.heartbeat.flags & SHF_WIRE_HB_MAC)) ||
-		    /* ECHO only with a MAC; no MAC: the MAC field is zero */
-		    ((h.u.heartbeat.flags & SHF_WIRE_HB_ECHO) &&
-		     !(h.u.heartbeat.flags & SHF_WIRE_HB_MAC)))
-			r = -EBADMSG;
-		if (!(h.u.heartbeat.flags & SHF_WIRE_HB_MAC))
-			for (unsigned i = 0; i < SHF_WIRE_MAC_BYTES; i++)
-				if (h.u.heartbeat.mac[i])
-					r = -EBADMSG;
-		break;
-	case SHF_WIRE_JOB_JOIN:
-		r = check_join(b, n, &h.u.join);
-		break;
-	case SHF_WIRE_JOB_MAP:
-		r = check_map(b, n, n_nodes, &h.u.map);
-		break;
-	case SHF_WIRE_JOB_DENY:
-		r = check_deny(b, n_nodes, h.dst_node, &h.u.deny);
-		break;
-	case SHF_WIRE_JOB_LEAVE:
-		h.u.leave.job_hash = G64(b, leave, job_hash);
-		h.u.leave.rank = GI32(b, leave, rank);
-		h.u.leave.reason = GI32(b, leave, reason);
-		if (!(h.u.leave.rank == -1 || rank_ok(h.u.leave.rank)) ||
-		    !(h.u.leave.reason == 0 || neg_errno_ok(h.u.leave.reason)))
-			r = -EBADMSG;
-		break;
+	case SHF_WIRE_BATCH: r = check_batch(b, n, &h.u.batch); break;
+	case SHF_WIRE_ACK: r = check_ack(b, &h.u.ack); break;
+	case SHF_WIRE_HEARTBEAT: r = check_heartbeat(b, &h.u.heartbeat); break;
+	case SHF_WIRE_JOB_JOIN: r = check_join(b, n, &h.u.join); break;
+	case SHF_WIRE_JOB_MAP: r = check_map(b, n, n_nodes, &h.u.map); break;
+	case SHF_WIRE_JOB_DENY: r = check_deny(b, n_nodes, h.dst_node, &h.u.deny); break;
+	case SHF_WIRE_JOB_LEAVE: r = check_leave(b, &h.u.leave); break;
 	case SHF_WIRE_EPOCH_UP:
 	case SHF_WIRE_EPOCH_DOWN:
-	case SHF_WIRE_EPOCH_ABORT:
-		h.u.epoch.job_hash = G64(b, epoch, job_hash);
-		h.u.epoch.epoch = G64(b, epoch, epoch);
-		h.u.epoch.phase = G32(b, epoch, phase);
-		h.u.epoch.count = G32(b, epoch, count);
-		if (h.u.epoch.epoch == 0 || h.u.epoch.phase == 0 ||
-		    h.u.epoch.phase >= SHF_WIRE_EPOCH_PHASE_MAX || h.u.epoch.count > SHF_WORLD_MAX)
-			r = -EBADMSG;
-		if (h.kind == SHF_WIRE_EPOCH_ABORT && h.u.epoch.count != ESRCH &&
-		    h.u.epoch.count != EHOSTDOWN)
-			r = -EBADMSG;
-		break;
-	case SHF_WIRE_DROP:
-		h.u.drop.job_hash = G64(b, drop, job_hash);
-		h.u.drop.seq = G64(b, drop, seq);
-		h.u.drop.src_rank = GI32(b, drop, src_rank);
-		h.u.drop.dst_rank = GI32(b, drop, dst_rank);
-		h.u.drop.count = G32(b, drop, count);
-		h.u.drop.reason = GI32(b, drop, reason);
-		if (h.u.drop.seq == 0 || !rank_ok(h.u.drop.src_rank) ||
-		    !dst_ok(h.u.drop.dst_rank) || h.u.drop.count == 0 ||
-		    !neg_errno_ok(h.u.drop.reason))
-			r = -EBADMSG;
-		break;
+	case SHF_WIRE_EPOCH_ABORT: r = check_epoch(b, h.kind, &h.u.epoch); break;
+	case SHF_WIRE_DROP: r = check_drop(b, &h.u.drop); break;
 	case SHF_WIRE_FAN_REQ:
 		r = check_fan_req(b, n, n_nodes, h.src_node, h.dst_node, &h.u.fan_req);
 		break;
-	case SHF_WIRE_FAN_ANS:
-		r = check_fan_ans(b, n, n_nodes, &h.u.fan_ans);
-		break;
-	case SHF_WIRE_FWD: {
-		/* the carried message is checked whole, as its destination
-		 * will check it (one level: it may not be a FWD itself) */
-		struct shf_wire_hdr in;
-		const uint8_t *m = b + SHF_WIRE_FWD_HDR;
-		size_t mlen = n - SHF_WIRE_FWD_HDR;
-		if (n < SHF_WIRE_FWD_HDR + SHF_WIRE_HDR) {
-			r = -EBADMSG;
-			break;
-		}
-		uint32_t idst = shf_wire_get32(m + OFF(hdr, dst_node));
-		uint16_t ikind = shf_wire_get16(m + OFF(hdr, kind));
-		if (ikind == SHF_WIRE_FWD || ikind == SHF_WIRE_FWD_LOST ||
-		    ikind == SHF_WIRE_FWD_BUNDLE ||
-		    shf_wire_check(m, mlen, n_nodes, idst, &in) != 0 ||
-		    /* a hop carries another pair's message, never its own */
-		    (in.src_node == h.src_node && in.dst_node == h.dst_node)) {
-			r = -EBADMSG;
-			break;
-		}
-		h.u.fwd.inner_src = in.src_node;
-		h.u.fwd.inner_dst = in.dst_node;
-		h.u.fwd.inner_kind = in.kind;
-		h.u.fwd.len = (uint32_t)mlen;
-		h.u.fwd.msg = m;
-		break;
-	}
-	case SHF_WIRE_FWD_BUNDLE:
-		r = check_bundle(b, n, n_nodes, &h, &h.u.bundle);
-		break;
-	case SHF_WIRE_FWD_LOST:
-		h.u.fwd_lost = G32(b, fwd_lost, lost);
-		if (h.u.fwd_lost >= n_nodes || h.u.fwd_lost == h.src_node ||
-		    h.u.fwd_lost == h.dst_node || G32(b, fwd_lost, reserved) != 0)
-			r = -EBADMSG;
-		break;
-	default:
-		r = -EBADMSG;
-		break;
+	case SHF_WIRE_FAN_ANS: r = check_fan_ans(b, n, n_nodes, &h.u.fan_ans); break;
+	case SHF_WIRE_FWD: r = check_fwd(b, n, n_nodes, &h, &h.u.fwd); break;
+	case SHF_WIRE_FWD_BUNDLE: r = check_bundle(b, n, n_nodes, &h, &h.u.bundle); break;
+	case SHF_WIRE_FWD_LOST: r = check_fwd_lost(b, n_nodes, &h, &h.u.fwd_lost); break;
+	default: r = -EBADMSG; break;
 	}
 	if (r)
 		return r;
