@@ -824,8 +824,8 @@ void shd_home_peer_up(struct shd_daemon *d, uint32_t node)
 	struct shd_list *q;
 	for (q = d->jobs.next; q != &d->jobs; q = q->next) {
 		struct shd_job *j = shd_container_of(q, struct shd_job, link);
-		if (j->local <= 0 || j->deny)
-			continue;
+		if (j->local <= 0 || j->deny || j->home == SHD_NODE_NONE)
+			continue; /* (not announced yet: its first window picks the home) */
 		/* a new session with the home shares nothing with the old one:
 		 * announce again; and a node that comes may win the pick */
 		if (j->home == node || home_pick(d, j->hash) != j->home)
