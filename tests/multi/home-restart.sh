@@ -10,6 +10,11 @@
 #     (home_jobs 1); node 3's daemon is killed (-9) and started again with
 #     nothing; node 1 announces rank 0 again to the new session (home_jobs
 #     1 again on node 3); then rank 1 starts on node 2: the job is exact.
+#   - late: while job hz (ranks on nodes 1 and 2, home node 2) runs, rank 1
+#     of hz registers on node 3, which does not know the job: its home
+#     refuses it with -EEXIST (JOB_DENY), the running job is not touched
+#     and ends exact (wire version 5 refused it on node 3 itself, from the
+#     joins every node got);
 #   - lost: rank 0 of h4 waits on node 1 with node 3 holding its join;
 #     node 3 is killed for good; once nodes 1 and 2 see it down, rank 1
 #     starts on node 2: the home is picked again among nodes 1 and 2, node
@@ -26,6 +31,22 @@ rank() { # JOB RANK NODE
     seed=7 timeout=30000
 }
 t_all_up 20000
+
+# late: a registration on a node outside a running job
+rm -f "$NODES_SYNC"/held.* "$NODES_SYNC"/release
+for r in 0 1; do
+  SHF_JOB=hz SHF_WORLD=2 SHF_RANK=$r nodes_client $((r + 1)) "hz.$r" "$TCLIENT" traffic n=200 \
+    rounds=2 seed=7 hold=release timeout=30000
+done
+nodes_sync_wait held.0 held.1 || { nodes_sync_post release; t_fail "hz: the job did not run"; }
+SHF_JOB=hz SHF_WORLD=2 SHF_RANK=1 nodes_client 3 hz.late "$TCLIENT" open expect=EEXIST timeout=10000
+late_done() { grep -q 'tclient open' "$NODES_TMP/logs/hz.late.log" 2>/dev/null; }
+t_until 15000 "the late registration on node 3 to be answered" late_done
+nodes_sync_post release
+nodes_wait_all || t_fail "hz: the late registration was not refused with EEXIST, or the job failed"
+grep -q 'already runs on node' "$NODES_TMP/logs/hz.late.log" ||
+  t_fail "hz: the refusal does not say the job runs elsewhere: $(cat "$NODES_TMP/logs/hz.late.log")"
+t_note "hz: a late registration on node 3 refused with EEXIST by the job's home; the job ran exact"
 
 rank hy 0 1
 t_until 10000 "node 3 (the home of hy) to hold node 1's join" home3_holds
