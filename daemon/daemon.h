@@ -169,9 +169,21 @@ struct shd_job {
 	/* events.c: another node announced this job with another owner.  The
 	 * job is failed here for good (until it ends): -EACCES to waiting
 	 * ranks, epochs, flushes and registrations; received records dropped */
-	int deny;                       /* 0, or -EACCES */
-	uint32_t deny_node;             /* the first node that announced another owner */
-	uid_t deny_uid;                 /* the owner it announced */
+	int deny;                       /* 0, or -EACCES (owner), -EINVAL (world), -EEXIST */
+	uint32_t deny_node;             /* the node on the other side (jobhome.c) */
+	uid_t deny_uid;                 /* its owner of the job */
+	int32_t deny_world;             /* its world */
+	/* jobhome.c: the job's home node collects the joins of the job's nodes
+	 * and confirms the world to them (docs/protocol-wire.md, "Job start") */
+	uint32_t home;                  /* where the local ranks were last announced
+					   (SHD_NODE_NONE: nowhere yet) */
+	uint32_t homes[4];              /* every home announced to: leaves go there */
+	uint8_t n_homes;
+	bool join_dirty;                /* local ranks to announce at the network step */
+	uint64_t join_due_ns;           /* ... not before this (registrations coalesce) */
+	bool confirmed;                 /* the home confirmed the world (JOB_MAP, FINAL) */
+	uint32_t *jnodes;               /* the job's other nodes once confirmed: leaves */
+	uint32_t n_jnodes;
 	/* control.c: drained on this node by uid drained_by (shufflectl
 	 * drain): its sessions were cut off with -ECANCELED, registrations
 	 * here are refused with -ECANCELED until the job ends */
@@ -252,6 +264,9 @@ struct shd_daemon {
 	unsigned n_clients;
 	uint64_t next_client_id;
 	struct shd_list jobs;
+	struct shd_list homes;          /* jobs this node is the home of (jobhome.c) */
+	uint32_t joins_dirty;           /* jobs with join_dirty set */
+	struct shd_ev *join_timer;      /* the next join_due_ns (jobhome.c) */
 
 	/* nodes */
 	uint32_t node_id;               /* my node id (rendezvous rank) */

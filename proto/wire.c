@@ -41,6 +41,19 @@ _Static_assert(OFF(join, job_hash) == 32 && OFF(join, world) == 40 && OFF(join, 
 		       OFF(join, uid) == 48 && OFF(join, flags) == 52 && OFF(join, name) == 56,
 	       "join layout");
 _Static_assert(sizeof(struct shf_wire_raw_range) == SHF_WIRE_RANGE_BYTES, "range");
+_Static_assert(sizeof(struct shf_wire_raw_map) == SHF_WIRE_MAP_FIXED, "map");
+_Static_assert(OFF(map, job_hash) == 32 && OFF(map, world) == 40 && OFF(map, nents) == 44 &&
+		       OFF(map, uid) == 48 && OFF(map, flags) == 52 && OFF(map, name) == 56,
+	       "map layout");
+_Static_assert(sizeof(struct shf_wire_raw_map_ent) == SHF_WIRE_MAP_ENT_BYTES, "map entry");
+_Static_assert(OFF(map_ent, first) == 0 && OFF(map_ent, count) == 4 && OFF(map_ent, node) == 8 &&
+		       OFF(map_ent, reserved) == 12,
+	       "map entry layout");
+_Static_assert(sizeof(struct shf_wire_raw_deny) == SHF_WIRE_DENY_BYTES, "deny");
+_Static_assert(OFF(deny, job_hash) == 32 && OFF(deny, reason) == 40 && OFF(deny, other_node) == 44 &&
+		       OFF(deny, other_uid) == 48 && OFF(deny, other_world) == 52 &&
+		       OFF(deny, name) == 56,
+	       "deny layout");
 _Static_assert(sizeof(struct shf_wire_raw_leave) == SHF_WIRE_LEAVE_BYTES, "leave");
 _Static_assert(OFF(leave, job_hash) == 32 && OFF(leave, rank) == 40 && OFF(leave, reason) == 44,
 	       "leave layout");
@@ -100,6 +113,8 @@ const char *shf_wire_kind_name(unsigned kind)
 	case SHF_WIRE_HEARTBEAT: return "heartbeat";
 	case SHF_WIRE_JOB_JOIN: return "job-join";
 	case SHF_WIRE_JOB_LEAVE: return "job-leave";
+	case SHF_WIRE_JOB_MAP: return "job-map";
+	case SHF_WIRE_JOB_DENY: return "job-deny";
 	case SHF_WIRE_DROP: return "drop";
 	case SHF_WIRE_FAN_REQ: return "fan-req";
 	case SHF_WIRE_FAN_ANS: return "fan-ans";
@@ -144,6 +159,7 @@ static size_t fixed_len(unsigned kind)
 	case SHF_WIRE_ACK: return SHF_WIRE_ACK_BYTES;
 	case SHF_WIRE_HEARTBEAT: return SHF_WIRE_HEARTBEAT_BYTES;
 	case SHF_WIRE_JOB_LEAVE: return SHF_WIRE_LEAVE_BYTES;
+	case SHF_WIRE_JOB_DENY: return SHF_WIRE_DENY_BYTES;
 	case SHF_WIRE_EPOCH_UP:
 	case SHF_WIRE_EPOCH_DOWN:
 	case SHF_WIRE_EPOCH_ABORT: return SHF_WIRE_EPOCH_BYTES;
@@ -178,7 +194,8 @@ static int check_join(const uint8_t *b, size_t n, struct shf_wire_join *o)
 	o->world = GI32(b, join, world);
 	o->nranges = G32(b, join, nranges);
 	o->uid = G32(b, join, uid);
-	if (G32(b, join, flags) != 0)
+	o->flags = G32(b, join, flags);
+	if (o->flags & ~(uint32_t)SHF_WIRE_JOIN_FLAGS)
 		return -EBADMSG;
 	if (o->nranges == 0 || shf_wire_join_bytes(o->nranges) != n)
 		return -EBADMSG;
@@ -200,6 +217,65 @@ static int check_join(const uint8_t *b, size_t n, struct shf_wire_join *o)
 			return -EBADMSG;
 		next = (int64_t)r.first + r.count;
 	}
+	return 0;
+}
+
+/* A job name field at b: valid, zero after the NUL, and hashing to hash. */
+static bool name_ok(const uint8_t *b, char *name, uint64_t hash)
+{
+	memcpy(name, b, SHF_JOB_MAX);
+	if (shf_ipc_job_check(name) != 0)
+		return false;
+	size_t nl = strlen(name);
+	return all_zero((const uint8_t *)name + nl, SHF_JOB_MAX - nl) &&
+	       shf_wire_job_hash(name) == hash;
+}
+
+static int check_map(const uint8_t *b, size_t n, uint32_t n_nodes, struct shf_wire_map *o)
+{
+	if (n < SHF_WIRE_MAP_FIXED)
+		return -EBADMSG;
+	o->job_hash = G64(b, map, job_hash);
+	o->world = GI32(b, map, world);
+	o->nents = G32(b, map, nents);
+	o->uid = G32(b, map, uid);
+	o->flags = G32(b, map, flags);
+	if (o->flags & ~(uint32_t)SHF_WIRE_MAP_FLAGS)
+		return -EBADMSG;
+	if (o->nents == 0 || shf_wire_map_bytes(o->nents) != n)
+		return -EBADMSG;
+	if (o->world < 1 || o->world > SHF_WORLD_MAX)
+		return -EBADMSG;
+	if (!name_ok(b + OFF(map, name), o->name, o->job_hash))
+		return -EBADMSG;
+	o->ents = b + SHF_WIRE_MAP_FIXED;
+	int64_t next = 0; /* lowest rank the next entry may start at */
+	for (uint32_t i = 0; i < o->nents; i++) {
+		const uint8_t *p = o->ents + (size_t)i * SHF_WIRE_MAP_ENT_BYTES;
+		struct shf_wire_map_ent e = shf_wire_map_entry(o, i);
+		if (e.first < next || e.count < 1 || (int64_t)e.first + e.count > o->world ||
+		    e.node >= n_nodes || G32(p, map_ent, reserved) != 0)
+			return -EBADMSG;
+		next = (int64_t)e.first + e.count;
+	}
+	return 0;
+}
+
+static int check_deny(const uint8_t *b, uint32_t n_nodes, uint32_t dst, struct shf_wire_deny *o)
+{
+	o->job_hash = G64(b, deny, job_hash);
+	o->reason = GI32(b, deny, reason);
+	o->other_node = G32(b, deny, other_node);
+	o->other_uid = G32(b, deny, other_uid);
+	o->other_world = GI32(b, deny, other_world);
+	if (o->reason != -EACCES && o->reason != -EINVAL && o->reason != -EEXIST)
+		return -EBADMSG;
+	if (o->other_node >= n_nodes || o->other_node == dst)
+		return -EBADMSG;
+	if (o->other_world < 1 || o->other_world > SHF_WORLD_MAX)
+		return -EBADMSG;
+	if (!name_ok(b + OFF(deny, name), o->name, o->job_hash))
+		return -EBADMSG;
 	return 0;
 }
 
@@ -475,6 +551,8 @@ int shf_wire_check(const void *buf, size_t n, uint32_t n_nodes, uint32_t my_node
 	case SHF_WIRE_ACK: r = check_ack(b, &h.u.ack); break;
 	case SHF_WIRE_HEARTBEAT: r = check_heartbeat(b, &h.u.heartbeat); break;
 	case SHF_WIRE_JOB_JOIN: r = check_join(b, n, &h.u.join); break;
+	case SHF_WIRE_JOB_MAP: r = check_map(b, n, n_nodes, &h.u.map); break;
+	case SHF_WIRE_JOB_DENY: r = check_deny(b, n_nodes, h.dst_node, &h.u.deny); break;
 	case SHF_WIRE_JOB_LEAVE: r = check_leave(b, &h.u.leave); break;
 	case SHF_WIRE_EPOCH_UP:
 	case SHF_WIRE_EPOCH_DOWN:
@@ -493,6 +571,13 @@ int shf_wire_check(const void *buf, size_t n, uint32_t n_nodes, uint32_t my_node
 		return r;
 	*out = h;
 	return 0;
+}
+
+struct shf_wire_map_ent shf_wire_map_entry(const struct shf_wire_map *m, uint32_t i)
+{
+	const uint8_t *p = m->ents + (size_t)i * SHF_WIRE_MAP_ENT_BYTES;
+	return (struct shf_wire_map_ent){GI32(p, map_ent, first), GI32(p, map_ent, count),
+					 G32(p, map_ent, node)};
 }
 
 struct shf_wire_range shf_wire_join_range(const struct shf_wire_join *j, uint32_t i)
@@ -732,6 +817,7 @@ long shf_wire_enc_join(void *buf, size_t cap, uint32_t src_node, uint32_t dst_no
 	P32(b, join, world, (uint32_t)j->world);
 	P32(b, join, nranges, nranges);
 	P32(b, join, uid, j->uid);
+	P32(b, join, flags, j->flags);
 	memcpy(b + OFF(join, name), j->name, nl); /* rest stays zero */
 	for (uint32_t i = 0; i < nranges; i++) {
 		uint8_t *p = b + SHF_WIRE_JOIN_FIXED + (size_t)i * SHF_WIRE_RANGE_BYTES;
@@ -739,6 +825,67 @@ long shf_wire_enc_join(void *buf, size_t cap, uint32_t src_node, uint32_t dst_no
 		P32(p, range, count, (uint32_t)ranges[i].count);
 	}
 	return finish(b, (size_t)n, src_node, dst_node);
+}
+
+long shf_wire_enc_map(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+		      const struct shf_wire_map *m, const struct shf_wire_map_ent *ents,
+		      uint32_t nents)
+{
+	uint8_t *b = buf;
+	uint64_t n = shf_wire_map_bytes(nents);
+	if (cap < n)
+		return -ENOBUFS;
+	size_t nl = strnlen(m->name, SHF_JOB_MAX);
+	if (nl == SHF_JOB_MAX)
+		return -EINVAL;
+	memset(b, 0, (size_t)n);
+	put_hdr(b, SHF_WIRE_JOB_MAP, src_node, dst_node);
+	P64(b, map, job_hash, shf_wire_job_hash(m->name));
+	P32(b, map, world, (uint32_t)m->world);
+	P32(b, map, nents, nents);
+	P32(b, map, uid, m->uid);
+	P32(b, map, flags, m->flags);
+	memcpy(b + OFF(map, name), m->name, nl);
+	uint32_t max = src_node > dst_node ? src_node : dst_node;
+	for (uint32_t i = 0; i < nents; i++) {
+		uint8_t *p = b + SHF_WIRE_MAP_FIXED + (size_t)i * SHF_WIRE_MAP_ENT_BYTES;
+		P32(p, map_ent, first, (uint32_t)ents[i].first);
+		P32(p, map_ent, count, (uint32_t)ents[i].count);
+		P32(p, map_ent, node, ents[i].node);
+		if (ents[i].node > max)
+			max = ents[i].node;
+	}
+	/* validated as by a receiver that knows every node named */
+	struct shf_wire_hdr h;
+	if (max == UINT32_MAX || shf_wire_check(b, (size_t)n, max + 1, dst_node, &h) != 0)
+		return -EINVAL;
+	return (long)n;
+}
+
+long shf_wire_enc_deny(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+		       const struct shf_wire_deny *dn)
+{
+	uint8_t *b = buf;
+	if (cap < SHF_WIRE_DENY_BYTES)
+		return -ENOBUFS;
+	size_t nl = strnlen(dn->name, SHF_JOB_MAX);
+	if (nl == SHF_JOB_MAX)
+		return -EINVAL;
+	memset(b, 0, SHF_WIRE_DENY_BYTES);
+	put_hdr(b, SHF_WIRE_JOB_DENY, src_node, dst_node);
+	P64(b, deny, job_hash, shf_wire_job_hash(dn->name));
+	P32(b, deny, reason, (uint32_t)dn->reason);
+	P32(b, deny, other_node, dn->other_node);
+	P32(b, deny, other_uid, dn->other_uid);
+	P32(b, deny, other_world, (uint32_t)dn->other_world);
+	memcpy(b + OFF(deny, name), dn->name, nl);
+	struct shf_wire_hdr h;
+	uint32_t max = src_node > dst_node ? src_node : dst_node;
+	if (dn->other_node > max)
+		max = dn->other_node;
+	if (max == UINT32_MAX || shf_wire_check(b, SHF_WIRE_DENY_BYTES, max + 1, dst_node, &h) != 0)
+		return -EINVAL;
+	return SHF_WIRE_DENY_BYTES;
 }
 
 long shf_wire_enc_leave(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,

@@ -58,7 +58,9 @@
                                * heartbeat carries the handshake's nonce and MAC;
                                * 4: broadcast records (SHF_WIRE_DST_BCAST);
                                * 5: epochs over a tree (EPOCH_UP/_DOWN/_ABORT);
-                               * 6: runs (SHF_WIRE_REC_RUN) in batches */
+                               * 6: joins go to the job's home node, which
+                               * answers with JOB_MAP or JOB_DENY;
+                               * and runs (SHF_WIRE_REC_RUN) in batches */
 
 #define SHF_WIRE_HDR 32u        /* common header */
 #define SHF_WIRE_BATCH_HDR 56u  /* common header + batch body; records start here */
@@ -71,6 +73,9 @@
 #define SHF_WIRE_JOIN_FIXED 120u /* JOB_JOIN without its ranges */
 #define SHF_WIRE_RANGE_BYTES 8u  /* one (first, count) rank range */
 #define SHF_WIRE_LEAVE_BYTES 48u
+#define SHF_WIRE_MAP_FIXED 120u  /* JOB_MAP without its entries */
+#define SHF_WIRE_MAP_ENT_BYTES 16u /* one (first, count, node) entry of a JOB_MAP */
+#define SHF_WIRE_DENY_BYTES 120u
 #define SHF_WIRE_EPOCH_BYTES 56u
 #define SHF_WIRE_DROP_BYTES 64u
 #define SHF_WIRE_WINDOW_MAX 65536u /* largest credit window an ACK may grant */
@@ -96,6 +101,8 @@ enum shf_wire_kind {
 	/* 6 was EPOCH, the flat epoch barrier of versions 4 and before: refused
 	 * now, and never to be reused */
 	SHF_WIRE_DROP = 7,      /* records of a batch were dropped at the receiver */
+	SHF_WIRE_JOB_MAP = 8,   /* the job's home: where every rank of the job lives */
+	SHF_WIRE_JOB_DENY = 9,  /* the job's home: the job conflicts with another node's */
 	SHF_WIRE_KIND_MAX,
 	/* the fan-out tree (daemon/admin/fanout.c; docs/protocol-wire.md, "FAN_REQ"
 	 * and "FAN_ANS"), numbered apart (0x40-0x4f) */
@@ -133,6 +140,19 @@ enum shf_wire_hb_flag {
 				   only with a counter above the last it took (replays
 				   refused) */
 	SHF_WIRE_HB_FLAGS = 63u /* every defined flag */
+};
+
+/* JOB_JOIN flags (docs/protocol-wire.md, "JOB_JOIN"). */
+enum shf_wire_join_flag {
+	SHF_WIRE_JOIN_RUNNING = 1u, /* the sender's side of the job is running (its world
+				       was confirmed): a re-announcement to a home that
+				       may not know the job */
+	SHF_WIRE_JOIN_FLAGS = 1u
+};
+/* JOB_MAP flags. */
+enum shf_wire_map_flag {
+	SHF_WIRE_MAP_FINAL = 1u, /* the last part: the world is complete and confirmed */
+	SHF_WIRE_MAP_FLAGS = 1u
 };
 
 /* Epoch phases carried by EPOCH_UP, EPOCH_DOWN and EPOCH_ABORT (see
@@ -209,7 +229,7 @@ struct shf_wire_raw_join {
 	int32_t world;          /* 1 <= world <= SHF_WORLD_MAX */
 	uint32_t nranges;       /* rank ranges that follow, >= 1 */
 	uint32_t uid;           /* owner of the job on src node */
-	uint32_t flags;         /* zero */
+	uint32_t flags;         /* enum shf_wire_join_flag */
 	char name[SHF_JOB_MAX]; /* shf_ipc_job_check(), zero-padded after the NUL */
 	/* nranges x struct shf_wire_raw_range, sorted, disjoint, inside [0, world) */
 };
@@ -217,6 +237,34 @@ struct shf_wire_raw_join {
 struct shf_wire_raw_range {
 	int32_t first; /* first rank, >= 0 */
 	int32_t count; /* ranks first .. first+count-1, count >= 1 */
+};
+
+struct shf_wire_raw_map {
+	struct shf_wire_raw_hdr h;
+	uint64_t job_hash;      /* == shf_wire_job_hash(name) */
+	int32_t world;          /* 1 <= world <= SHF_WORLD_MAX */
+	uint32_t nents;         /* entries that follow, >= 1 */
+	uint32_t uid;           /* the job's owner, confirmed by every node in the map */
+	uint32_t flags;         /* enum shf_wire_map_flag */
+	char name[SHF_JOB_MAX]; /* shf_ipc_job_check(), zero-padded after the NUL */
+	/* nents x struct shf_wire_raw_map_ent, sorted, disjoint, inside [0, world) */
+};
+
+struct shf_wire_raw_map_ent {
+	int32_t first;     /* first rank, >= 0 */
+	int32_t count;     /* ranks first .. first+count-1, count >= 1 */
+	uint32_t node;     /* where they live: < n_nodes */
+	uint32_t reserved; /* zero */
+};
+
+struct shf_wire_raw_deny {
+	struct shf_wire_raw_hdr h;
+	uint64_t job_hash;      /* == shf_wire_job_hash(name) */
+	int32_t reason;         /* -EACCES (owner), -EINVAL (world) or -EEXIST (ranks) */
+	uint32_t other_node;    /* the node on the other side: < n_nodes, != dst_node */
+	uint32_t other_uid;     /* its owner of the job */
+	int32_t other_world;    /* its world, 1 <= world <= SHF_WORLD_MAX */
+	char name[SHF_JOB_MAX]; /* shf_ipc_job_check(), zero-padded after the NUL */
 };
 
 struct shf_wire_raw_leave {
@@ -370,10 +418,37 @@ struct shf_wire_join {
 	uint64_t job_hash; /* filled by the decoder; the encoder computes it from name */
 	int32_t world;
 	uint32_t uid;
+	uint32_t flags;         /* enum shf_wire_join_flag */
 	uint32_t nranges;       /* decoder: ranges in the message */
 	char name[SHF_JOB_MAX]; /* NUL-terminated */
 	const uint8_t *ranges;  /* decoder: points into the checked buffer; read
 	                           them with shf_wire_join_range() */
+};
+
+struct shf_wire_map {
+	uint64_t job_hash; /* filled by the decoder; the encoder computes it from name */
+	int32_t world;
+	uint32_t uid;
+	uint32_t flags;
+	uint32_t nents;         /* decoder: entries in the message */
+	char name[SHF_JOB_MAX]; /* NUL-terminated */
+	const uint8_t *ents;    /* decoder: points into the checked buffer; read
+	                           them with shf_wire_map_entry() */
+};
+
+struct shf_wire_map_ent {
+	int32_t first;
+	int32_t count;
+	uint32_t node;
+};
+
+struct shf_wire_deny {
+	uint64_t job_hash; /* filled by the decoder; the encoder computes it from name */
+	int32_t reason;
+	uint32_t other_node;
+	uint32_t other_uid;
+	int32_t other_world;
+	char name[SHF_JOB_MAX];
 };
 
 struct shf_wire_leave {
@@ -412,6 +487,8 @@ struct shf_wire_hdr {
 		struct shf_wire_ack ack;
 		struct shf_wire_heartbeat heartbeat;
 		struct shf_wire_join join;
+		struct shf_wire_map map;
+		struct shf_wire_deny deny;
 		struct shf_wire_leave leave;
 		struct shf_wire_epoch epoch;
 		struct shf_wire_drop drop;
@@ -511,6 +588,14 @@ int shf_wire_check(const void *buf, size_t n, uint32_t n_nodes, uint32_t my_node
 
 /* Range i (< nranges) of a JOB_JOIN decoded by shf_wire_check(). */
 struct shf_wire_range shf_wire_join_range(const struct shf_wire_join *j, uint32_t i);
+/* Entry i (< nents) of a JOB_MAP decoded by shf_wire_check(). */
+struct shf_wire_map_ent shf_wire_map_entry(const struct shf_wire_map *m, uint32_t i);
+
+/* Length of a JOB_MAP carrying `nents` entries. */
+static inline uint64_t shf_wire_map_bytes(uint32_t nents)
+{
+	return SHF_WIRE_MAP_FIXED + (uint64_t)nents * SHF_WIRE_MAP_ENT_BYTES;
+}
 
 /* One record of a batch, as returned by the iterator. */
 struct shf_wire_rec {
@@ -603,10 +688,17 @@ long shf_wire_enc_ack(void *buf, size_t cap, uint32_t src_node, uint32_t dst_nod
 		      const struct shf_wire_ack *a);
 long shf_wire_enc_heartbeat(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
 			    const struct shf_wire_heartbeat *hb);
-/* j->name, world and uid are used; job_hash is computed from name. */
+/* j->name, world, uid and flags are used; job_hash is computed from name. */
 long shf_wire_enc_join(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
 		       const struct shf_wire_join *j, const struct shf_wire_range *ranges,
 		       uint32_t nranges);
+/* m->name, world, uid and flags are used; job_hash is computed from name. */
+long shf_wire_enc_map(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+		      const struct shf_wire_map *m, const struct shf_wire_map_ent *ents,
+		      uint32_t nents);
+/* dn->name is used for job_hash. */
+long shf_wire_enc_deny(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+		       const struct shf_wire_deny *dn);
 long shf_wire_enc_leave(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
 			const struct shf_wire_leave *l);
 /* An epoch step as one of the tree's kinds (SHF_WIRE_EPOCH_UP/_DOWN/_ABORT). */

@@ -225,9 +225,6 @@ struct shd_net {
 	struct net_msg *msgs;       /* [pool_max]: the header of each buffer */
 	struct net_msg **pool;      /* free buffers (a stack) */
 	uint32_t pool_free, pool_used_max, pool_max;
-	/* pending JOB_JOIN announcements */
-	struct { uint64_t hash; int32_t rank; } *joins;
-	uint32_t n_joins, cap_joins;
 };
 
 /* net/session.c: the session rules, a peer's address */
@@ -293,8 +290,6 @@ void shd_net_heard(struct shd_peer *p);
 #define SHD_NET_HELD_MAX 1024u
 /* Send a HEARTBEAT to p in any state but FAILED (probes included). */
 void shd_net_heartbeat(struct shd_peer *p, uint64_t now);
-/* p is UP: announce every local rank of every job to it (JOB_JOIN). */
-void shd_net_announce_peer(struct shd_peer *p);
 /* A new session with p: fresh sequence numbers, acks and tag. */
 void shd_net_session_reset(struct shd_peer *p);
 void shd_net_peer_fail(struct shd_peer *p, const char *why);
@@ -308,7 +303,6 @@ void shd_net_send_small(struct shd_peer *p, const void *buf, long len);
 void shd_net_retry_posts(struct shd_net *n);
 void shd_net_send_done(struct shd_net *n, struct net_msg *m, int status);
 void shd_net_tx_ack(struct shd_peer *p, const struct shf_wire_ack *a);
-void shd_net_send_joins(struct shd_net *n);
 void shd_net_on_linger(int fd, void *arg);
 /* End of the pass's network step: close the open batches that go now (all
  * of them with linger_us 0; with linger_idle 0, those to a node with

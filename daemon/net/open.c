@@ -301,7 +301,6 @@ static void net_free(struct shd_net *n)
 	shd_rdv_close(n->rdv);
 	shd_auth_free(n->auth);
 	free(n->peers);
-	free(n->joins);
 	free(n);
 }
 

@@ -32,9 +32,6 @@ uint64_t shd_net_mark(struct shd_daemon *d, struct shd_client *src);
 /* src is going away: forget it in pending mark bookkeeping. */
 void shd_net_forget(struct shd_daemon *d, struct shd_client *src);
 
-/* Announce that a local rank of j joined (batched to the network step) or
- * left (sent now) to every peer that is up. */
-void shd_net_announce(struct shd_daemon *d, struct shd_job *j, int32_t rank, bool joined);
 /* Send one encoded control message of len bytes (its session tags are
  * stamped here) to node: small ones (<= SHD_FABRIC_SMALL) by the fabric's
  * copy, larger ones (<= shd_net_msg_max()) in a buffer of the pool.  0;

@@ -147,6 +147,24 @@ static void check_canonical(const uint8_t *buf, size_t n, const struct shf_wire_
 	case SHF_WIRE_JOB_LEAVE:
 		m = shf_wire_enc_leave(re, sizeof(re), h->src_node, h->dst_node, &h->u.leave);
 		break;
+	case SHF_WIRE_JOB_MAP: {
+		static struct shf_wire_map_ent me[MAX_BUF / SHF_WIRE_MAP_ENT_BYTES];
+		CHECKF(h->u.map.nents <= sizeof(me) / sizeof(me[0]), "nents vs length");
+		for (uint32_t i = 0; i < h->u.map.nents; i++) {
+			me[i] = shf_wire_map_entry(&h->u.map, i);
+			CHECKF(me[i].first >= 0 && me[i].count >= 1 &&
+				       (int64_t)me[i].first + me[i].count <= h->u.map.world,
+			       "map entry unchecked");
+			CHECKF(i == 0 || me[i].first >= me[i - 1].first + me[i - 1].count,
+			       "map entries unsorted");
+		}
+		m = shf_wire_enc_map(re, sizeof(re), h->src_node, h->dst_node, &h->u.map, me,
+				     h->u.map.nents);
+		break;
+	}
+	case SHF_WIRE_JOB_DENY:
+		m = shf_wire_enc_deny(re, sizeof(re), h->src_node, h->dst_node, &h->u.deny);
+		break;
 	case SHF_WIRE_EPOCH_UP:
 	case SHF_WIRE_EPOCH_DOWN:
 	case SHF_WIRE_EPOCH_ABORT:
@@ -319,7 +337,26 @@ static size_t gen(uint8_t *b, uint32_t src, uint32_t dst, uint32_t max_msg)
 			rg[0].count = 1;
 			nr = 1;
 		}
-		n = shf_wire_enc_join(b, MAX_BUF, src, dst, &j, rg, nr);
+		if (below(3) == 0) {
+			/* the same ranges as a home's JOB_MAP, on both nodes */
+			struct shf_wire_map mp = {.world = j.world, .uid = j.uid,
+						  .flags = (uint32_t)below(2)};
+			memcpy(mp.name, j.name, sizeof(mp.name));
+			struct shf_wire_map_ent me[32];
+			for (uint32_t i = 0; i < nr; i++)
+				me[i] = (struct shf_wire_map_ent){rg[i].first, rg[i].count,
+								  below(2) ? src : dst};
+			n = shf_wire_enc_map(b, MAX_BUF, src, dst, &mp, me, nr);
+		} else if (below(2) == 0) {
+			static const int reasons[] = {-EACCES, -EINVAL, -EEXIST};
+			struct shf_wire_deny dn = {.reason = reasons[below(3)], .other_node = src,
+						   .other_uid = (uint32_t)rnd(), .other_world = j.world};
+			memcpy(dn.name, j.name, sizeof(dn.name));
+			n = shf_wire_enc_deny(b, MAX_BUF, src, dst, &dn);
+		} else {
+			j.flags = (uint32_t)below(2);
+			n = shf_wire_enc_join(b, MAX_BUF, src, dst, &j, rg, nr);
+		}
 		break;
 	}
 	case 5: {

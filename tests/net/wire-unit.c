@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/net/wire-unit.c - proto/wire: byte layout, round trip of every
- * kind, and rejection of each malformed field.  Wire version 4 (3 plus
- * broadcast records, dst SHF_WIRE_DST_BCAST): a 32-byte
+ * kind, and rejection of each malformed field.  Wire version 6 (joins to
+ * a job's home, JOB_MAP and JOB_DENY; broadcast records since 4): a 32-byte
  * common header whose session tags (offsets 16 and 24) are written by
  * shf_wire_stamp(), decoded by shf_wire_check() and never judged by it.
  */
@@ -199,7 +199,7 @@ static void test_batch(void)
 	EXPECTF(chk_patched8(buf, n, 4, SHF_WIRE_VERSION + 1) == -EPROTO, "version + 1");
 	EXPECTF(chk_patched8(buf, n, 4, 3) == -EPROTO, "version 3 (no broadcast records)");
 	EXPECTF(chk_patched8(buf, n, 4, 4) == -EPROTO, "version 4 (no epoch tree)");
-	EXPECTF(chk_patched8(buf, n, 4, 5) == -EPROTO, "version 5 (no runs)");
+	EXPECTF(chk_patched8(buf, n, 4, 5) == -EPROTO, "version 5 (joins to every node, no runs)");
 	EXPECTF(chk_patched8(buf, n, 6, 0) == -EBADMSG, "kind 0");
 	EXPECTF(chk_patched8(buf, n, 6, SHF_WIRE_KIND_MAX) == -EBADMSG, "kind max");
 	EXPECTF(chk_patched8(buf, n, 6, 6) == -EBADMSG, "kind 6 (EPOCH of version 4)");
@@ -444,7 +444,8 @@ static void test_join(void)
 	n = shf_wire_enc_join(b, sizeof(b), SRC, DST, &j, rg, 3);
 	EXPECTF(chk_patched64(b, (size_t)n, 32, 1) == -EBADMSG, "hash mismatch");
 	EXPECTF(chk_patched32(b, (size_t)n, 44, 2) == -EBADMSG, "nranges vs length");
-	EXPECTF(chk_patched32(b, (size_t)n, 52, 1) == -EBADMSG, "flags");
+	EXPECTF(chk_patched32(b, (size_t)n, 52, 2) == -EBADMSG, "flags: an unknown bit");
+	EXPECTF(chk_patched32(b, (size_t)n, 52, SHF_WIRE_JOIN_RUNNING) == 0, "flags: RUNNING");
 	EXPECTF(chk_patched8(b, (size_t)n, 56 + 63, 'x') == -EBADMSG, "name not terminated");
 	EXPECTF(chk_patched8(b, (size_t)n, 56 + 10, 'x') == -EBADMSG, "junk after the NUL");
 	EXPECTF(chk(b, (size_t)n - 8, NULL) == -EBADMSG, "truncated join");
@@ -511,6 +512,72 @@ static void test_epoch_tree(void)
 	EXPECTF(!strcmp(shf_wire_kind_name(SHF_WIRE_EPOCH_UP), "epoch-up") &&
 		      !strcmp(shf_wire_kind_name(SHF_WIRE_EPOCH_ABORT), "epoch-abort"),
 	      "epoch tree kind names");
+}
+
+/* JOB_MAP and JOB_DENY (a job's home): layout, round trip, every rule. */
+static void test_map_deny(void)
+{
+	uint8_t b[512];
+	struct shf_wire_hdr h;
+	struct shf_wire_map m = {.world = 64, .uid = 1000, .flags = SHF_WIRE_MAP_FINAL};
+	snprintf(m.name, sizeof(m.name), "job.42");
+	struct shf_wire_map_ent e[3] = {{0, 4, 0}, {10, 1, 2}, {60, 4, 3}};
+	long n = shf_wire_enc_map(b, sizeof(b), SRC, DST, &m, e, 3);
+	EXPECTF(n == (long)shf_wire_map_bytes(3) && n == 120 + 48, "map length %ld", n);
+	EXPECTF(shf_wire_get64(b + 32) == shf_wire_job_hash("job.42") &&
+		      shf_wire_get32(b + 40) == 64 && shf_wire_get32(b + 44) == 3 &&
+		      shf_wire_get32(b + 48) == 1000 && shf_wire_get32(b + 52) == SHF_WIRE_MAP_FINAL &&
+		      !strcmp((const char *)b + 56, "job.42") && shf_wire_get32(b + 136) == 10 &&
+		      shf_wire_get32(b + 140) == 1 && shf_wire_get32(b + 144) == 2 &&
+		      shf_wire_get32(b + 148) == 0,
+	      "map body at 32..119, 16-byte entries from 120");
+	EXPECTF(chk(b, (size_t)n, &h) == 0, "map checks");
+	EXPECTF(h.kind == SHF_WIRE_JOB_MAP && h.u.map.world == 64 && h.u.map.uid == 1000 &&
+		      h.u.map.nents == 3 && h.u.map.flags == SHF_WIRE_MAP_FINAL &&
+		      !strcmp(h.u.map.name, "job.42"),
+	      "map fields");
+	for (uint32_t i = 0; i < 3; i++) {
+		struct shf_wire_map_ent x = shf_wire_map_entry(&h.u.map, i);
+		EXPECTF(x.first == e[i].first && x.count == e[i].count && x.node == e[i].node,
+			"map entry %u", i);
+	}
+	EXPECTF(shf_wire_enc_map(b, (size_t)n - 1, SRC, DST, &m, e, 3) == -ENOBUFS, "map cap");
+	struct shf_wire_map_ent overlap[2] = {{0, 4, 0}, {3, 2, 2}};
+	EXPECTF(shf_wire_enc_map(b, sizeof(b), SRC, DST, &m, overlap, 2) == -EINVAL, "map overlap");
+	struct shf_wire_map_ent beyond[1] = {{60, 5, 0}};
+	EXPECTF(shf_wire_enc_map(b, sizeof(b), SRC, DST, &m, beyond, 1) == -EINVAL, "map beyond");
+	EXPECTF(shf_wire_enc_map(b, sizeof(b), SRC, DST, &m, e, 0) == -EINVAL, "map empty");
+	n = shf_wire_enc_map(b, sizeof(b), SRC, DST, &m, e, 3);
+	EXPECTF(chk_patched32(b, (size_t)n, 52, 2) == -EBADMSG, "map flags");
+	EXPECTF(chk_patched32(b, (size_t)n, 44, 2) == -EBADMSG, "nents vs length");
+	EXPECTF(chk_patched32(b, (size_t)n, 120 + 16 + 8, NODES) == -EBADMSG, "entry node >= nodes");
+	EXPECTF(chk_patched32(b, (size_t)n, 120 + 16 + 12, 1) == -EBADMSG, "entry reserved");
+	EXPECTF(chk_patched64(b, (size_t)n, 32, 1) == -EBADMSG, "map hash mismatch");
+
+	struct shf_wire_deny dn = {.reason = -EACCES, .other_node = 3, .other_uid = 77,
+				   .other_world = 8};
+	snprintf(dn.name, sizeof(dn.name), "job.42");
+	n = shf_wire_enc_deny(b, sizeof(b), SRC, DST, &dn);
+	EXPECTF(n == SHF_WIRE_DENY_BYTES && n == 120, "deny length %ld", n);
+	EXPECTF((int32_t)shf_wire_get32(b + 40) == -EACCES && shf_wire_get32(b + 44) == 3 &&
+		      shf_wire_get32(b + 48) == 77 && shf_wire_get32(b + 52) == 8 &&
+		      !strcmp((const char *)b + 56, "job.42"),
+	      "deny body");
+	EXPECTF(chk(b, (size_t)n, &h) == 0 && h.kind == SHF_WIRE_JOB_DENY &&
+		      h.u.deny.reason == -EACCES && h.u.deny.other_node == 3 &&
+		      h.u.deny.other_uid == 77 && h.u.deny.other_world == 8 &&
+		      h.u.deny.job_hash == shf_wire_job_hash("job.42"),
+	      "deny fields");
+	EXPECTF(chk_patched32(b, (size_t)n, 40, (uint32_t)-ESRCH) == -EBADMSG, "deny reason");
+	EXPECTF(chk_patched32(b, (size_t)n, 40, (uint32_t)-EINVAL) == 0, "deny EINVAL");
+	EXPECTF(chk_patched32(b, (size_t)n, 40, (uint32_t)-EEXIST) == 0, "deny EEXIST");
+	EXPECTF(chk_patched32(b, (size_t)n, 44, DST) == -EBADMSG, "deny names the receiver");
+	EXPECTF(chk_patched32(b, (size_t)n, 44, NODES) == -EBADMSG, "deny other >= nodes");
+	EXPECTF(chk_patched32(b, (size_t)n, 52, 0) == -EBADMSG, "deny world 0");
+	EXPECTF(chk(b, (size_t)n - 8, NULL) == -EBADMSG, "truncated deny");
+	EXPECTF(!strcmp(shf_wire_kind_name(SHF_WIRE_JOB_MAP), "job-map") &&
+		      !strcmp(shf_wire_kind_name(SHF_WIRE_JOB_DENY), "job-deny"),
+	      "map and deny kind names");
 }
 
 static void test_stamp(void)
@@ -843,6 +910,7 @@ int main(void)
 	test_batch();
 	test_small_kinds();
 	test_join();
+	test_map_deny();
 	test_stamp();
 	test_epoch_tree();
 	test_fan();
