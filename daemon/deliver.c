@@ -36,13 +36,24 @@ static uint8_t *reserve(struct shd_daemon *d, struct shd_client *t, uint32_t ple
 	return NULL;
 }
 
-static inline void placed(struct shd_daemon *d, struct shd_client *t, uint32_t msgs,
-			  uint64_t bytes)
+_Static_assert(SHF_MSG_HDR_BYTES == 8 && SHF_RUN_HDR_BYTES == 8, "both headers are 8 bytes");
+
+/* One record of `kind`: an 8-byte header, then len bytes; it holds msgs
+ * messages of `bytes` payload bytes in all. */
+static int put(struct shd_daemon *d, struct shd_client *t, uint32_t kind, const void *hdr8,
+	       const void *data, uint32_t len, uint32_t msgs, uint64_t bytes)
 {
+	int e;
+	uint8_t *p = reserve(d, t, 8 + len, kind, &e);
+	if (!p)
+		return e;
+	memcpy(p, hdr8, 8);
+	memcpy(p + 8, data, len);
 	if (!shd_list_linked(&t->dirty_link))
 		shd_list_add_tail(&d->dirty, &t->dirty_link);
 	t->st.msgs_out += msgs;
 	t->st.bytes_out += bytes;
+	return 0;
 }
 
 int shd_deliver_place(struct shd_daemon *d, struct shd_client *t, int32_t src, uint32_t type,
@@ -50,15 +61,8 @@ int shd_deliver_place(struct shd_daemon *d, struct shd_client *t, int32_t src, u
 {
 	if (!can_take(t))
 		return -ESRCH;
-	int e;
-	uint8_t *p = reserve(d, t, SHF_MSG_HDR_BYTES + len, SHF_REC_MSG, &e);
-	if (!p)
-		return e;
 	struct shf_msg_hdr h = {src, type};
-	memcpy(p, &h, sizeof(h));
-	memcpy(p + sizeof(h), data, len);
-	placed(d, t, 1, len);
-	return 0;
+	return put(d, t, SHF_REC_MSG, &h, data, len, 1, len);
 }
 
 int shd_deliver_run(struct shd_daemon *d, struct shd_client *t, int32_t src,
@@ -67,16 +71,9 @@ int shd_deliver_run(struct shd_daemon *d, struct shd_client *t, int32_t src,
 {
 	if (!can_take(t))
 		return -ESRCH;
-	int e;
 	if (t->runs && pos->done == 0 && SHF_RUN_HDR_BYTES + bytes <= t->deliver.max_rec) {
-		uint8_t *p = reserve(d, t, SHF_RUN_HDR_BYTES + bytes, SHF_REC_RUN, &e);
-		if (!p)
-			return e;
 		struct shf_run_hdr h = {src, count};
-		memcpy(p, &h, sizeof(h));
-		memcpy(p + sizeof(h), items, bytes);
-		placed(d, t, count, payload);
-		return 0;
+		return put(d, t, SHF_REC_RUN, &h, items, bytes, count, payload);
 	}
 	/* a client without runs (or a ring too small for this one) */
 	while (pos->done < count) {
@@ -86,7 +83,7 @@ int shd_deliver_run(struct shd_daemon *d, struct shd_client *t, int32_t src,
 		memcpy(&it, items + pos->off, sizeof(it));
 		if (it.len > bytes - pos->off - SHF_RUN_ITEM_BYTES)
 			return -ESRCH;
-		e = shd_deliver_place(d, t, src, it.type, items + pos->off + SHF_RUN_ITEM_BYTES,
+		int e = shd_deliver_place(d, t, src, it.type, items + pos->off + SHF_RUN_ITEM_BYTES,
 				      it.len);
 		if (e)
 			return e;

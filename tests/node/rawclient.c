@@ -385,17 +385,8 @@ static void old_reader(struct raw *w, long count)
 
 int main(int argc, char **argv)
 {
-	if (argc == 6 && !strcmp(argv[1], "old-reader")) {
-		g_mode = argv[1];
-		struct raw w;
-		memset(&w, 0, sizeof(w));
-		w.rank = atoi(argv[3]);
-		w.world = atoi(argv[4]);
-		raw_connect(&w, argv[2]);
-		old_reader(&w, atol(argv[5]));
-		return 0;
-	}
-	if (argc != 5) {
+	bool reader = argc == 6 && !strcmp(argv[1], "old-reader");
+	if (argc != 5 && !reader) {
 		fprintf(stderr, "usage: rawclient MODE JOB RANK WORLD\n");
 		return 2;
 	}
@@ -405,6 +396,10 @@ int main(int argc, char **argv)
 	w.rank = atoi(argv[3]);
 	w.world = atoi(argv[4]);
 	raw_connect(&w, argv[2]);
+	if (reader) {
+		old_reader(&w, atol(argv[5]));
+		return 0;
+	}
 	self_check(&w);
 	corrupt(&w);
 	expect_cut_off(&w);
