@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "client/client.h"
-#include "client/data.h"
+#include "client/deliver.h"
 #include "client/wait.h"
 #include "proto/ipc.h"
 

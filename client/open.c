@@ -32,6 +32,7 @@
 
 #include "client/client.h"
 #include "client/data.h"
+#include "client/deliver.h"
 #include "client/wait.h"
 #include "proto/shm.h"
 

@@ -7,7 +7,7 @@
  *
  * The bottom of the client's call graph: it calls only error.c (client.h)
  * and proto/.  The poll-mode wait step that also runs callbacks
- * (shc_wait_step(), shc_waiter_wait()) sits next to delivery in data.c.
+ * (shc_wait_step(), shc_waiter_wait()) sits next to delivery in deliver.c.
  *
  * Everything the daemon sends is validated before use: shf_ipc_recv()
  * checks framing and sizes, dispatch() checks types, ids and errno ranges.

@@ -237,9 +237,12 @@ struct shd_job {
 	struct shf_client_stats st;     /* sum of departed clients' counters */
 };
 
+struct shd_job_events;
+
 struct shd_daemon {
 	struct shd_config cfg;
 	struct shd_loop *loop;
+	const struct shd_job_events *job_ev; /* job.c's up-calls (events.c), or NULL */
 	uint64_t start_ns;
 	bool stopping;
 

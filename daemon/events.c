@@ -111,6 +111,11 @@ static void on_fan_ans(struct shd_daemon *d, uint32_t node, const struct shf_wir
 	shd_fanout_on_ans(d, node, a);
 }
 
+const struct shd_job_events shd_job_events = {
+	.registered = shd_home_announce,
+	.local_left = shd_home_local_left,
+};
+
 const struct shd_net_events shd_events = {
 	.peer_up = on_peer_up,
 	.peer_lost = on_peer_lost,

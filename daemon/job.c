@@ -16,7 +16,6 @@
 #include "daemon/deliver.h"
 #include "daemon/epoch.h"
 #include "daemon/job.h"
-#include "daemon/jobhome.h"
 #include "daemon/jobtab.h"
 #include "daemon/log.h"
 #include "daemon/sched.h"
@@ -112,7 +111,8 @@ int shd_job_register(struct shd_daemon *d, struct shd_client *c, const char *nam
 	j->local++;
 	c->job = j;
 	c->rank = rank;
-	shd_home_announce(d, j);
+	if (d->job_ev)
+		d->job_ev->registered(d, j);
 	return 0;
 }
 
@@ -139,7 +139,8 @@ void shd_job_leave(struct shd_client *c, bool gone, bool keep_route)
 		shd_deliver_wake(c);
 		enum shd_epoch_state was = c->epoch;
 		c->epoch = SHD_EPOCH_NONE;
-		shd_home_local_left(d, j, rank);
+		if (d->job_ev)
+			d->job_ev->local_left(d, j, rank);
 		if (j->ready && j->gone)
 			shd_epoch_left_here(d, j, was);
 	}

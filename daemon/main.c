@@ -160,6 +160,7 @@ int main(int argc, char **argv)
 	}
 	if (d->cfg.store_listen[0] && (r = shd_store_open_cfg(d->loop, &d->cfg, &store)) < 0)
 		goto out; /* store.c said why */
+	d->job_ev = &shd_job_events;
 	if ((r = shd_net_open(d, &shd_events)) < 0)
 		goto out; /* net.c said why */
 	if ((r = shd_fanout_open(d, &shd_ctlcmd_fanout)) < 0) {
