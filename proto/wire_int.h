@@ -11,7 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto/wire.h"
+/* After proto/wire.h (its structs, constants and get/put helpers): this
+ * header names them, and includes nothing of proto/, so that it stays
+ * below both its users. */
 
 #define OFF(kind, field) offsetof(struct shf_wire_raw_##kind, field)
 #define G16(b, kind, f) shf_wire_get16((const uint8_t *)(b) + OFF(kind, f))
