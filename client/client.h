@@ -9,7 +9,9 @@
  * Files, each calling only the ones below it (one private header each):
  *
  *   open.c   shf_open()/shf_close(): connect, handshake, map, start, stop
- *   data.c   data.h: send, delivery, the wait step that delivers, flush, epoch
+ *   data.c   data.h: send, flush, epoch
+ *   deliver.c deliver.h: delivery (thread, shf_poll), the waits that deliver
+ *   runs.c   runs.h: shf_send_many()'s grouping into runs
  *   wait.c   wait.h: deadlines, death, reply waiters, leader/gen, socket reader
  *   error.c, env.c, discover.c   (this header): error details, debug output,
  *            the launcher's environment, finding the daemon
@@ -187,7 +189,7 @@ int shc_discover(const char *opt, const char *opt_name, int timeout_ms, struct s
  * the context for the epoch), linked in ctx->waiters under mu. */
 struct shc_waiter {
 	struct shc_waiter *next;
-	uint16_t type;          /* SHF_IPC_FLUSH_DONE, _EPOCH_DONE or _NODE_INFO_OK */
+	uint16_t type;          /* SHF_IPC_FLUSH_DONE, _EPOCH_DONE, _NODE_INFO_OK or _EPOCH_WHO_OK */
 	uint64_t id;            /* mark / epoch id (hdr.id is its low 32 bits) */
 	bool linked;            /* in ctx->waiters */
 	bool done;              /* the reply (or an ERROR for it) arrived */
@@ -206,7 +208,7 @@ struct shc_waiter {
  * write them.  Senders and the delivering thread each get a cache line, so
  * counting one does not slow the other down.  sent_* are written only
  * under send_lock and delivered_* only under deliver_lock: one writer at
- * a time, so those add with a relaxed load and store (data.c stat_add1w),
+ * a time, so those add with a relaxed load and store (shc_stat_add1w below),
  * no locked read-modify-write per message. */
 struct shc_stats {
 	/* written by shf_send() */
@@ -239,6 +241,9 @@ struct shf_ctx {
 	size_t region_bytes;      /* its size, checked against the fd and the header */
 	int rank, world;          /* mine, and the job's size */
 	uint32_t max_msg;         /* largest payload the daemon accepts */
+	uint32_t reg_flags;       /* REGISTER_OK's SHF_REG_OK_* (what the daemon answers) */
+	bool runs;                /* the daemon takes runs (SHF_REG_OK_RUNS): shf_send_many
+				     writes them */
 	int timeout_ms;           /* resolved: > 0, or -1 forever */
 	bool thread_mode;         /* callbacks on our thread, else shf_poll() */
 	shf_deliver_fn fn;        /* the application's callback, and its argument */
@@ -321,6 +326,29 @@ struct shf_ctx {
 static inline bool shc_errno_ok(int32_t e)
 {
 	return e < 0 && e >= -4095;
+}
+
+/* Statistics counters (struct shf_stats' fields). */
+static inline void shc_stat_add(_Atomic uint64_t *s, uint64_t v)
+{
+	atomic_fetch_add_explicit(s, v, memory_order_relaxed);
+}
+
+/* A counter with one writer at a time (the holder of send_lock or of
+ * deliver_lock): a relaxed load and store instead of a locked
+ * read-modify-write, so the hot paths pay no atomic RMW per message.
+ * Readers (shf_stats_get) still load it atomically, never torn. */
+static inline void shc_stat_add1w(_Atomic uint64_t *s, uint64_t v)
+{
+	atomic_store_explicit(s, atomic_load_explicit(s, memory_order_relaxed) + v,
+			      memory_order_relaxed);
+}
+
+/* The delivery ring is held for an epoch (data.c, "epoch hold"): no
+ * callback runs until it is released.  seq_cst: see there. */
+static inline bool shc_epoch_holds(struct shf_ctx *c)
+{
+	return atomic_load_explicit(&c->epoch_hold, memory_order_seq_cst);
 }
 
 #endif /* SHC_CLIENT_H */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * client/data.c - the data path of a context: shf_send() into the send
- * ring, delivery from the delivery ring (library thread or shf_poll()),
- * the wait step that delivers while it waits, flushes and epochs.
+ * ring, flushes and epochs; delivery and the waits that deliver are
+ * deliver.c's.
  *
  * The middle of the client's call graph: it calls the wait engine
  * (wait.c) and is called by open.c; wait.c never calls back here.  Every
@@ -34,41 +34,10 @@
 
 #include "client/client.h"
 #include "client/data.h"
+#include "client/deliver.h"
+#include "client/runs.h"
 #include "client/wait.h"
 #include "proto/shm.h"
-
-static inline void stat_add(_Atomic uint64_t *s, uint64_t v)
-{
-	atomic_fetch_add_explicit(s, v, memory_order_relaxed);
-}
-
-/* A counter with one writer at a time (the holder of send_lock or of
- * deliver_lock): a relaxed load and store instead of a locked
- * read-modify-write, so the hot paths pay no atomic RMW per message.
- * Readers (shf_stats_get) still load it atomically, never torn. */
-static inline void stat_add1w(_Atomic uint64_t *s, uint64_t v)
-{
-	atomic_store_explicit(s, atomic_load_explicit(s, memory_order_relaxed) + v,
-			      memory_order_relaxed);
-}
-
-/* Lock m, giving up at the (CLOCK_MONOTONIC) deadline, -1: never.  0 or
- * ETIMEDOUT.  pthread_mutex_timedlock() takes CLOCK_REALTIME: convert (a
- * clock step meanwhile only moves this rare timeout). */
-static int lock_until(pthread_mutex_t *m, int64_t deadline)
-{
-	if (deadline < 0)
-		return pthread_mutex_lock(m);
-	if (pthread_mutex_trylock(m) == 0)
-		return 0;
-	int64_t left = deadline - (int64_t)shc_now_ns();
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	int64_t abs_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + (left > 0 ? left : 0);
-	ts.tv_sec = (time_t)(abs_ns / 1000000000);
-	ts.tv_nsec = (long)(abs_ns % 1000000000);
-	return pthread_mutex_timedlock(m, &ts);
-}
 
 /* ------------------------------------------------ the send side's lock */
 
@@ -184,11 +153,6 @@ static inline void send_leave(struct shf_ctx *c, bool fast)
  * only after the daemons saw that datagram; the delivery loop loads the
  * hold (seq_cst) after peeking each record, so it sees it set.
  */
-static inline bool epoch_holds(struct shf_ctx *c)
-{
-	return atomic_load_explicit(&c->epoch_hold, memory_order_seq_cst);
-}
-
 static void epoch_hold_begin(struct shf_ctx *c)
 {
 	atomic_store_explicit(&c->epoch_hold, true, memory_order_seq_cst);
@@ -206,240 +170,6 @@ static void epoch_hold_end(struct shf_ctx *c)
 		shc_poll_restore(c);
 }
 
-/* ------------------------------------------------------------- delivery */
-
-/* Hand recs[0..n) (bytes of payload in all) to the batch callback; count
- * them once it returned (deliver_lock held: the only writer of the
- * delivery counters). */
-static void deliver_many(struct shf_ctx *c, const struct shf_rec *recs, unsigned n,
-			 uint64_t bytes)
-{
-	if (!n)
-		return;
-	c->fn_many(c->arg, recs, n);
-	stat_add1w(&c->st.delivered_msgs, n);
-	stat_add1w(&c->st.delivered_bytes, bytes);
-}
-
-int shc_deliver_batch(struct shf_ctx *c, unsigned max)
-{
-	if (shc_is_dead(c))
-		return shc_dead_err(c);
-	struct shf_ctx *outer = shc_in_cb;
-	uint64_t done0 = c->deliver.done; /* deliver_lock held: ours */
-	unsigned n = 0, k = 0;
-	uint64_t k_bytes = 0; /* payload bytes of recs[0..k) */
-	bool bad = false;
-	/* batch callback: views of up to SHC_BATCH records still in the ring */
-	struct shf_rec recs[SHC_BATCH];
-	if (max > SHC_BATCH)
-		max = SHC_BATCH;
-	/* poll mode: nobody else watches the socket while callbacks run here */
-	uint64_t checked = c->thread_mode ? 0 : shc_now_ns();
-	shc_in_cb = c;
-	while (n < max) {
-		struct shf_ring_view v;
-		int r = shf_ring_peek(&c->deliver, &v);
-		if (r == 0)
-			break;
-		if (r < 0) {
-			shc_protocol_error(c, "delivery ring corrupt (%s)",
-					   r == -EBADMSG ? "bad record header" : "bad head index");
-			bad = true;
-			break;
-		}
-		if (epoch_holds(c)) {
-			shf_ring_unpeek(&c->deliver, &v); /* runs once the epoch returned */
-			break;
-		}
-		if (v.kind != SHF_REC_MSG || v.len < SHF_MSG_HDR_BYTES) {
-			shc_protocol_error(c, "delivery ring: record of kind %u and %u bytes",
-					   v.kind, v.len);
-			bad = true;
-			break;
-		}
-		struct shf_msg_hdr h;
-		memcpy(&h, v.data, sizeof(h)); /* read once */
-		if (h.rank < 0 || h.rank >= c->world) {
-			shc_protocol_error(c, "delivery ring: message from rank %d of %d", h.rank,
-					   c->world);
-			bad = true;
-			break;
-		}
-		uint32_t len = v.len - SHF_MSG_HDR_BYTES;
-		n++;
-		if (c->fn_many) {
-			recs[k++] = (struct shf_rec){h.rank, c->rank, h.type, len,
-						     v.data + SHF_MSG_HDR_BYTES};
-			k_bytes += len;
-			continue;
-		}
-		c->fn(c->arg, h.rank, c->rank, h.type, v.data + SHF_MSG_HDR_BYTES, len);
-		/* counted per record, as soon as its callback returned;
-		 * deliver_lock held: the only writer */
-		stat_add1w(&c->st.delivered_msgs, 1);
-		stat_add1w(&c->st.delivered_bytes, len);
-		if (checked && shc_now_ns() - checked > 1000000u) {
-			shc_sock_check(c); /* slow callbacks: look for a hang-up every ms */
-			checked = shc_now_ns();
-		}
-		if (shc_is_dead(c))
-			break; /* closed or lost meanwhile: stop handing out records */
-	}
-	/* the records checked before a corrupt one are good: hand them out */
-	deliver_many(c, recs, k, k_bytes);
-	if (k && checked && shc_now_ns() - checked > 1000000u)
-		shc_sock_check(c);
-	shc_in_cb = outer;
-	if (bad)
-		return shc_dead_err(c);
-	/* one release for the batch; the daemon may sleep waiting for room */
-	if (shf_ring_release(&c->deliver))
-		shf_bell_ring(c->daemon_bell);
-	if (c->thread_mode && c->deliver.done != done0) { /* else nothing to tell */
-		pthread_mutex_lock(&c->mu);
-		c->released = c->deliver.done;
-		pthread_cond_broadcast(&c->dcond);
-		pthread_mutex_unlock(&c->mu);
-	}
-	return (int)n;
-}
-
-/* deliver_lock held: a batch, or arm the consumer if there is nothing. */
-static int deliver_or_arm(struct shf_ctx *c)
-{
-	int n = shc_deliver_batch(c, SHC_BATCH);
-	if (n == 0 && !shf_ring_cons_arm(&c->deliver))
-		n = shc_deliver_batch(c, SHC_BATCH); /* came meanwhile (or corrupt: -ENOTCONN) */
-	return n;
-}
-
-int shc_poll_progress(struct shf_ctx *c)
-{
-	if (pthread_mutex_trylock(&c->deliver_lock))
-		return 0; /* another thread delivers */
-	int n = deliver_or_arm(c);
-	pthread_mutex_unlock(&c->deliver_lock);
-	return n;
-}
-
-void shc_poll_restore(struct shf_ctx *c)
-{
-	if (c->thread_mode || shc_in_cb == c || shc_is_dead(c))
-		return;
-	if (pthread_mutex_trylock(&c->deliver_lock))
-		return; /* its holder delivers and leaves the ring in order */
-	if (!shf_ring_cons_arm(&c->deliver))
-		shf_bell_ring(c->deliver_bell); /* records wait: make the fd readable */
-	pthread_mutex_unlock(&c->deliver_lock);
-}
-
-void *shc_delivery_main(void *arg)
-{
-	struct shf_ctx *c = arg;
-	pthread_mutex_lock(&c->mu);
-	while (!c->go)
-		pthread_cond_wait(&c->cond, &c->mu);
-	pthread_mutex_unlock(&c->mu);
-	for (;;) {
-		if (!shc_is_dead(c)) {
-			pthread_mutex_lock(&c->deliver_lock);
-			int n = deliver_or_arm(c);
-			pthread_mutex_unlock(&c->deliver_lock);
-			if (n > 0)
-				continue;
-		}
-		/* Asleep: armed and empty, or dead (then only the stop fd). */
-		bool live = !shc_is_dead(c);
-		struct pollfd p[3] = {
-			{c->stop_fd, POLLIN, 0},
-			{c->deliver_bell, POLLIN, 0},
-			{c->sock, 0, 0}, /* POLLHUP / POLLERR: the daemon is gone */
-		};
-		if (poll(p, live ? 3 : 1, -1) < 0)
-			continue;
-		if (p[0].revents)
-			break;
-		if (!live)
-			continue;
-		if (p[1].revents & (POLLERR | POLLNVAL))
-			shc_protocol_error(c, "delivery doorbell fd is not a usable eventfd");
-		else if (p[1].revents & POLLIN) {
-			uint64_t v;
-			ssize_t r = read(c->deliver_bell, &v, sizeof(v));
-			(void)r;
-		}
-		if (p[2].revents & (POLLHUP | POLLERR | POLLNVAL))
-			shc_sock_hangup(c);
-	}
-	return NULL;
-}
-
-SHF_EXPORT int shf_poll(struct shf_ctx *c, int timeout_ms)
-{
-	if (!c)
-		return shc_fail(-EINVAL, "no context");
-	if (c->thread_mode)
-		return shc_fail(-EINVAL, "shf_poll() needs opts.delivery_thread = 0");
-	if (shc_in_cb == c)
-		return shc_fail(-EDEADLK, "shf_poll() from a delivery callback of the same context");
-	if (timeout_ms < -1)
-		return shc_fail(-EINVAL, "timeout_ms %d: use >= 0 or -1 (forever)", timeout_ms);
-	if (shc_is_dead(c))
-		return shc_dead_err(c);
-	int64_t deadline = shc_deadline(timeout_ms); /* 0: look, do not wait */
-	for (;;) {
-		uint64_t gen = shc_wait_gen(c);
-		if (lock_until(&c->deliver_lock, deadline))
-			return 0; /* another thread is delivering the whole time */
-		int n = deliver_or_arm(c);
-		pthread_mutex_unlock(&c->deliver_lock);
-		if (n != 0)
-			return n;
-		/* empty and armed: the DELIVER bell (and shf_event_fd()) will tell */
-		int r = shc_wait(c, gen, deadline);
-		if (r == -ETIMEDOUT)
-			return 0;
-		if (r < 0)
-			return r;
-	}
-}
-
-/* ------------------------------------------------- waits that deliver */
-
-int shc_wait_step(struct shf_ctx *c, uint64_t gen, int64_t deadline)
-{
-	if (shc_is_dead(c))
-		return shc_dead_err(c);
-	if (!c->thread_mode && shc_in_cb != c) {
-		int n = shc_poll_progress(c);
-		if (n < 0)
-			return n;
-		if (n > 0) {
-			/* progress: let the caller re-check, within its deadline */
-			if (deadline >= 0 && shc_now_ns() >= (uint64_t)deadline)
-				return -ETIMEDOUT;
-			return 0;
-		}
-	}
-	return shc_wait(c, gen, deadline);
-}
-
-int shc_waiter_wait(struct shf_ctx *c, struct shc_waiter *w, int64_t deadline)
-{
-	for (;;) {
-		pthread_mutex_lock(&c->mu);
-		bool done = w->done;
-		uint64_t gen = c->gen;
-		pthread_mutex_unlock(&c->mu);
-		if (done)
-			return 0;
-		int r = shc_wait_step(c, gen, deadline);
-		if (r < 0)
-			return r;
-	}
-}
-
 /* ----------------------------------------------------------------- send */
 
 /*
@@ -453,8 +183,24 @@ int shc_waiter_wait(struct shf_ctx *c, struct shc_waiter *w, int64_t deadline)
  */
 #define SEND_DEADLINE_LAZY INT64_MIN
 
-static int send_reserve(struct shf_ctx *c, uint32_t kind, uint32_t plen, bool nonblock,
-			int64_t deadline, void **p_out, bool *fast)
+/* What a send waits for: one record's reservation (*p set), or `need`
+ * bytes free in the ring (p NULL). */
+struct send_want {
+	uint32_t kind, plen;
+	uint64_t need;
+	void *p;
+};
+
+static bool send_try(struct shf_ctx *c, struct send_want *w)
+{
+	if (w->need)
+		return shf_ring_prod_free(&c->send) >= w->need;
+	w->p = shf_ring_reserve(&c->send, w->plen, w->kind);
+	return w->p != NULL;
+}
+
+static int send_wait(struct shf_ctx *c, struct send_want *w, bool nonblock, int64_t deadline,
+		     bool *fast)
 {
 	uint64_t t0 = 0;
 	bool waited = false;
@@ -464,8 +210,8 @@ static int send_reserve(struct shf_ctx *c, uint32_t kind, uint32_t plen, bool no
 			r = shc_dead_err(c);
 			break;
 		}
-		void *p = shf_ring_reserve(&c->send, plen, kind);
-		if (!p && !c->send.err && !nonblock) {
+		bool ok = send_try(c, w);
+		if (!ok && !c->send.err && !nonblock) {
 			if (!t0) {
 				t0 = shc_now_ns();
 				if (deadline == SEND_DEADLINE_LAZY)
@@ -476,8 +222,8 @@ static int send_reserve(struct shf_ctx *c, uint32_t kind, uint32_t plen, bool no
 			 * The flag stays set: other threads may sleep on it too
 			 * (shf_flush ORIGIN). */
 			shf_ring_prod_want_space(&c->send);
-			p = shf_ring_reserve(&c->send, plen, kind);
-			if (!p && !c->send.err) {
+			ok = send_try(c, w);
+			if (!ok && !c->send.err) {
 				waited = true;
 				send_leave(c, *fast);
 				r = shc_wait_step(c, gen, deadline);
@@ -493,23 +239,34 @@ static int send_reserve(struct shf_ctx *c, uint32_t kind, uint32_t plen, bool no
 				continue;
 			}
 		}
-		if (p) {
-			*p_out = p;
+		if (ok && !c->send.err)
 			break;
-		}
 		if (c->send.err) {
 			shc_protocol_error(c, "send ring: the daemon's tail index is corrupt");
 			r = shc_dead_err(c);
 			break;
 		}
-		stat_add(&c->st.send_eagain, 1);
+		shc_stat_add(&c->st.send_eagain, 1);
 		r = shc_fail_str(-EAGAIN, "send ring full");
 		break;
 	}
-	if (t0 && kind == SHF_REC_MSG) /* shf_send()'s waits, not a flush's */
-		stat_add(&c->st.send_blocked_ns, shc_now_ns() - t0);
+	if (t0 && w->kind != SHF_REC_MARK) /* a send's waits, not a flush's */
+		shc_stat_add(&c->st.send_blocked_ns, shc_now_ns() - t0);
 	if (waited)
 		shc_poll_restore(c);
+	return r;
+}
+
+static inline int send_reserve(struct shf_ctx *c, uint32_t kind, uint32_t plen, bool nonblock,
+			       int64_t deadline, void **p_out, bool *fast)
+{
+	/* nearly always there is room: no wait loop then */
+	if (!shc_is_dead(c) && (*p_out = shf_ring_reserve(&c->send, plen, kind)) != NULL)
+		return 0;
+	struct send_want w = {kind, plen, 0, NULL};
+	int r = send_wait(c, &w, nonblock, deadline, fast);
+	if (!r)
+		*p_out = w.p;
 	return r;
 }
 
@@ -548,8 +305,8 @@ static int send_record(struct shf_ctx *c, int32_t rank, uint32_t type, const voi
 		c->check_sock = true;
 	}
 	/* send_lock held (or the owner's section): the only writer */
-	stat_add1w(&c->st.sent_msgs, 1);
-	stat_add1w(&c->st.sent_bytes, len);
+	shc_stat_add1w(&c->st.sent_msgs, 1);
+	shc_stat_add1w(&c->st.sent_bytes, len);
 	send_leave(c, fast);
 	return 0;
 }
@@ -611,6 +368,76 @@ static void send_push(struct shf_ctx *c)
 		shf_bell_ring(c->daemon_bell);
 }
 
+/*
+ * shf_send_many() as runs (docs/ring.md, "Runs"): the records of a window
+ * of the call are grouped by destination, in order within each, and each
+ * group goes as one SHF_REC_RUN record (a group of one as a plain record).
+ * A window is written only once the ring has room for all of it, so the
+ * records sent are always a prefix of msgs: a short count (SHF_NONBLOCK, a
+ * timeout) means msgs[0, count) went and the rest did not.
+ */
+/* Records of msgs[0, n) (checked) as runs.  Returns the count sent, or
+ * the error when none was; send side entered. */
+static int send_runs(struct shf_ctx *c, const struct shf_msg *msgs, unsigned n, bool nonblock,
+		     bool *fast, uint64_t *bytes_out)
+{
+	struct shc_run_win w;
+	/* a window fits a quarter of the ring, so that it always fits once
+	 * the daemon has taken what is there */
+	uint64_t budget = c->send.size / 4;
+	unsigned done = 0;
+	int r = 0;
+	while (done < n) {
+		unsigned want = n - done < SHC_RUN_WIN ? n - done : SHC_RUN_WIN;
+		shc_run_group(c, msgs + done, want, budget, &w);
+		/* room for the window and a pad in front of its biggest record */
+		struct send_want sw = {SHF_REC_RUN, 0, w.ring + w.biggest, NULL};
+		if (shf_ring_prod_free(&c->send) < sw.need) {
+			send_push(c); /* what is written goes first: the daemon makes room */
+			r = send_wait(c, &sw, nonblock, SEND_DEADLINE_LAZY, fast);
+			if (r)
+				break;
+		}
+		shc_run_write(c, msgs + done, &w);
+		if (c->send.err) {
+			shc_protocol_error(c, "send ring: the daemon's tail index is corrupt");
+			r = shc_dead_err(c);
+			break;
+		}
+		done += w.n;
+		*bytes_out += w.payload;
+	}
+	return done ? (int)done : r;
+}
+
+/* Records of msgs[0, n) (checked) one by one. */
+static int send_plain(struct shf_ctx *c, const struct shf_msg *msgs, unsigned n, bool nonblock,
+		      bool *fast, uint64_t *bytes_out)
+{
+	unsigned i = 0;
+	int r = 0;
+	for (; i < n; i++) {
+		const struct shf_msg *m = &msgs[i];
+		uint32_t plen = SHF_MSG_HDR_BYTES + m->len;
+		void *p = shf_ring_reserve(&c->send, plen, SHF_REC_MSG);
+		if (!p) {
+			/* full (or broken): what is written goes first, so that
+			 * the daemon can make room while this waits */
+			send_push(c);
+			r = send_reserve(c, SHF_REC_MSG, plen, nonblock, SEND_DEADLINE_LAZY, &p,
+					 fast);
+			if (r)
+				break;
+		}
+		struct shf_msg_hdr h = {m->dst, m->type};
+		memcpy(p, &h, sizeof(h));
+		if (m->len)
+			memcpy((char *)p + SHF_MSG_HDR_BYTES, m->data, m->len);
+		*bytes_out += m->len;
+	}
+	return i ? (int)i : r;
+}
+
 SHF_EXPORT int shf_send_many(struct shf_ctx *c, const struct shf_msg *msgs, unsigned n,
 			     unsigned flags)
 {
@@ -634,40 +461,20 @@ SHF_EXPORT int shf_send_many(struct shf_ctx *c, const struct shf_msg *msgs, unsi
 		c->check_sock = false;
 		shc_sock_check(c);
 	}
-	unsigned i = 0;
 	uint64_t bytes = 0;
-	int r = 0;
-	for (; i < n; i++) {
-		const struct shf_msg *m = &msgs[i];
-		uint32_t plen = SHF_MSG_HDR_BYTES + m->len;
-		void *p = shf_ring_reserve(&c->send, plen, SHF_REC_MSG);
-		if (!p) {
-			/* full (or broken): what is written goes first, so that
-			 * the daemon can make room while this waits */
-			send_push(c);
-			r = send_reserve(c, SHF_REC_MSG, plen, nonblock, SEND_DEADLINE_LAZY, &p,
-					 &fast);
-			if (r)
-				break;
-		}
-		struct shf_msg_hdr h = {m->dst, m->type};
-		memcpy(p, &h, sizeof(h));
-		if (m->len)
-			memcpy((char *)p + SHF_MSG_HDR_BYTES, m->data, m->len);
-		bytes += m->len;
-	}
+	int r = c->runs ? send_runs(c, msgs, n, nonblock, &fast, &bytes)
+			: send_plain(c, msgs, n, nonblock, &fast, &bytes);
+	unsigned i = r > 0 ? (unsigned)r : 0;
 	if (i)
 		send_push(c);
 	if (!c->thread_mode && (c->send_count += i) >= 256) {
 		c->send_count = 0;
 		c->check_sock = true;
 	}
-	stat_add1w(&c->st.sent_msgs, i);
-	stat_add1w(&c->st.sent_bytes, bytes);
+	shc_stat_add1w(&c->st.sent_msgs, i);
+	shc_stat_add1w(&c->st.sent_bytes, bytes);
 	send_leave(c, fast);
-	if (i == 0)
-		return r;
-	return (int)i; /* r (-EAGAIN, -ETIMEDOUT, dead) stays in the error detail */
+	return r; /* a short count: -EAGAIN, -ETIMEDOUT or dead stays in the error detail */
 }
 
 SHF_EXPORT int shf_bcast(struct shf_ctx *c, uint32_t type, const void *data, uint32_t len,
@@ -826,7 +633,7 @@ static int flush_delivery(struct shf_ctx *c, int64_t deadline)
 		return shc_dead_err(c);
 	}
 	/* poll mode: run the callbacks here */
-	if (lock_until(&c->deliver_lock, deadline))
+	if (shc_lock_until(&c->deliver_lock, deadline))
 		return shc_fail(-ETIMEDOUT, "another thread kept delivering past the timeout");
 	int r = 0;
 	if (!shf_ring_head_plausible(&c->deliver, target, c->deliver.done)) {
@@ -838,7 +645,7 @@ static int flush_delivery(struct shf_ctx *c, int64_t deadline)
 		int n = shc_deliver_batch(c, SHC_BATCH);
 		if (n < 0) {
 			r = n;
-		} else if (n == 0 && epoch_holds(c)) {
+		} else if (n == 0 && shc_epoch_holds(c)) {
 			/* another thread's shf_epoch() holds the ring */
 			r = shc_fail(-EBUSY, "the delivery ring is held until the epoch under way "
 				     "in another thread returns");
@@ -883,7 +690,7 @@ SHF_EXPORT int shf_flush(struct shf_ctx *c, unsigned what, int timeout_ms)
 		return shc_fail(-EINVAL, "unknown flush target %u", what);
 	}
 	if (r == 0 || r == -ESRCH || r == -EHOSTDOWN)
-		stat_add(&c->st.flushes, 1);
+		shc_stat_add(&c->st.flushes, 1);
 	return r;
 }
 
@@ -907,10 +714,13 @@ static int epoch_run(struct shf_ctx *c, int64_t deadline)
 	}
 	if (c->epoch_stage == SHC_EPOCH_P1) {
 		r = shc_waiter_wait(c, &c->epoch_w, deadline);
-		if (r == -ETIMEDOUT)
+		if (r == -ETIMEDOUT) {
+			char who[SHC_DETAIL_MAX / 2];
+			shc_epoch_who(c, who, sizeof(who));
 			return shc_fail(-ETIMEDOUT, "epoch %llu: not every rank entered within the "
-					"timeout (shf_epoch() again resumes it)",
-					(unsigned long long)c->epoch_n);
+					"timeout%s (shf_epoch() again resumes it)",
+					(unsigned long long)c->epoch_n, who);
+		}
 		if (r < 0)
 			return r;
 		shc_waiter_del(c, &c->epoch_w);
@@ -945,10 +755,13 @@ static int epoch_run(struct shf_ctx *c, int64_t deadline)
 	}
 	/* SHC_EPOCH_P2 */
 	r = shc_waiter_wait(c, &c->epoch_w, deadline);
-	if (r == -ETIMEDOUT)
+	if (r == -ETIMEDOUT) {
+		char who[SHC_DETAIL_MAX / 2];
+		shc_epoch_who(c, who, sizeof(who));
 		return shc_fail(-ETIMEDOUT, "epoch %llu: not every rank drained its deliveries "
-				"within the timeout (shf_epoch() again resumes it)",
-				(unsigned long long)c->epoch_n);
+				"within the timeout%s (shf_epoch() again resumes it)",
+				(unsigned long long)c->epoch_n, who);
+	}
 	if (r < 0)
 		return r; /* still inside the epoch (a later call resumes it): held */
 	shc_waiter_del(c, &c->epoch_w);
@@ -962,7 +775,7 @@ static int epoch_run(struct shf_ctx *c, int64_t deadline)
 	/* counted before the hold ends: a callback that reads shf_stats.epochs
 	 * sees k for every record sent between its sender's epochs k and k+1
 	 * (docs/api.md) */
-	stat_add(&c->st.epochs, 1);
+	shc_stat_add(&c->st.epochs, 1);
 	epoch_hold_end(c);
 	return drop_result(c->epoch_dropped_dead, c->epoch_dropped_down);
 }

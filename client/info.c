@@ -9,11 +9,12 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client/client.h"
-#include "client/data.h"
+#include "client/deliver.h"
 #include "client/wait.h"
 #include "proto/ipc.h"
 
@@ -125,4 +126,23 @@ SHF_EXPORT int shf_node_info(struct shf_ctx *c, struct shf_node_info *ni)
 			  rep, deadline);
 	free(rep);
 	return r;
+}
+
+void shc_epoch_who(struct shf_ctx *c, char *buf, size_t n)
+{
+	buf[0] = '\0';
+	if (!(c->reg_flags & SHF_REG_OK_EPOCH_WHO) || shc_is_dead(c))
+		return;
+	struct shc_waiter w;
+	uint32_t id = SHC_REQ_ID_BASE |
+		      (atomic_fetch_add_explicit(&c->req_seq, 1, memory_order_relaxed) &
+		       (SHC_REQ_ID_BASE - 1));
+	shc_waiter_add(c, &w, SHF_IPC_EPOCH_WHO_OK, id);
+	struct shf_ipc_epoch_who m = {0, 0};
+	int r = shf_ipc_send(c->sock, SHF_IPC_EPOCH_WHO, id, &m, sizeof(m), NULL, 0);
+	if (r == 0)
+		r = shc_waiter_wait(c, &w, shc_deadline(500));
+	shc_waiter_del(c, &w);
+	if (r == 0 && w.status == 0 && w.text[0])
+		snprintf(buf, n, "; %s", w.text);
 }

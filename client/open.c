@@ -32,6 +32,7 @@
 
 #include "client/client.h"
 #include "client/data.h"
+#include "client/deliver.h"
 #include "client/wait.h"
 #include "proto/shm.h"
 
@@ -277,6 +278,7 @@ static int open_map(struct shf_ctx *c, int region_fd, const struct shf_ipc_regis
 		}
 	}
 	c->max_msg = ok.max_msg;
+	c->reg_flags = ok.flags;
 	if ((e = shf_shm_ring(base, &l, SHF_SHM_SEND, &c->send, false)) ||
 	    (shf_ring_init_producer(&c->send), c->send.err) ||
 	    (e = shf_shm_ring(base, &l, SHF_SHM_DELIVER, &c->deliver, false)) ||
@@ -291,7 +293,9 @@ static int open_map(struct shf_ctx *c, int region_fd, const struct shf_ipc_regis
 /* REGISTER, then map the region and bind both rings.  The body is the
  * 80-byte one without flags (SHF_IPC_REGISTER_V0_BYTES): the only flag,
  * SHF_REG_GLOBAL_MB of the retired fence-free send path, is never asked
- * for, and daemons before and after the flags take this body alike. */
+ * for, and daemons before and after the flags take this body alike.  A
+ * daemon that takes runs (SHF_REG_OK_RUNS) hears that this library reads
+ * them too (SHF_IPC_RUNS). */
 static int open_register(struct shf_ctx *c, uint32_t ring_bytes, int world_timeout_ms,
 			 int64_t deadline)
 {
@@ -335,6 +339,13 @@ static int open_register(struct shf_ctx *c, uint32_t ring_bytes, int world_timeo
 	memcpy(&ok, c->rx.buf + sizeof(h), sizeof(ok));
 	r = open_map(c, region_fd, &ok);
 	close(region_fd);
+	if (!r && (ok.flags & SHF_REG_OK_RUNS)) {
+		r = shf_ipc_send(c->sock, SHF_IPC_RUNS, 0, NULL, 0, NULL, 0);
+		if (r)
+			return shc_fail(r == -EPIPE || r == -ECONNRESET ? -ENOTCONN : r,
+					"cannot send RUNS: %s", strerror(-r));
+		c->runs = true;
+	}
 	return r;
 }
 

@@ -7,7 +7,7 @@
  *
  * The bottom of the client's call graph: it calls only error.c (client.h)
  * and proto/.  The poll-mode wait step that also runs callbacks
- * (shc_wait_step(), shc_waiter_wait()) sits next to delivery in data.c.
+ * (shc_wait_step(), shc_waiter_wait()) sits next to delivery in deliver.c.
  *
  * Everything the daemon sends is validated before use: shf_ipc_recv()
  * checks framing and sizes, dispatch() checks types, ids and errno ranges.
@@ -249,6 +249,20 @@ static void dispatch(struct shf_ctx *c, size_t n)
 					   "asked", blen, h.id);
 		else if (!w)
 			shc_debug("late NODE_INFO_OK for request %u ignored", h.id);
+		return;
+	}
+	case SHF_IPC_EPOCH_WHO_OK: {
+		/* shf_ipc_check() made sure the text ends inside the datagram */
+		const char *text = (const char *)body + sizeof(struct shf_ipc_epoch_who_ok);
+		pthread_mutex_lock(&c->mu);
+		struct shc_waiter *w = waiter_find(c, SHF_IPC_EPOCH_WHO_OK, h.id);
+		if (w) {
+			snprintf(w->text, sizeof(w->text), "%s", text);
+			w->done = true;
+		}
+		pthread_mutex_unlock(&c->mu);
+		if (!w)
+			shc_debug("late EPOCH_WHO_OK for request %u ignored", h.id);
 		return;
 	}
 	case SHF_IPC_ERROR: {

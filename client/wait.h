@@ -59,4 +59,10 @@ void shc_sock_hangup(struct shf_ctx *c);
 void shc_waiter_add(struct shf_ctx *c, struct shc_waiter *w, uint16_t type, uint64_t id);
 void shc_waiter_del(struct shf_ctx *c, struct shc_waiter *w);
 
+/* (info.c) Who holds up the epoch this rank waits in, asked of the daemon
+ * (EPOCH_WHO) after the epoch's wait timed out: "; " and the daemon's
+ * answer into buf, or "" when the daemon cannot say (an older daemon, no
+ * answer within 500 ms).  Never fails the caller. */
+void shc_epoch_who(struct shf_ctx *c, char *buf, size_t n);
+
 #endif /* SHC_WAIT_H */

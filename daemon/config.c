@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/config.c - the option table and everything it drives: command
- * line, environment, INI file (inih), help, print and JSON.  See config.h.
+ * daemon/config.c - loading the options of the table (daemon/options.c):
+ * command line, environment, INI file (inih), defaults, derived values and
+ * cross-checks; and --help, print and JSON from the same table.  See
+ * config.h.
  */
 #include "daemon/config.h"
 
@@ -20,7 +22,6 @@
 #include "daemon/errbuf.h"
 #include "daemon/log.h"
 #include "daemon/rdv/rdv.h"
-#include "proto/addr.h"
 #include "proto/ring.h"
 #include "proto/shm.h"
 
@@ -32,320 +33,9 @@
 #error "SHF_SYSTEM_USER (meson option system_user) must be set by the build"
 #endif
 
-_Static_assert(SHD_CONFIG_NAME_MAX == SHF_NODE_NAME_MAX, "node names: one rule (proto/addr.h)");
-
 #define KiB (UINT64_C(1) << 10)
 #define MiB (UINT64_C(1) << 20)
 #define GiB (UINT64_C(1) << 30)
-
-enum opt_type {
-	T_STR,   /* char array of `size` bytes */
-	T_UINT,  /* uint32_t or uint64_t (by `size`), decimal, no suffix */
-	T_SIZE,  /* same storage, bytes, binary suffixes accepted */
-	T_LEVEL, /* int, enum shd_log_level, by name or number */
-};
-
-#define F_POW2 0x1u    /* numbers: must be a power of two */
-#define F_NO_FILE 0x2u /* not accepted in the INI file (the file's own path) */
-
-/* The headings of --help, in their order; every option is under one. */
-enum opt_group {
-	G_PATHS,
-	G_DATA,
-	G_NETWORK,
-	G_PEERS,
-	G_LIMITS,
-	G_SECURITY,
-	G_STORE,
-	G_LOGGING,
-	G_EXPERIMENTAL, /* switches for measuring; docs/performance.md says what they showed */
-	G_MAX
-};
-
-static const char *const group_names[G_MAX] = {
-	[G_PATHS] = "Paths",
-	[G_DATA] = "Data path",
-	[G_NETWORK] = "Network",
-	[G_PEERS] = "Peers",
-	[G_LIMITS] = "Limits",
-	[G_SECURITY] = "Security",
-	[G_STORE] = "Store",
-	[G_LOGGING] = "Logging",
-	[G_EXPERIMENTAL] = "Experimental (for measuring; see docs/performance.md)",
-};
-
-/* Extra syntax check of a string value; 0 or -EINVAL with a reason in why. */
-typedef int (*check_fn)(const char *v, char *why, size_t whylen);
-
-struct opt {
-	const char *name;  /* option, INI key; '-' accepted for '_' on the command line */
-	const char *env;   /* environment variable */
-	enum opt_type type;
-	unsigned flags;    /* F_* */
-	size_t off, size;  /* field in struct shd_config */
-	uint64_t min, max; /* numbers: inclusive limits (hard caps) */
-	const char *def;   /* default, as a user would write it (parsed by the same code) */
-	const char *meta;  /* placeholder in --help */
-	const char *help;
-	check_fn check;    /* strings: extra validation, may be NULL */
-	enum opt_group group; /* its heading in --help (and shuffled(8)) */
-	/* appends to help what is known only at run time, may be NULL */
-	size_t (*help_more)(char *buf, size_t len, bool help);
-};
-
-#define FIELD(f) offsetof(struct shd_config, f), sizeof(((struct shd_config *)0)->f)
-
-static int check_mode(const char *v, char *why, size_t n);
-static int check_routing(const char *v, char *why, size_t n);
-static int check_node(const char *v, char *why, size_t n);
-static int check_abs_path(const char *v, char *why, size_t n);
-static int check_provider(const char *v, char *why, size_t n);
-static int check_no_space(const char *v, char *why, size_t n);
-static int check_iface(const char *v, char *why, size_t n);
-static int check_bind(const char *v, char *why, size_t n);
-static int check_rendezvous(const char *v, char *why, size_t n);
-static int check_store_listen(const char *v, char *why, size_t n);
-
-static const struct opt opts[SHD_OPT_MAX] = {
-	[SHD_OPT_MODE] = {
-		"mode", "SHF_MODE", T_STR, 0, FIELD(mode), 0, 0, "auto", "auto|user|system",
-		"system: serve every local user (runtime directory 0755, socket 0666; each job "
-		"belongs to the uid of its first process). user: serve only this uid (0700, "
-		"0600). auto: system when running as root or as the system user "
-		"'" SHF_SYSTEM_USER "', else user.",
-		check_mode,
-		.group = G_SECURITY },
-	[SHD_OPT_RUNTIME_DIR] = {
-		"runtime_dir", "SHF_RUNTIME_DIR", T_STR, 0, FIELD(runtime_dir), 0, 0, "", "PATH",
-		"Directory for the control socket and per-node state; it must belong to this "
-		"uid and be writable by nobody else. Empty: " SHF_SYSTEM_RUNTIME_DIR "/NODE in "
-		"mode system, else $XDG_RUNTIME_DIR/shuffle/NODE or /tmp/shuffle-UID/NODE.",
-		check_abs_path,
-		.group = G_PATHS },
-	[SHD_OPT_NODE_NAME] = {
-		"node_name", "SHF_NODE", T_STR, 0, FIELD(node_name), 0, 0, "", "NAME",
-		"This node's name (letters, digits, '.', '_', '-'); it is part of the runtime "
-		"directory so that several daemons can share a host. Empty: the host name.",
-		check_node,
-		.group = G_PATHS },
-	[SHD_OPT_SOCKET] = {
-		"socket", "SHF_SOCKET", T_STR, 0, FIELD(socket_path), 0, 0, "", "PATH",
-		"Control socket clients connect to (absolute, at most 107 bytes). "
-		"Empty: RUNTIME_DIR/shuffled.sock.",
-		check_abs_path,
-		.group = G_PATHS },
-	[SHD_OPT_RING_BYTES] = {
-		"ring_bytes", "SHF_RING_BYTES", T_SIZE, F_POW2, FIELD(ring_bytes),
-		4 * KiB, 256 * MiB, "1M", "SIZE",
-		"Default size of each client ring (send and delivery), per direction.", NULL,
-		.group = G_DATA },
-	[SHD_OPT_MAX_MSG] = {
-		"max_msg", "SHF_MAX_MSG", T_SIZE, 0, FIELD(max_msg), 0, 1 * MiB, "60K", "SIZE",
-		"Largest message payload accepted; at most ring_bytes/2 - 16.", NULL,
-		.group = G_DATA },
-	[SHD_OPT_BATCH_BYTES] = {
-		"batch_bytes", "SHF_BATCH_BYTES", T_SIZE, 0, FIELD(batch_bytes),
-		1 * KiB, 4 * MiB, "128K", "SIZE",
-		"A batch to a peer is sent when it holds this many bytes.", NULL,
-		.group = G_DATA },
-	[SHD_OPT_LINGER_US] = {
-		"linger_us", "SHF_LINGER_US", T_UINT, 0, FIELD(linger_us), 0, 1000000, "100", "USEC",
-		"... or when its oldest record has waited this long (microseconds).", NULL,
-		.group = G_DATA },
-	[SHD_OPT_LINGER_IDLE] = {
-		"linger_idle", "SHF_LINGER_IDLE", T_UINT, 0, FIELD(linger_idle), 0, 1, "0", "0|1",
-		"0: a batch to a node with no unacknowledged batch, and none closed within "
-		"linger_us, leaves at the end of the pass; 1: every batch lingers.", NULL,
-		.group = G_EXPERIMENTAL },
-	[SHD_OPT_PEER_CREDITS] = {
-		"peer_credits", "SHF_PEER_CREDITS", T_UINT, 0, FIELD(peer_credits), 1, 1024, "8", "N",
-		"Batches in flight to one peer before waiting for credit.", NULL,
-		.group = G_DATA },
-	[SHD_OPT_ACK_DELAY_US] = {
-		"ack_delay_us", "SHF_ACK_DELAY_US", T_UINT, 0, FIELD(ack_delay_us), 0, 100000, "0", "USEC",
-		"Hold the ACK of received batches up to this long (microseconds) unless half of "
-		"the sender's credit is unacknowledged; 0: acknowledge at once.", NULL,
-		.group = G_DATA },
-	[SHD_OPT_MAX_INFLIGHT] = {
-		"max_inflight", "SHF_MAX_INFLIGHT", T_UINT, 0, FIELD(max_inflight), 1, 65536, "256", "N",
-		"Batches in flight to all peers together.", NULL,
-		.group = G_DATA },
-	[SHD_OPT_FANOUT] = {
-		"fanout", "SHF_FANOUT", T_UINT, 0, FIELD(fanout), 2, 64, "8", "K",
-		"Children per node of the tree that carries cluster-wide requests "
-		"(shufflectl --all).", NULL,
-		.group = G_PEERS },
-	[SHD_OPT_ROUTING] = {
-		"routing", "SHF_ROUTING", T_STR, 0, FIELD(routing), 0, 0, "direct", "direct|2d",
-		"How daemons reach each other. direct: every daemon talks to every other (a "
-		"full mesh). 2d: nodes sit on a grid of about sqrt(N) x sqrt(N) by node id; a "
-		"daemon talks only to its row and column, and a message for a node in another "
-		"row and column is forwarded by one daemon in between (at most about 2*sqrt(N) "
-		"connections per daemon). Must be the same on every daemon: a peer with "
-		"another routing is refused at join.",
-		check_routing,
-		.group = G_NETWORK },
-	[SHD_OPT_BATCH_BUDGET] = {
-		"batch_budget", "SHF_BATCH_BUDGET", T_SIZE, 0, FIELD(batch_budget),
-		1 * MiB, 16 * GiB, "64M", "SIZE",
-		"Memory for outgoing and parked batches; at least batch_bytes.", NULL,
-		.group = G_DATA },
-	[SHD_OPT_RECV_BUFFERS] = {
-		"recv_buffers", "SHF_RECV_BUFFERS", T_UINT, 0, FIELD(recv_buffers), 2, 4096, "32", "N",
-		"Receive buffers kept posted on the fabric endpoint.", NULL,
-		.group = G_DATA },
-	[SHD_OPT_PROVIDER] = {
-		"provider", "SHF_PROVIDER", T_STR, 0, FIELD(provider), 0, 0, "tcp", "NAME",
-		"libfabric provider (tcp, verbs, cxi, efa, ...).", check_provider,
-		.group = G_NETWORK },
-	[SHD_OPT_BIND] = {
-		"bind", "SHF_BIND", T_STR, 0, FIELD(bind), 0, 0, "", "HOST[:PORT]",
-		"Address (and port) of the fabric endpoint: HOST[:PORT], [IPV6][:PORT] or a "
-		"bare IPV6; {node} becomes the node id + 1. Empty: the provider's choice "
-		"(for tcp the first NIC, not loopback).", check_bind,
-		.group = G_NETWORK },
-	[SHD_OPT_IFACE] = {
-		"iface", "SHF_IFACE", T_STR, 0, FIELD(iface), 0, 0, "", "IFNAME",
-		"Network interface for the fabric endpoint (sets FI_TCP_IFACE).", check_iface,
-		.group = G_NETWORK },
-	[SHD_OPT_MR_LOCAL] = {
-		"mr_local", "SHF_MR_LOCAL", T_UINT, 0, FIELD(mr_local), 0, 1, "0", "0|1",
-		"1: register batch buffers and control-message slots with the fabric even when "
-		"the provider does not ask for FI_MR_LOCAL (tcp does not; verbs, efa and cxi "
-		"may). For testing that path.", NULL,
-		.group = G_EXPERIMENTAL },
-	[SHD_OPT_RENDEZVOUS] = {
-		"rendezvous", "SHF_RENDEZVOUS", T_STR, 0, FIELD(rendezvous), 0, 0, "auto", "HOW",
-		"How daemons find each other:", check_rendezvous,
-		.group = G_NETWORK, .help_more = shd_rdv_kinds },
-	[SHD_OPT_MAX_NODES] = {
-		"max_nodes", "SHF_MAX_NODES", T_UINT, 0, FIELD(max_nodes), 2, 1048576, "1024", "N",
-		"tcp and dir without N: the most nodes the set can hold (node ids below N); costs "
-		"about 1.3 KiB per node in every daemon. The other kinds size the set "
-		"themselves.", NULL,
-		.group = G_NETWORK },
-	[SHD_OPT_PEER_TIMEOUT_MS] = {
-		"peer_timeout_ms", "SHF_PEER_TIMEOUT_MS", T_UINT, 0, FIELD(peer_timeout_ms),
-		100, 3600000, "5000", "MSEC",
-		"A peer silent this long is declared down.", NULL,
-		.group = G_PEERS },
-	[SHD_OPT_HEARTBEAT_MS] = {
-		"heartbeat_ms", "SHF_HEARTBEAT_MS", T_UINT, 0, FIELD(heartbeat_ms),
-		10, 600000, "1000", "MSEC",
-		"Keepalive period toward idle peers; less than peer_timeout_ms.", NULL,
-		.group = G_PEERS },
-	[SHD_OPT_PEER_IDLE_MS] = {
-		"peer_idle_ms", "SHF_PEER_IDLE_MS", T_UINT, 0, FIELD(peer_idle_ms),
-		0, 86400000, "0", "MSEC",
-		"A peer up but unused this long (no job in common, no traffic, nothing in "
-		"flight, not a 2-D route neighbour) goes idle: no heartbeats either way and its "
-		"connection is released until it is used again. 0: never idle.", NULL,
-		.group = G_PEERS },
-	[SHD_OPT_MAX_CLIENTS] = {
-		"max_clients", "SHF_MAX_CLIENTS", T_UINT, 0, FIELD(max_clients), 1, 65536, "1024", "N",
-		"Concurrent connections (clients and shufflectl), reserves included.", NULL,
-		.group = G_LIMITS },
-	[SHD_OPT_MAX_CLIENTS_PER_USER] = {
-		"max_clients_per_user", "SHF_MAX_CLIENTS_PER_USER", T_UINT, 0,
-		FIELD(max_clients_per_user), 1, 65536, "512", "N",
-		"Concurrent connections of one user (root is exempt); more are refused with "
-		"EDQUOT.", NULL,
-		.group = G_LIMITS },
-	[SHD_OPT_RESERVED_ROOT] = {
-		"reserved_root", "SHF_RESERVED_ROOT", T_UINT, 0, FIELD(reserved_root), 0, 65535,
-		"8", "N",
-		"The last N slots of max_clients are for root only.", NULL,
-		.group = G_LIMITS },
-	[SHD_OPT_RESERVED_CTL] = {
-		"reserved_ctl", "SHF_RESERVED_CTL", T_UINT, 0, FIELD(reserved_ctl), 0, 65535, "8",
-		"N",
-		"The N slots before those are for shufflectl: a user's connection that gets one "
-		"may send control requests but not register (EBUSY).", NULL,
-		.group = G_LIMITS },
-	[SHD_OPT_HELLO_TIMEOUT_MS] = {
-		"hello_timeout_ms", "SHF_HELLO_TIMEOUT_MS", T_UINT, 0, FIELD(hello_timeout_ms),
-		10, 3600000, "10000", "MSEC",
-		"A connection that has not said HELLO after this long is closed.", NULL,
-		.group = G_LIMITS },
-	[SHD_OPT_IDLE_TIMEOUT_MS] = {
-		"idle_timeout_ms", "SHF_IDLE_TIMEOUT_MS", T_UINT, 0, FIELD(idle_timeout_ms),
-		10, 86400000, "60000", "MSEC",
-		"A session that said HELLO but has neither registered nor sent a request for "
-		"this long is cut off (ETIMEDOUT).", NULL,
-		.group = G_LIMITS },
-	[SHD_OPT_UID_MEM_MAX] = {
-		"uid_mem_max", "SHF_UID_MEM_MAX", T_SIZE, 0, FIELD(uid_mem_max),
-		1 * MiB, UINT64_C(1) << 50, "1G", "SIZE",
-		"Memory one user's clients may make the daemon hold: their ring regions and "
-		"rank directories. A registration over it fails with EDQUOT. root and the "
-		"daemon's own user are exempt. Default: 1/32 of the node's memory, at most 1G.",
-		NULL, .group = G_LIMITS },
-	[SHD_OPT_MEM_MAX] = {
-		"mem_max", "SHF_MEM_MAX", T_SIZE, 0, FIELD(mem_max),
-		1 * MiB, UINT64_C(1) << 50, "4G", "SIZE",
-		"The same for all users together (root and the daemon's own user exempt); "
-		"a registration over it fails with ENOMEM. Default: 1/8 of the node's memory, "
-		"at most 4G.", NULL, .group = G_LIMITS },
-	[SHD_OPT_WORLD_TIMEOUT_MS] = {
-		"world_timeout_ms", "SHF_WORLD_TIMEOUT_MS", T_UINT, 0, FIELD(world_timeout_ms),
-		0, 86400000, "60000", "MSEC",
-		"How long shf_open() waits for the whole job when the client passes 0.", NULL,
-		.group = G_LIMITS },
-	[SHD_OPT_CLUSTER_KEY] = {
-		"cluster_key", "SHF_CLUSTER_KEY", T_STR, 0, FIELD(cluster_key), 0, 0, "", "PATH",
-		"File of the cluster key (32 random bytes, shuffle-keygen), the same on every "
-		"node, readable only by the daemon's user: peers prove they hold it once per "
-		"session. Empty: peers are not authenticated (a warning at start).",
-		check_abs_path,
-		.group = G_SECURITY },
-	[SHD_OPT_STORE_LISTEN] = {
-		"store_listen", "SHF_STORE_LISTEN", T_STR, 0, FIELD(store_listen), 0, 0, "",
-		"HOST:PORT",
-		"Serve the key-value store (PyTorch TCPStore protocol) on HOST:PORT "
-		"([IPV6]:PORT). Empty: no store.", check_store_listen,
-		.group = G_STORE },
-	[SHD_OPT_STORE_MAX_KEYS] = {
-		"store_max_keys", "SHF_STORE_MAX_KEYS", T_UINT, 0, FIELD(store_max_keys),
-		1, 16777216, "16384", "N",
-		"Keys the store holds; a request that would add one more is refused.", NULL,
-		.group = G_STORE },
-	[SHD_OPT_STORE_MAX_KEY_BYTES] = {
-		"store_max_key_bytes", "SHF_STORE_MAX_KEY_BYTES", T_SIZE, 0,
-		FIELD(store_max_key_bytes), 16, 64 * KiB, "1K", "SIZE",
-		"Longest key the store accepts.", NULL,
-		.group = G_STORE },
-	[SHD_OPT_STORE_MAX_VALUE_BYTES] = {
-		"store_max_value_bytes", "SHF_STORE_MAX_VALUE_BYTES", T_SIZE, 0,
-		FIELD(store_max_value_bytes), 64, 64 * MiB, "64K", "SIZE",
-		"Longest value the store accepts.", NULL,
-		.group = G_STORE },
-	[SHD_OPT_STORE_MAX_CONNS] = {
-		"store_max_conns", "SHF_STORE_MAX_CONNS", T_UINT, 0, FIELD(store_max_conns),
-		1, 65536, "1024", "N",
-		"Connections the store serves at once; more are closed at accept "
-		"(a PyTorch client opens two).", NULL,
-		.group = G_STORE },
-	[SHD_OPT_STORE_MAX_WAITERS] = {
-		"store_max_waiters", "SHF_STORE_MAX_WAITERS", T_UINT, 0, FIELD(store_max_waiters),
-		1, 1048576, "4096", "N",
-		"WAIT requests pending in the store, all connections together.", NULL,
-		.group = G_STORE },
-	[SHD_OPT_LOG_LEVEL] = {
-		"log_level", "SHF_LOG_LEVEL", T_LEVEL, 0, FIELD(log_level), 0, 0, "info", "LEVEL",
-		"err, warn, notice, info or debug (or 3..7).", NULL,
-		.group = G_LOGGING },
-	[SHD_OPT_LOG_FILE] = {
-		"log_file", "SHF_LOG_FILE", T_STR, 0, FIELD(log_file), 0, 0, "", "PATH",
-		"Append the log to this file. Empty: stderr (the journal under systemd).", NULL,
-		.group = G_LOGGING },
-	[SHD_OPT_CONFIG] = {
-		"config", "SHF_CONFIG", T_STR, F_NO_FILE, FIELD(config), 0, 0, SHD_CONFIG_DEFAULT,
-		"PATH",
-		"INI file to read, section [shuffled], keys named as these options "
-		"(command line or environment only). The default file is read when it "
-		"exists; --no-config or --config= (empty) reads none.", check_abs_path,
-		.group = G_PATHS },
-};
 
 const char *shd_config_default_file(void)
 {
@@ -354,7 +44,7 @@ const char *shd_config_default_file(void)
 
 const char *shd_config_opt_name(int opt)
 {
-	return opt >= 0 && opt < SHD_OPT_MAX ? opts[opt].name : NULL;
+	return opt >= 0 && opt < SHD_OPT_MAX ? shd_opts[opt].name : NULL;
 }
 
 /* ---- formatting helpers ---- */
@@ -372,23 +62,23 @@ static void fmt_size(uint64_t v, char *buf, size_t n)
 		snprintf(buf, n, "%llu", (unsigned long long)v);
 }
 
-static void fmt_num(const struct opt *o, uint64_t v, char *buf, size_t n)
+static void fmt_num(const struct shd_opt *o, uint64_t v, char *buf, size_t n)
 {
-	if (o->type == T_SIZE)
+	if (o->type == SHD_OPT_T_SIZE)
 		fmt_size(v, buf, n);
 	else
 		snprintf(buf, n, "%llu", (unsigned long long)v);
 }
 
 /* "a power of two in [4 KiB, 256 MiB]" / "an integer in [1, 1024]" */
-static void fmt_limits(const struct opt *o, char *buf, size_t n)
+static void fmt_limits(const struct shd_opt *o, char *buf, size_t n)
 {
 	char lo[32], hi[32];
 	fmt_num(o, o->min, lo, sizeof(lo));
 	fmt_num(o, o->max, hi, sizeof(hi));
-	snprintf(buf, n, "%s in [%s, %s]",
-		 o->flags & F_POW2 ? "a power of two" : o->type == T_SIZE ? "a size" : "an integer",
-		 lo, hi);
+	const char *what = o->flags & SHD_OPT_F_POW2 ? "a power of two"
+			   : o->type == SHD_OPT_T_SIZE ? "a size" : "an integer";
+	snprintf(buf, n, "%s in [%s, %s]", what, lo, hi);
 }
 
 /* A value quoted back in a message: at most 64 bytes (then "..."), control
@@ -408,7 +98,7 @@ static void fmt_value(const char *v, char *buf, size_t n)
 	buf[i] = '\0';
 }
 
-static uint64_t get_num(const struct shd_config *c, const struct opt *o)
+static uint64_t get_num(const struct shd_config *c, const struct shd_opt *o)
 {
 	const char *p = (const char *)c + o->off;
 	if (o->size == sizeof(uint32_t)) {
@@ -421,7 +111,7 @@ static uint64_t get_num(const struct shd_config *c, const struct opt *o)
 	return v;
 }
 
-static void put_num(struct shd_config *c, const struct opt *o, uint64_t v)
+static void put_num(struct shd_config *c, const struct shd_opt *o, uint64_t v)
 {
 	char *p = (char *)c + o->off;
 	if (o->size == sizeof(uint32_t)) {
@@ -477,24 +167,24 @@ static int parse_u64(const char *s, bool suffix, uint64_t *out)
 
 /* Parse `v` for option `o` into c.  0, or -EINVAL with the reason in why
  * (without the "name=value: " prefix). */
-static int parse_value(struct shd_config *c, const struct opt *o, const char *v, char *why,
+static int parse_value(struct shd_config *c, const struct shd_opt *o, const char *v, char *why,
 		       size_t whylen)
 {
 	char lim[96];
 
 	switch (o->type) {
-	case T_UINT:
-	case T_SIZE: {
+	case SHD_OPT_T_UINT:
+	case SHD_OPT_T_SIZE: {
 		uint64_t x;
-		int r = parse_u64(v, o->type == T_SIZE, &x);
+		int r = parse_u64(v, o->type == SHD_OPT_T_SIZE, &x);
 		fmt_limits(o, lim, sizeof(lim));
 		if (r == -EINVAL) {
 			shd_errf(why, whylen, "not a valid %s; must be %s%s",
-				o->type == T_SIZE ? "size" : "integer", lim,
-				o->type == T_SIZE ? " (suffixes k/KiB, m/MiB, g/GiB)" : "");
+				o->type == SHD_OPT_T_SIZE ? "size" : "integer", lim,
+				o->type == SHD_OPT_T_SIZE ? " (suffixes k/KiB, m/MiB, g/GiB)" : "");
 			return -EINVAL;
 		}
-		if ((o->flags & F_POW2) && (r < 0 || x < o->min || x > o->max || (x & (x - 1)))) {
+		if ((o->flags & SHD_OPT_F_POW2) && (r < 0 || x < o->min || x > o->max || (x & (x - 1)))) {
 			shd_errf(why, whylen, "must be %s", lim);
 			return -EINVAL;
 		}
@@ -505,7 +195,7 @@ static int parse_value(struct shd_config *c, const struct opt *o, const char *v,
 		put_num(c, o, x);
 		return 0;
 	}
-	case T_LEVEL: {
+	case SHD_OPT_T_LEVEL: {
 		int l = shd_log_level_parse(v);
 		if (l < 0) {
 			shd_errf(why, whylen, "must be one of err, warn, notice, info, debug (or 3..7)");
@@ -514,7 +204,7 @@ static int parse_value(struct shd_config *c, const struct opt *o, const char *v,
 		memcpy((char *)c + o->off, &l, sizeof(l));
 		return 0;
 	}
-	case T_STR: {
+	case SHD_OPT_T_STR: {
 		size_t len = strlen(v);
 		if (len >= o->size) {
 			shd_errf(why, whylen, "too long (%zu bytes, at most %zu)", len, o->size - 1);
@@ -542,9 +232,9 @@ static int set_opt(struct shd_config *c, int i, const char *v, enum shd_config_s
 		   const char *where, char *err, size_t errlen)
 {
 	char why[256], val[80];
-	if (parse_value(c, &opts[i], v, why, sizeof(why)) < 0) {
+	if (parse_value(c, &shd_opts[i], v, why, sizeof(why)) < 0) {
 		fmt_value(v, val, sizeof(val));
-		shd_errf(err, errlen, "%s=%s: %s (%s)", opts[i].name, val, why, where);
+		shd_errf(err, errlen, "%s=%s: %s (%s)", shd_opts[i].name, val, why, where);
 		return -EINVAL;
 	}
 	c->source[i] = (uint8_t)src;
@@ -556,7 +246,7 @@ static int set_opt(struct shd_config *c, int i, const char *v, enum shd_config_s
 static int find_opt(const char *name, size_t len)
 {
 	for (int i = 0; i < SHD_OPT_MAX; i++) {
-		const char *o = opts[i].name;
+		const char *o = shd_opts[i].name;
 		size_t k;
 		if (strlen(o) != len)
 			continue;
@@ -571,104 +261,6 @@ static int find_opt(const char *name, size_t len)
 	return -1;
 }
 
-/* ---- string checks ---- */
-
-static int check_mode(const char *v, char *why, size_t n)
-{
-	if (strcmp(v, "auto") && strcmp(v, "user") && strcmp(v, "system")) {
-		shd_errf(why, n, "must be auto, user or system");
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static int check_routing(const char *v, char *why, size_t n)
-{
-	if (strcmp(v, "direct") && strcmp(v, "2d")) {
-		shd_errf(why, n, "must be direct or 2d");
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* Empty: the host name, checked the same way in derive(). */
-static int check_node(const char *v, char *why, size_t n)
-{
-	const char *reason;
-	if (v[0] && shf_node_name_check(v, &reason) < 0) {
-		shd_errf(why, n, "%s", reason);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static int check_abs_path(const char *v, char *why, size_t n)
-{
-	if (v[0] && v[0] != '/') {
-		shd_errf(why, n, "must be an absolute path (or empty for the default)");
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static int check_provider(const char *v, char *why, size_t n)
-{
-	if (!v[0]) {
-		shd_errf(why, n, "must not be empty");
-		return -EINVAL;
-	}
-	for (const char *p = v; *p; p++) {
-		if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != ';') {
-			shd_errf(why, n, "not a provider name (letters, digits, '_', '-', ';')");
-			return -EINVAL;
-		}
-	}
-	return 0;
-}
-
-static int check_no_space(const char *v, char *why, size_t n)
-{
-	if (strpbrk(v, " \t")) {
-		shd_errf(why, n, "must not contain blanks");
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static int check_iface(const char *v, char *why, size_t n)
-{
-	if (strpbrk(v, " \t/:")) {
-		shd_errf(why, n, "not an interface name");
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* The grammars of these two are rdv.c's (the code that uses them). */
-static int check_bind(const char *v, char *why, size_t n)
-{
-	if (check_no_space(v, why, n) < 0)
-		return -EINVAL;
-	return shd_rdv_bind_check(v, NULL, why, n) < 0 ? -EINVAL : 0;
-}
-
-static int check_rendezvous(const char *v, char *why, size_t n)
-{
-	return shd_rdv_spec_check(v, why, n) < 0 ? -EINVAL : 0;
-}
-
-static int check_store_listen(const char *v, char *why, size_t n)
-{
-	const char *r = NULL;
-	if (!*v)
-		return 0;
-	if (shf_addr_parse(v, strlen(v), SHF_ADDR_NEED_PORT, NULL, 0, NULL, 0, &r) < 0) {
-		shd_errf(why, n, "%s", r ? r : "not HOST:PORT");
-		return -EINVAL;
-	}
-	return 0;
-}
-
 /* ---- defaults ---- */
 
 void shd_config_defaults(struct shd_config *c)
@@ -677,7 +269,7 @@ void shd_config_defaults(struct shd_config *c)
 	memset(c, 0, sizeof(*c));
 	c->system_uid = -1;
 	for (int i = 0; i < SHD_OPT_MAX; i++) {
-		int r = parse_value(c, &opts[i], opts[i].def, why, sizeof(why));
+		int r = parse_value(c, &shd_opts[i], shd_opts[i].def, why, sizeof(why));
 		assert(r == 0 && "option table default does not pass its own checks");
 		(void)r;
 		c->source[i] = SHD_CONFIG_SRC_DEFAULT;
@@ -715,12 +307,12 @@ static int parse_argv(int argc, char **argv, struct arg *out, int *n_out, char *
 	int n = 0, k = 0;
 
 	for (int i = 0; i < SHD_OPT_MAX; i++) {
-		lo[n++] = (struct option){opts[i].name, required_argument, NULL, LONG_BASE + i};
-		snprintf(dashed[i], sizeof(dashed[i]), "%s", opts[i].name);
+		lo[n++] = (struct option){shd_opts[i].name, required_argument, NULL, LONG_BASE + i};
+		snprintf(dashed[i], sizeof(dashed[i]), "%s", shd_opts[i].name);
 		for (char *p = dashed[i]; *p; p++)
 			if (*p == '_')
 				*p = '-';
-		if (strcmp(dashed[i], opts[i].name))
+		if (strcmp(dashed[i], shd_opts[i].name))
 			lo[n++] = (struct option){dashed[i], required_argument, NULL, LONG_BASE + i};
 	}
 	lo[n++] = (struct option){"no-config", no_argument, NULL, LONG_NO_CONFIG};
@@ -752,7 +344,7 @@ static int parse_argv(int argc, char **argv, struct arg *out, int *n_out, char *
 			int o = is_long ? find_opt(text + 2, name_len - 2) : -1;
 			if (o < 0)
 				goto unknown; /* an abbreviation without its value */
-			shd_errf(err, errlen, "option --%s needs a value", opts[o].name);
+			shd_errf(err, errlen, "option --%s needs a value", shd_opts[o].name);
 			return -EINVAL;
 		}
 		if (!is_long || li < 0 || name_len != strlen(lo[li].name) + 2)
@@ -848,15 +440,15 @@ static int file_handler(void *user, const char *section, const char *name, const
 		fc->r = -EINVAL;
 		return 0;
 	}
-	if (opts[o].flags & F_NO_FILE) {
+	if (shd_opts[o].flags & SHD_OPT_F_NO_FILE) {
 		shd_errf(fc->err, fc->errlen, "config file %s line %u: '%s' can be set only on the "
-			"command line or in the environment", fc->path, fc->lineno, opts[o].name);
+			"command line or in the environment", fc->path, fc->lineno, shd_opts[o].name);
 		fc->r = -EINVAL;
 		return 0;
 	}
 	if (fc->line_of[o]) {
 		shd_errf(fc->err, fc->errlen, "config file %s line %u: '%s' set again (first on "
-			"line %u)", fc->path, fc->lineno, opts[o].name, fc->line_of[o]);
+			"line %u)", fc->path, fc->lineno, shd_opts[o].name, fc->line_of[o]);
 		fc->r = -EINVAL;
 		return 0;
 	}
@@ -921,7 +513,7 @@ static int derive(struct shd_config *c, char *err, size_t errlen)
 		}
 		host[sizeof(host) - 1] = '\0';
 		if (strlen(host) >= sizeof(c->node_name) || !host[0] ||
-		    check_node(host, why, sizeof(why)) < 0) {
+		    shd_opts[SHD_OPT_NODE_NAME].check(host, why, sizeof(why)) < 0) {
 			char shown[80];
 			fmt_value(host, shown, sizeof(shown));
 			shd_errf(err, errlen, "node_name: the host name '%s' is not usable as a node "
@@ -998,7 +590,7 @@ static void fmt_source(const struct shd_config *c, int i, char *buf, size_t n)
 		snprintf(buf, n, "file %s", c->config);
 		break;
 	case SHD_CONFIG_SRC_ENV:
-		snprintf(buf, n, "env %s", opts[i].env);
+		snprintf(buf, n, "env %s", shd_opts[i].env);
 		break;
 	case SHD_CONFIG_SRC_CLI:
 		snprintf(buf, n, "command line");
@@ -1141,7 +733,7 @@ int shd_config_load(struct shd_config *c, int argc, char **argv, char *err, size
 
 	/* the file: command line, else environment, else the default file
 	 * when it exists */
-	const char *env_cfg = getenv(opts[SHD_OPT_CONFIG].env);
+	const char *env_cfg = getenv(shd_opts[SHD_OPT_CONFIG].env);
 	if (cfg_val)
 		r = set_opt(c, SHD_OPT_CONFIG, cfg_val, SHD_CONFIG_SRC_CLI, "command line", err,
 			    errlen);
@@ -1161,10 +753,10 @@ int shd_config_load(struct shd_config *c, int argc, char **argv, char *err, size
 	for (o = 0; r == 0 && o < SHD_OPT_MAX; o++) {
 		if (o == SHD_OPT_CONFIG)
 			continue;
-		v = getenv(opts[o].env);
+		v = getenv(shd_opts[o].env);
 		if (!v || !*v)
 			continue;
-		snprintf(where, sizeof(where), "env %s", opts[o].env);
+		snprintf(where, sizeof(where), "env %s", shd_opts[o].env);
 		r = set_opt(c, o, v, SHD_CONFIG_SRC_ENV, where, err, errlen);
 	}
 	for (i = 0; r == 0 && i < n_args; i++)
@@ -1206,11 +798,11 @@ static void print_wrapped(FILE *f, const char *text, int indent)
 	}
 }
 
-static void fmt_default(const struct opt *o, char *buf, size_t n)
+static void fmt_default(const struct shd_opt *o, char *buf, size_t n)
 {
 	struct shd_config d;
 	char why[256];
-	if (o->type == T_STR || o->type == T_LEVEL) {
+	if (o->type == SHD_OPT_T_STR || o->type == SHD_OPT_T_LEVEL) {
 		snprintf(buf, n, "%s", o->def[0] ? o->def : "empty");
 		return;
 	}
@@ -1221,7 +813,7 @@ static void fmt_default(const struct opt *o, char *buf, size_t n)
 		fmt_num(o, get_num(&d, o), buf, n);
 }
 
-static void opt_help(FILE *f, const struct opt *o)
+static void opt_help(FILE *f, const struct shd_opt *o)
 {
 	char def[128], lim[96], line[256], help[1024];
 	fmt_default(o, def, sizeof(def));
@@ -1234,7 +826,7 @@ static void opt_help(FILE *f, const struct opt *o)
 			snprintf(help + n, sizeof(help) - n, ".");
 	}
 	print_wrapped(f, help, 8);
-	if (o->type == T_UINT || o->type == T_SIZE) {
+	if (o->type == SHD_OPT_T_UINT || o->type == SHD_OPT_T_SIZE) {
 		fmt_limits(o, lim, sizeof(lim));
 		snprintf(line, sizeof(line), "Default %s; %s.", def, lim);
 	} else {
@@ -1255,11 +847,11 @@ static void config_help(FILE *f)
 		   "The file is --config, else $SHF_CONFIG, else " SHD_CONFIG_DEFAULT "\n"
 		   "when it exists; --no-config (or --config=) reads none.\n"
 		   "Sizes take binary suffixes: k/KiB, m/MiB, g/GiB.\n");
-	for (int g = 0; g < G_MAX; g++) {
-		fprintf(f, "\n%s:\n", group_names[g]);
+	for (int g = 0; g < SHD_OPT_G_MAX; g++) {
+		fprintf(f, "\n%s:\n", shd_opt_group_names[g]);
 		for (int i = 0; i < SHD_OPT_MAX; i++)
-			if (opts[i].group == (enum opt_group)g)
-				opt_help(f, &opts[i]);
+			if (shd_opts[i].group == (enum shd_opt_group)g)
+				opt_help(f, &shd_opts[i]);
 	}
 	fprintf(f, "\nCommand line only:\n"
 		   "  --no-config    read no INI file (not even the default one)\n"
@@ -1269,22 +861,22 @@ static void config_help(FILE *f)
 
 static void fmt_current(const struct shd_config *c, int i, char *buf, size_t n)
 {
-	const struct opt *o = &opts[i];
+	const struct shd_opt *o = &shd_opts[i];
 	const char *p = (const char *)c + o->off;
 	switch (o->type) {
-	case T_STR:
+	case SHD_OPT_T_STR:
 		snprintf(buf, n, "%s", p[0] ? p : "\"\"");
 		break;
-	case T_LEVEL: {
+	case SHD_OPT_T_LEVEL: {
 		int l;
 		memcpy(&l, p, sizeof(l));
 		snprintf(buf, n, "%s", shd_log_level_name(l));
 		break;
 	}
-	case T_UINT:
+	case SHD_OPT_T_UINT:
 		snprintf(buf, n, "%llu", (unsigned long long)get_num(c, o));
 		break;
-	case T_SIZE: {
+	case SHD_OPT_T_SIZE: {
 		char pretty[32];
 		uint64_t v = get_num(c, o);
 		fmt_size(v, pretty, sizeof(pretty));
@@ -1303,18 +895,18 @@ void shd_config_print(FILE *f, const struct shd_config *c)
 	for (int i = 0; i < SHD_OPT_MAX; i++) {
 		fmt_current(c, i, val, sizeof(val));
 		fmt_source(c, i, src, sizeof(src));
-		fprintf(f, "%-17s %-24s %s\n", opts[i].name, val, src);
+		fprintf(f, "%-17s %-24s %s\n", shd_opts[i].name, val, src);
 	}
 }
 
-static const char *type_name(enum opt_type t)
+static const char *type_name(enum shd_opt_type t)
 {
 	switch (t) {
-	case T_SIZE:
+	case SHD_OPT_T_SIZE:
 		return "size";
-	case T_UINT:
+	case SHD_OPT_T_UINT:
 		return "integer";
-	case T_LEVEL:
+	case SHD_OPT_T_LEVEL:
 		return "level";
 	default:
 		return "string";
@@ -1322,13 +914,13 @@ static const char *type_name(enum opt_type t)
 }
 
 /* the value of option o in c as JSON */
-static json_t *json_value(const struct shd_config *c, const struct opt *o)
+static json_t *json_value(const struct shd_config *c, const struct shd_opt *o)
 {
 	const char *p = (const char *)c + o->off;
 	switch (o->type) {
-	case T_STR:
+	case SHD_OPT_T_STR:
 		return json_string(p);
-	case T_LEVEL: {
+	case SHD_OPT_T_LEVEL: {
 		int l;
 		memcpy(&l, p, sizeof(l));
 		return json_string(shd_log_level_name(l));
@@ -1347,7 +939,7 @@ json_t *shd_config_json(const struct shd_config *c)
 		return NULL;
 	shd_config_defaults(&d);
 	for (int i = 0; i < SHD_OPT_MAX; i++) {
-		const struct opt *o = &opts[i];
+		const struct shd_opt *o = &shd_opts[i];
 		fmt_source(c, i, src, sizeof(src));
 		json_t *e = json_object();
 		if (!e || json_object_set_new(root, o->name, e) < 0)
@@ -1358,11 +950,11 @@ json_t *shd_config_json(const struct shd_config *c)
 		r |= json_object_set_new(e, "type", json_string(type_name(o->type)));
 		r |= json_object_set_new(e, "env", json_string(o->env));
 		r |= json_object_set_new(e, "help", json_string(o->help));
-		if (o->type == T_UINT || o->type == T_SIZE) {
+		if (o->type == SHD_OPT_T_UINT || o->type == SHD_OPT_T_SIZE) {
 			r |= json_object_set_new(e, "min", json_integer((json_int_t)o->min));
 			r |= json_object_set_new(e, "max", json_integer((json_int_t)o->max));
 		}
-		if (o->flags & F_POW2)
+		if (o->flags & SHD_OPT_F_POW2)
 			r |= json_object_set_new(e, "power_of_two", json_true());
 		if (r)
 			goto fail;

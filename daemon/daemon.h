@@ -54,6 +54,13 @@ struct shd_waiter {
 	void (*wake)(struct shd_waiter *w);
 };
 
+/* Where the placing of a run stands (deliver.c): items placed, and the
+ * offset of the next one among the run's item bytes. */
+struct shd_run_pos {
+	uint32_t done;
+	uint32_t off;
+};
+
 /* One control connection: an application process once registered (a
  * "client"), or shufflectl. */
 struct shd_client {
@@ -70,6 +77,7 @@ struct shd_client {
 	 * freed once registered */
 	struct shd_ev *idle_timer;
 	bool ctl_only;              /* took a reserved_ctl slot: no REGISTER */
+	bool runs;                  /* it said SHF_IPC_RUNS: its delivery ring gets runs */
 
 	/* registration (session.c, job.c) */
 	struct shd_job *job;        /* NULL until REGISTER succeeded */
@@ -112,8 +120,13 @@ struct shd_client {
 	 * rank twice */
 	bool bcast_busy;
 	int32_t bcast_next;
+	/* the run at the head of the send ring, part-placed one item at a
+	 * time into the ring of a client without runs (deliver.c) */
+	struct shd_run_pos run_pos;
 	uint64_t *bcast_sent;       /* [(n_nodes + 63) / 64] bits, allocated at the first */
 	enum shd_epoch_state epoch;
+	bool epoch_failed;          /* its epoch failed while it drained (DELIVER): its
+				     * phase 2 gets the job's fail_why (epoch.c) */
 	uint32_t epoch_ipc_id;      /* hdr.id of the phase 2 request */
 	uint64_t epoch_id;          /* the client's id, echoed */
 	uint64_t report_dead;       /* drops since the last FLUSH_DONE */
@@ -156,9 +169,21 @@ struct shd_job {
 	/* events.c: another node announced this job with another owner.  The
 	 * job is failed here for good (until it ends): -EACCES to waiting
 	 * ranks, epochs, flushes and registrations; received records dropped */
-	int deny;                       /* 0, or -EACCES */
-	uint32_t deny_node;             /* the first node that announced another owner */
-	uid_t deny_uid;                 /* the owner it announced */
+	int deny;                       /* 0, or -EACCES (owner), -EINVAL (world), -EEXIST */
+	uint32_t deny_node;             /* the node on the other side (jobhome.c) */
+	uid_t deny_uid;                 /* its owner of the job */
+	int32_t deny_world;             /* its world */
+	/* jobhome.c: the job's home node collects the joins of the job's nodes
+	 * and confirms the world to them (docs/protocol-wire.md, "Job start") */
+	uint32_t home;                  /* where the local ranks were last announced
+					   (SHD_NODE_NONE: nowhere yet) */
+	uint32_t homes[4];              /* every home announced to: leaves go there */
+	uint8_t n_homes;
+	bool join_dirty;                /* local ranks to announce at the network step */
+	uint64_t join_due_ns;           /* ... not before this (registrations coalesce) */
+	bool confirmed;                 /* the home confirmed the world (JOB_MAP, FINAL) */
+	uint32_t *jnodes;               /* the job's other nodes once confirmed: leaves */
+	uint32_t n_jnodes;
 	/* control.c: drained on this node by uid drained_by (shufflectl
 	 * drain): its sessions were cut off with -ECANCELED, registrations
 	 * here are refused with -ECANCELED until the job ends */
@@ -195,6 +220,10 @@ struct shd_job {
 	bool p1_sent, p2_sent;          /* our subtree's count went up (root: down) */
 	bool p2_open;                   /* phase 1 complete here, phase 2 pending */
 	int epoch_abort;                /* 0, or the error an abort brought: sticky */
+	int fail_err;                   /* ... and its error */
+	char fail_why[200];             /* why the last failed epoch failed, as its
+					   first ranks were told: for the ranks that
+					   were draining then (epoch_failed) */
 	uint64_t abort_epoch;           /* ... for epochs from this number on */
 	bool tree_known;
 	uint8_t tree_nchild;
@@ -208,9 +237,12 @@ struct shd_job {
 	struct shf_client_stats st;     /* sum of departed clients' counters */
 };
 
+struct shd_job_events;
+
 struct shd_daemon {
 	struct shd_config cfg;
 	struct shd_loop *loop;
+	const struct shd_job_events *job_ev; /* job.c's up-calls (events.c), or NULL */
 	uint64_t start_ns;
 	bool stopping;
 
@@ -235,6 +267,9 @@ struct shd_daemon {
 	unsigned n_clients;
 	uint64_t next_client_id;
 	struct shd_list jobs;
+	struct shd_list homes;          /* jobs this node is the home of (jobhome.c) */
+	uint32_t joins_dirty;           /* jobs with join_dirty set */
+	struct shd_ev *join_timer;      /* the next join_due_ns (jobhome.c) */
 
 	/* nodes */
 	uint32_t node_id;               /* my node id (rendezvous rank) */

@@ -30,10 +30,13 @@
  * better: if that rank left with an epoch pending on its node, the node
  * fails it there and floods SHF_WIRE_EPOCH_ABORT over the tree's edges
  * (shd_epoch_left_here), which fails it everywhere (-ESRCH).  A leave seen
- * in phase 1 fails the epoch at once.  Once a job has lost ranks, every
- * later epoch fails at entry with shd_epoch_gone_err().  Never a hang.
+ * in phase 1 fails the epoch at once.  Once a job has lost ranks, every later epoch fails at entry
+ * with shd_epoch_gone_err().  A rank still draining when its epoch fails
+ * learns it at phase 2 with the error and culprits of that failure
+ * (fail_err, fail_why), not those of later.  Never a hang.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,14 +217,141 @@ static void epoch_why(const struct shd_daemon *d, const struct shd_job *j, int e
 	}
 }
 
+/* ------------------------------------------------------------ who waits */
+
+/* Append to buf at *o (bounded). */
+static void put(char *buf, size_t n, size_t *o, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void put(char *buf, size_t n, size_t *o, const char *fmt, ...)
+{
+	if (*o >= n)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int k = vsnprintf(buf + *o, n - *o, fmt, ap);
+	va_end(ap);
+	*o = k < 0 ? n : *o + (size_t)k > n ? n : *o + (size_t)k;
+}
+
+/* "R,R,R,... (N in all)": the first 8 of k ranks in r[]. */
+static void put_ranks(char *buf, size_t n, size_t *o, const int32_t *r, int32_t k)
+{
+	for (int32_t i = 0; i < k && i < 8; i++)
+		put(buf, n, o, "%s%d", i ? "," : "", r[i]);
+	if (k > 8)
+		put(buf, n, o, ",... (%d in all)", k);
+}
+
+/* The ascending node list of j's tree (epoch_tree's order): count, or 0
+ * (out of memory); *ids_p to free. */
+static uint32_t tree_ids(const struct shd_daemon *d, const struct shd_job *j, uint32_t **ids_p)
+{
+	uint32_t nn = d->n_nodes ? d->n_nodes : 1, m = 0;
+	uint8_t *has = calloc(nn, 1);
+	uint32_t *ids = calloc(nn, sizeof(*ids));
+	if (!has || !ids) {
+		free(has);
+		free(ids);
+		return 0;
+	}
+	has[d->node_id < nn ? d->node_id : 0] = 1;
+	for (int32_t r = 0; r < j->world; r++) {
+		uint32_t node = shd_jobtab_node(j, r);
+		if (node < nn)
+			has[node] = 1;
+	}
+	for (uint32_t x = 0; x < nn; x++)
+		if (has[x])
+			ids[m++] = x;
+	free(has);
+	*ids_p = ids;
+	return m;
+}
+
+int32_t shd_epoch_who(struct shd_client *c, char *buf, size_t n)
+{
+	struct shd_daemon *d = c->d;
+	struct shd_job *j = c->job;
+	size_t o = 0;
+	buf[0] = '\0';
+	if (!j || (c->epoch != SHD_EPOCH_P1 && c->epoch != SHD_EPOCH_P2)) {
+		put(buf, n, &o, "its phase has completed meanwhile");
+		return 0;
+	}
+	bool p2 = c->epoch == SHD_EPOCH_P2;
+	const char *verb = p2 ? "not finished its deliveries (phase 2)" : "not entered it";
+	int32_t *late = malloc((size_t)j->world * sizeof(*late)), k = 0;
+	if (!late) {
+		put(buf, n, &o, "out of memory");
+		return 0;
+	}
+	/* this node's ranks: exact */
+	for (int32_t r = shd_jobtab_next(j, 0); r < j->world; r = shd_jobtab_next(j, r + 1)) {
+		const struct shd_client *x = shd_jobtab_client(j, r);
+		if (x && x->epoch != (p2 ? SHD_EPOCH_P2 : SHD_EPOCH_P1))
+			late[k++] = r;
+	}
+	int32_t here = k;
+	if (k) {
+		put(buf, n, &o, "rank%s ", k == 1 ? "" : "s");
+		put_ranks(buf, n, &o, late, k);
+		put(buf, n, &o, " (on this node) ha%s %s", k == 1 ? "s" : "ve", verb);
+	}
+	/* the other nodes, through the tree: a child's subtree that has not
+	 * reported is late somewhere; a count sent up waits for the rest */
+	uint32_t *ids = NULL, m = d->net && epoch_tree(d, j) ? tree_ids(d, j, &ids) : 0;
+	unsigned ph = p2 ? 1 : 0;
+	bool sent = p2 ? j->p2_sent : j->p1_sent;
+	for (unsigned ci = 0; ci < j->tree_nchild && m; ci++) {
+		uint32_t child = j->tree_child[ci], cidx = 0;
+		bool in = false;
+		for (unsigned u = 0; u < j->n_up[ph]; u++)
+			in |= j->up[ph][u].node == child;
+		if (in)
+			continue;
+		while (cidx < m && ids[cidx] != child)
+			cidx++;
+		k = 0;
+		for (int32_t r = 0; r < j->world && cidx < m; r++) {
+			uint32_t node = shd_jobtab_node(j, r), idx = 0;
+			while (idx < m && ids[idx] != node)
+				idx++;
+			while (idx < m && idx > cidx)
+				idx = (idx - 1) / 2;
+			if (idx == cidx)
+				late[k++] = r;
+		}
+		const char *host = shd_net_peer_host(d, child);
+		put(buf, n, &o, "%sranks ", o ? "; " : "");
+		put_ranks(buf, n, &o, late, k);
+		put(buf, n, &o, " (the subtree of node %u%s%.64s) have not all %s", child,
+		    host ? " " : "", host ? host : "", p2 ? "finished phase 2" : "entered it");
+	}
+	if (sent && j->tree_parent != SHD_NODE_NONE) {
+		const char *host = shd_net_peer_host(d, j->tree_parent);
+		put(buf, n, &o, "%severy rank of this node's part of the job is in; the other nodes' "
+		    "are not (waiting for node %u%s%.64s)", o ? "; " : "", j->tree_parent,
+		    host ? " " : "", host ? host : "");
+	}
+	if (!o)
+		put(buf, n, &o, "every rank this node knows of has %s", p2 ? "finished phase 2" :
+		    "entered it");
+	free(ids);
+	free(late);
+	return here;
+}
+
 /* A failed phase: an ERROR naming the culprit (the client's waiter takes
  * its errno and text), else the plain answer. */
 /* The reason a failed epoch gives its ranks, in why (empty: none). */
 static void failure_why(struct shd_client *c, int status, char *why, size_t len)
 {
 	why[0] = '\0';
-	if (status < 0 && c->job)
+	if (status < 0 && c->job && c->epoch_failed && c->job->fail_why[0])
+		snprintf(why, len, "%s", c->job->fail_why); /* the culprit then, not now */
+	else if (status < 0 && c->job)
 		epoch_why(c->d, c->job, status, why, len);
+	c->epoch_failed = false;
 }
 
 /* Phase 1's answer.  A failure with a reason: the FLUSH_DONE (its drops,
@@ -254,10 +384,26 @@ static void reply_p2(struct shd_client *c, int status)
 
 void shd_epoch_fail_all(struct shd_job *j, int err)
 {
+	/* A rank draining (DELIVER) learns the failure at its phase 2: it is
+	 * told the culprits and the error of this first failure, not those of
+	 * then (a rank that left after its own failed epoch is no culprit). */
+	bool kept = false;
+	for (int32_t r = shd_jobtab_next(j, 0); r < j->world; r = shd_jobtab_next(j, r + 1)) {
+		const struct shd_client *c = shd_jobtab_client(j, r);
+		kept |= c && c->epoch_failed;
+	}
 	for (int32_t r = shd_jobtab_next(j, 0); r < j->world; r = shd_jobtab_next(j, r + 1)) {
 		struct shd_client *c = shd_jobtab_client(j, r);
 		if (!c)
 			continue;
+		if (c->epoch == SHD_EPOCH_DELIVER && !c->epoch_failed) {
+			if (!kept) {
+				epoch_why(c->d, j, err, j->fail_why, sizeof(j->fail_why));
+				j->fail_err = err;
+				kept = true;
+			}
+			c->epoch_failed = true;
+		}
 		if (c->epoch == SHD_EPOCH_P1)
 			reply_p1(c, err);
 		else if (c->epoch == SHD_EPOCH_P2)
@@ -401,9 +547,9 @@ void shd_epoch_phase2(struct shd_client *c, uint32_t ipc_id, uint64_t id)
 	struct shd_job *j = c->job;
 	c->epoch_ipc_id = ipc_id;
 	c->epoch_id = id;
-	if (j->gone || j->deny || aborted(j)) {
+	if (j->gone || j->deny || aborted(j) || c->epoch_failed) {
 		c->epoch = SHD_EPOCH_NONE;
-		reply_p2(c, shd_epoch_gone_err(j));
+		reply_p2(c, c->epoch_failed ? j->fail_err : shd_epoch_gone_err(j));
 		return;
 	}
 	c->epoch = SHD_EPOCH_P2;

@@ -32,5 +32,10 @@ bool shd_epoch_leave_is_benign(const struct shd_job *j, uint32_t node);
  * with its node, else -ESRCH. */
 int shd_epoch_gone_err(const struct shd_job *j);
 const char *shd_epoch_state_name(enum shd_epoch_state s);
+/* Who holds up the epoch c waits in (EPOCH_WHO), as far as this node
+ * knows: its local ranks that have not reached c's phase, exactly; the
+ * ranks of the tree's subtrees that have not reported, as "not all"; or
+ * that this node's part is in.  Returns the local ranks named. */
+int32_t shd_epoch_who(struct shd_client *c, char *buf, size_t n);
 
 #endif

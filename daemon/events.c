@@ -11,16 +11,16 @@
 #include "daemon/events.h"
 #include "daemon/admin/fanout.h"
 #include "daemon/job.h"
+#include "daemon/jobhome.h"
 #include "daemon/jobtab.h"
 #include "daemon/log.h"
 #include "daemon/relay.h"
 #include "proto/wire.h"
 
-static struct shd_ratelimit rl_ev = SHD_RATELIMIT_INIT(1000, 5);
-
 static void on_peer_up(struct shd_daemon *d, uint32_t node, const char *host)
 {
 	shd_info("peer node %u (%s) up", node, host);
+	shd_home_peer_up(d, node);
 }
 
 /* The peer is down: every rank it hosted is lost (-EHOSTDOWN). */
@@ -34,70 +34,28 @@ static void on_peer_lost(struct shd_daemon *d, uint32_t node)
 			if (shd_jobtab_node(j, r) == node)
 				shd_job_remote_rank(d, j, r, node, false, -EHOSTDOWN);
 	}
+	shd_home_peer_lost(d, node);
 }
 
-/*
- * node announced job j with another owner.  Both nodes had accepted a
- * registration of their own user before hearing of the other's (the joins
- * crossed: a node that knows a job refuses other users locally, session.c);
- * there is no order to say who came first, so each side fails its job
- * alone, and both do, since each sees the other's join: the ranks waiting
- * for their world get -EACCES and are unregistered, running ranks' epochs
- * and flushes fail with -EACCES (epoch.c, relay.c), later registrations
- * are refused (job.c), records received for the job are dropped and
- * counted (net/rx.c: rx_drops_owner).  The other node's ranks are never
- * entered into the job, so nothing is routed to them.  Owners must be
- * equal: root's job does not merge with a user's either (a local root
- * client may join a user's job, which keeps its owner).
- */
-static void owner_conflict(struct shd_daemon *d, struct shd_job *j, uint32_t node, uint32_t uid)
-{
-	d->st.owner_conflicts++;
-	if (j->deny)
-		return;
-	j->deny = -EACCES;
-	j->deny_node = node;
-	j->deny_uid = (uid_t)uid;
-	shd_warn("job %s: node %u announced it with owner uid %u, here it belongs to uid %d: "
-		 "a job's owner must be the same on every node; the job fails with EACCES",
-		 j->name, node, uid, (int)j->uid);
-	while (!shd_list_empty(&j->waiting)) {
-		struct shd_client *w = shd_container_of(j->waiting.next, struct shd_client, job_link);
-		d->st.refused++;
-		shd_client_error(w, 0, -EACCES,
-				 "job %s: node %u runs a job of that name owned by uid %u; here it "
-				 "belongs to uid %d; a job's owner must be the same on every node",
-				 j->name, node, uid, (int)j->uid);
-		shd_job_leave(w, false, false); /* takes it off j->waiting */
-		shd_client_close_sock(w);
-		shd_client_reap_later(w);
-	}
-	if (j->ready)
-		shd_epoch_fail_all(j, -EACCES);
-}
-
+/* node announced ranks of a job to this node, its home (jobhome.c). */
 static void on_joined(struct shd_daemon *d, uint32_t node, const struct shf_wire_join *jn)
 {
-	struct shd_job *j = shd_job_remote(d, jn->name, jn->world, jn->uid);
-	if (!j) {
-		shd_log_rl(&rl_ev, SHD_LOG_WARN,
-			   "node %u: join of job %s (world %d) conflicts with what this node knows",
-			   node, jn->name, jn->world);
-		return;
-	}
-	if ((uint32_t)j->uid != jn->uid) {
-		owner_conflict(d, j, node, jn->uid);
-		return;
-	}
-	for (uint32_t i = 0; i < jn->nranges; i++) {
-		struct shf_wire_range r = shf_wire_join_range(jn, i);
-		for (int32_t k = 0; k < r.count && r.first + k < j->world; k++)
-			shd_job_remote_rank(d, j, r.first + k, node, true, 0);
-	}
+	shd_home_on_join(d, node, jn);
+}
+
+static void on_mapped(struct shd_daemon *d, uint32_t node, const struct shf_wire_map *m)
+{
+	shd_home_on_map(d, node, m);
+}
+
+static void on_denied(struct shd_daemon *d, uint32_t node, const struct shf_wire_deny *dn)
+{
+	shd_home_on_deny(d, node, dn);
 }
 
 static void on_left(struct shd_daemon *d, uint32_t node, uint64_t job_hash, int32_t rank)
 {
+	shd_home_on_leave(d, node, job_hash, rank); /* if this node is the job's home */
 	struct shd_job *j = shd_jobtab_find_hash(d, job_hash);
 	if (!j)
 		return;
@@ -153,10 +111,17 @@ static void on_fan_ans(struct shd_daemon *d, uint32_t node, const struct shf_wir
 	shd_fanout_on_ans(d, node, a);
 }
 
+const struct shd_job_events shd_job_events = {
+	.registered = shd_home_announce,
+	.local_left = shd_home_local_left,
+};
+
 const struct shd_net_events shd_events = {
 	.peer_up = on_peer_up,
 	.peer_lost = on_peer_lost,
 	.joined = on_joined,
+	.mapped = on_mapped,
+	.denied = on_denied,
 	.left = on_left,
 	.epoch = on_epoch,
 	.drops = on_drops,

@@ -10,5 +10,7 @@
 #include "daemon/net/upcalls.h"
 
 extern const struct shd_net_events shd_events;
+/* job.c's up-calls, to jobhome.c (set as d->job_ev at start-up) */
+extern const struct shd_job_events shd_job_events;
 
 #endif

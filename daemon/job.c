@@ -18,7 +18,6 @@
 #include "daemon/job.h"
 #include "daemon/jobtab.h"
 #include "daemon/log.h"
-#include "daemon/net/tx.h"
 #include "daemon/sched.h"
 #include "daemon/stats.h"
 
@@ -52,9 +51,17 @@ int shd_job_register(struct shd_daemon *d, struct shd_client *c, const char *nam
 	struct shd_job *j = shd_jobtab_find(d, name);
 	if (j) {
 		if (j->deny) {
-			snprintf(why, whylen, "job %s is failed: node %u announced it with owner uid "
-				 "%d, here it belongs to uid %d", name, j->deny_node,
-				 (int)j->deny_uid, (int)j->uid);
+			if (j->deny == -EACCES)
+				snprintf(why, whylen, "job %s is failed: node %u runs it with owner uid "
+					 "%d, here it belongs to uid %d", name, j->deny_node,
+					 (int)j->deny_uid, (int)j->uid);
+			else if (j->deny == -EINVAL)
+				snprintf(why, whylen, "job %s is failed: node %u runs it with world %d, "
+					 "here it has world %d", name, j->deny_node, j->deny_world,
+					 j->world);
+			else
+				snprintf(why, whylen, "job %s is failed: it runs on node %u and others "
+					 "without this node's ranks", name, j->deny_node);
 			return j->deny;
 		}
 		if (c->uid != j->uid && c->uid != 0) {
@@ -104,8 +111,8 @@ int shd_job_register(struct shd_daemon *d, struct shd_client *c, const char *nam
 	j->local++;
 	c->job = j;
 	c->rank = rank;
-	if (d->net)
-		shd_net_announce(d, j, rank, true);
+	if (d->job_ev)
+		d->job_ev->registered(d, j);
 	return 0;
 }
 
@@ -132,8 +139,8 @@ void shd_job_leave(struct shd_client *c, bool gone, bool keep_route)
 		shd_deliver_wake(c);
 		enum shd_epoch_state was = c->epoch;
 		c->epoch = SHD_EPOCH_NONE;
-		if (d->net)
-			shd_net_announce(d, j, rank, false);
+		if (d->job_ev)
+			d->job_ev->local_left(d, j, rank);
 		if (j->ready && j->gone)
 			shd_epoch_left_here(d, j, was);
 	}
@@ -153,7 +160,14 @@ void shd_job_leave(struct shd_client *c, bool gone, bool keep_route)
 
 void shd_job_check_ready(struct shd_job *j)
 {
-	if (j->ready || j->registered != j->world || j->gone)
+	/* a world with ranks on other nodes waits for the home's confirmation
+	 * (jobhome.c: every node of it named the same owner and world); a
+	 * confirmed map may already count ranks that left meanwhile */
+	if (j->ready || j->registered != j->world || j->deny)
+		return;
+	if (j->local != j->world && !j->confirmed)
+		return;
+	if (j->gone && !j->confirmed)
 		return;
 	j->ready = true;
 	struct shd_list *p, *t;
@@ -171,6 +185,55 @@ void shd_job_check_ready(struct shd_job *j)
 	}
 	shd_info("job %s: world of %d complete (%.1f ms after creation)", j->name, j->world,
 		 (double)(shd_now_ns() - j->created_ns) / 1e6);
+}
+
+/*
+ * The job's home found that node runs job j with another owner (-EACCES)
+ * or world (-EINVAL), or that j runs without this node's ranks (-EEXIST),
+ * and told both sides (jobhome.c).  There is no order to say who came
+ * first, so each side fails its job alone: the ranks waiting for their
+ * world get the error and are unregistered, running ranks' epochs and
+ * flushes fail (epoch.c, relay.c), later registrations are refused
+ * (above), records received for the job are dropped and counted
+ * (net/rx.c: rx_drops_owner).  The other node's ranks are never entered
+ * into the job, so nothing is routed to them.  Owners must be equal: root's
+ * job does not merge with a user's either (a local root client may join a
+ * user's job, which keeps its owner).
+ */
+void shd_job_deny(struct shd_daemon *d, struct shd_job *j, int reason, uint32_t node,
+		  uint32_t uid, int32_t world)
+{
+	if (reason == -EACCES)
+		d->st.owner_conflicts++;
+	if (j->deny)
+		return;
+	j->deny = reason;
+	j->deny_node = node;
+	j->deny_uid = (uid_t)uid;
+	j->deny_world = world;
+	char what[160];
+	if (reason == -EACCES)
+		snprintf(what, sizeof(what), "node %u runs a job of that name owned by uid %u; here "
+			 "it belongs to uid %d; a job's owner must be the same on every node", node,
+			 uid, (int)j->uid);
+	else if (reason == -EINVAL)
+		snprintf(what, sizeof(what), "node %u runs it with world %d; here it has world %d; "
+			 "a job's world must be the same on every node", node, world, j->world);
+	else
+		snprintf(what, sizeof(what), "it already runs on node %u and others without this "
+			 "node's ranks", node);
+	shd_warn("job %s: %s; the job fails with %s", j->name, what,
+		 reason == -EACCES ? "EACCES" : reason == -EINVAL ? "EINVAL" : "EEXIST");
+	while (!shd_list_empty(&j->waiting)) {
+		struct shd_client *w = shd_container_of(j->waiting.next, struct shd_client, job_link);
+		d->st.refused++;
+		shd_client_error(w, 0, reason, "job %s: %s", j->name, what);
+		shd_job_leave(w, false, false); /* takes it off j->waiting */
+		shd_client_close_sock(w);
+		shd_client_reap_later(w);
+	}
+	if (j->ready)
+		shd_epoch_fail_all(j, reason);
 }
 
 struct shd_job *shd_job_remote(struct shd_daemon *d, const char *name, int32_t world, uint32_t uid)

@@ -33,6 +33,19 @@ struct shd_job *shd_job_remote(struct shd_daemon *d, const char *name, int32_t w
  * closed, -EHOSTDOWN: lost with its node). */
 void shd_job_remote_rank(struct shd_daemon *d, struct shd_job *j, int32_t rank, uint32_t node,
 			 bool joined, int err);
+/* Fail j on this node: node runs it with owner uid / world (reason
+ * -EACCES / -EINVAL), or it runs without this node (-EEXIST). */
+void shd_job_deny(struct shd_daemon *d, struct shd_job *j, int reason, uint32_t node,
+		  uint32_t uid, int32_t world);
+/* What job.c tells the layer above it (job start through a home,
+ * jobhome.c; wired in events.c): calls go down, these come up. */
+struct shd_job_events {
+	/* a local rank of j registered: its home is to hear of it */
+	void (*registered)(struct shd_daemon *d, struct shd_job *j);
+	/* local rank `rank` of j left */
+	void (*local_left)(struct shd_daemon *d, struct shd_job *j, int32_t rank);
+};
+
 /* The reap step: free the jobs nothing refers to any more. */
 void shd_job_reap(struct shd_daemon *d);
 

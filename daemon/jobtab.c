@@ -148,6 +148,7 @@ struct shd_job *shd_jobtab_new(struct shd_daemon *d, const char *name, int32_t w
 	j->hash = shf_wire_job_hash(name);
 	j->world = world;
 	j->uid = uid;
+	j->home = SHD_NODE_NONE;
 	j->created_ns = shd_now_ns();
 	shd_list_init(&j->waiting);
 	shd_list_init(&j->end_link);
@@ -165,6 +166,9 @@ void shd_jobtab_free(struct shd_daemon *d, struct shd_job *j)
 		if (j->dir[k] != &shd_dir_empty)
 			free(j->dir[k]);
 	free(j->dir);
+	free(j->jnodes);
+	if (j->join_dirty)
+		d->joins_dirty--;
 	shd_budget_release(d, j->uid, j->dir_bytes);
 	free(j);
 }

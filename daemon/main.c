@@ -20,6 +20,7 @@
 #include "daemon/events.h"
 #include "daemon/admin/fanout.h"
 #include "daemon/jobtab.h"
+#include "daemon/jobhome.h"
 #include "daemon/log.h"
 #include "daemon/net/net.h"
 #include "daemon/notify.h"
@@ -150,6 +151,7 @@ int main(int argc, char **argv)
 	d->n_nodes = 1;
 	shd_list_init(&d->clients);
 	shd_list_init(&d->jobs);
+	shd_list_init(&d->homes);
 	int rc = 1;
 	struct shd_store *store = NULL; /* --store-listen: the key-value store */
 	if ((r = shd_loop_new(&d->loop)) < 0 || (r = shd_pass_init(d)) < 0) {
@@ -158,6 +160,7 @@ int main(int argc, char **argv)
 	}
 	if (d->cfg.store_listen[0] && (r = shd_store_open_cfg(d->loop, &d->cfg, &store)) < 0)
 		goto out; /* store.c said why */
+	d->job_ev = &shd_job_events;
 	if ((r = shd_net_open(d, &shd_events)) < 0)
 		goto out; /* net.c said why */
 	if ((r = shd_fanout_open(d, &shd_ctlcmd_fanout)) < 0) {
@@ -197,6 +200,7 @@ out_net:
 out:
 	shd_store_close(store);
 	shd_jobtab_free_all(d);
+	shd_home_free_all(d);
 	shd_budget_fini(d);
 	shd_pass_fini(d);
 	shd_loop_free(d->loop);

@@ -17,7 +17,8 @@
  *   3. network   close the batches that go now (linger_us 0, or an idle
  *                link), ACK the batches placed (only now, after the
  *                publish; ack_delay_us may hold them for the ACK timer's
- *                pass), announce newly registered ranks (net.c)
+ *                pass), announce newly registered ranks to their jobs'
+ *                homes (jobhome.c)
  *   4. marks     answer the flushes and count the epoch marks whose
  *                records are now in place everywhere (relay.c -> epoch.c)
  *   5. clients   free the sessions cut off or drained since the last pass
@@ -36,6 +37,7 @@
  * Fabric progress is its own deferred event (net.c), kicked by step 3.
  */
 #include "daemon/job.h"
+#include "daemon/jobhome.h"
 #include "daemon/deliver.h"
 #include "daemon/net/net.h"
 #include "daemon/pass.h"
@@ -48,8 +50,10 @@ static void pass(int fd, void *arg)
 	struct shd_daemon *d = arg;
 	shd_relay_run(d);              /* 1 */
 	shd_deliver_publish(d);        /* 2 */
-	if (d->net)
-		shd_net_after_publish(d); /* 3 */
+	if (d->net) {
+		shd_home_flush(d);        /* 3: joins to the jobs' homes (jobhome.c) */
+		shd_net_after_publish(d);
+	}
 	shd_relay_answer_marks(d);     /* 4 */
 	shd_session_reap(d);           /* 5 */
 	if (d->net)

@@ -76,16 +76,21 @@ void shd_relay_bell(int fd, void *arg)
 	shd_sched_kick(c);
 }
 
-/* Drop one message of s: its destination rank or node is gone. */
-static void drop(struct shd_client *s, bool down)
+/* Drop k messages of s: their destination rank or node is gone. */
+static void drop_n(struct shd_client *s, bool down, uint32_t k)
 {
 	if (down) {
-		s->st.drops_down++;
-		s->report_down++;
+		s->st.drops_down += k;
+		s->report_down += k;
 	} else {
-		s->st.drops_dead++;
-		s->report_dead++;
+		s->st.drops_dead += k;
+		s->report_dead += k;
 	}
+}
+
+static void drop(struct shd_client *s, bool down)
+{
+	drop_n(s, down, 1);
 }
 
 /* Block s (head of line) until dst has room for len bytes. */
@@ -227,6 +232,69 @@ static enum relay_result relay_bcast(struct shd_daemon *d, struct shd_client *s,
 	return RELAY_MORE;
 }
 
+/* The run at the head of s's ring (v): its items are copied out once and
+ * checked in that private copy (the client can change its ring at any
+ * time), then go on as one record, into the destination's delivery ring
+ * or the destination node's batch.  Parked like a message when it waits;
+ * a delivery into a client without runs goes item by item and keeps its
+ * progress in s->run_pos. */
+static enum relay_result relay_run(struct shd_daemon *d, struct shd_client *s,
+				   struct shf_ring_view *v)
+{
+	static uint8_t items[SHF_RUN_MAX_BYTES]; /* the relay runs on one thread */
+	struct shd_job *j = s->job;
+	struct shf_run_hdr rh;
+	if (v->len < SHF_RUN_HDR_BYTES || v->len - SHF_RUN_HDR_BYTES > sizeof(items))
+		return ring_fault(d, s, "run record of %u bytes", v->len);
+	memcpy(&rh, v->data, sizeof(rh)); /* read once */
+	uint32_t bytes = v->len - SHF_RUN_HDR_BYTES;
+	if ((uint32_t)rh.rank >= (uint32_t)j->world)
+		return ring_fault(d, s, "run to rank %d outside world %d", rh.rank, j->world);
+	memcpy(items, v->data + SHF_RUN_HDR_BYTES, bytes);
+	int64_t payload = shf_run_check(items, bytes, rh.count, d->cfg.max_msg);
+	if (payload < 0)
+		return ring_fault(d, s, "corrupt run of %u messages in %u bytes to rank %d",
+				  rh.count, bytes, rh.rank);
+	const struct shd_dir_chunk *ch = j->dir[(uint32_t)rh.rank >> SHD_DIR_SHIFT];
+	uint32_t node = ch->node[shd_dir_slot(rh.rank)];
+	if (node == d->node_id) {
+		struct shd_client *t = ch->client[shd_dir_slot(rh.rank)];
+		for (;;) {
+			int r = shd_deliver_run(d, t, s->rank, items, bytes, rh.count,
+						(uint64_t)payload, &s->run_pos);
+			if (r == -EAGAIN) {
+				if (block_on_ring(s, t, bytes)) {
+					shf_ring_unpeek(&s->send, v);
+					return RELAY_BLOCKED;
+				}
+				continue; /* room appeared: retry */
+			}
+			if (r < 0)
+				drop_n(s, false, rh.count - s->run_pos.done);
+			else
+				s->st.msgs_local += rh.count;
+			break;
+		}
+		s->run_pos = (struct shd_run_pos){0, 0};
+	} else if (!shd_node_is_real(node) || !d->net) {
+		drop_n(s, node == SHD_NODE_LOST, rh.count);
+	} else {
+		int r = shd_net_append_run(d, s, node, j, rh.rank, rh.count, items, bytes);
+		if (r == -EAGAIN) {
+			shf_ring_unpeek(&s->send, v);
+			s->st.credit_stalls++;
+			return RELAY_BLOCKED; /* net linked s->wait */
+		}
+		if (r < 0)
+			drop_n(s, r == -EHOSTDOWN, rh.count);
+		else
+			s->st.msgs_remote += rh.count;
+	}
+	s->st.msgs_in += rh.count;
+	s->st.bytes_in += (uint64_t)payload;
+	return RELAY_MORE;
+}
+
 static enum relay_result relay_client(struct shd_daemon *d, struct shd_client *s)
 {
 	struct shf_ring_view v;
@@ -250,6 +318,12 @@ static enum relay_result relay_client(struct shd_daemon *d, struct shd_client *s
 		}
 		if (v.kind == SHF_REC_MARK) {
 			res = take_mark(d, s, &v);
+			if (res != RELAY_MORE)
+				break;
+			continue;
+		}
+		if (v.kind == SHF_REC_RUN) {
+			res = relay_run(d, s, &v);
 			if (res != RELAY_MORE)
 				break;
 			continue;

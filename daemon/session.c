@@ -427,10 +427,10 @@ static void on_register(struct shd_client *c, uint32_t id, const struct shf_ipc_
 		shd_job_leave(c, false, false);
 		return;
 	}
-	/* flags 0: a 1.0/1.1 client's SHF_REG_GLOBAL_MB is taken, but nobody
-	 * pays for its wake-ups here: it keeps the [D2] fence */
+	/* a 1.0/1.1 client's SHF_REG_GLOBAL_MB is taken, but nobody pays for
+	 * its wake-ups here: it keeps the [D2] fence */
 	struct shf_ipc_register_ok ok = {c->region_bytes, c->rank, c->job->world, d->cfg.max_msg,
-					 0};
+					 SHF_REG_OK_EPOCH_WHO | SHF_REG_OK_RUNS};
 	int fds[SHF_IPC_REG_FDS] = {memfd, c->bell_daemon, c->bell_deliver, c->bell_space};
 	r = shf_ipc_send(c->sock, SHF_IPC_REGISTER_OK, id, &ok, sizeof(ok), fds, SHF_IPC_REG_FDS);
 	close(memfd);
@@ -554,6 +554,10 @@ static bool dispatch(struct shd_client *c, const void *buf, size_t n)
 			client_gone(c, true);
 			return false;
 		}
+		if (h.type == SHF_IPC_RUNS) {
+			c->runs = true; /* its delivery ring gets runs from now on */
+			return true;
+		}
 		if (h.type == SHF_IPC_NODE_INFO && c->state == SHD_SESS_ACTIVE) {
 			struct shf_ipc_node_info m;
 			memcpy(&m, body, sizeof(m));
@@ -561,6 +565,20 @@ static bool dispatch(struct shd_client *c, const void *buf, size_t n)
 			    m.reserved != 0)
 				break;
 			node_info(c, h.id, &m);
+			return true;
+		}
+		if (h.type == SHF_IPC_EPOCH_WHO && c->state == SHD_SESS_ACTIVE) {
+			struct shf_ipc_epoch_who m;
+			memcpy(&m, body, sizeof(m));
+			if (m.flags || m.reserved)
+				break;
+			struct {
+				struct shf_ipc_epoch_who_ok ok;
+				char text[1024];
+			} rep = {{0, 0}, ""};
+			rep.ok.local_late = shd_epoch_who(c, rep.text, sizeof(rep.text));
+			shd_client_send(c, SHF_IPC_EPOCH_WHO_OK, h.id, &rep,
+					sizeof(rep.ok) + strlen(rep.text) + 1);
 			return true;
 		}
 		if (h.type == SHF_IPC_EPOCH && c->state == SHD_SESS_ACTIVE) {

@@ -39,10 +39,13 @@ static long body_min(uint16_t type)
 	case SHF_IPC_EPOCH: return sizeof(struct shf_ipc_epoch);
 	case SHF_IPC_EPOCH_DONE: return sizeof(struct shf_ipc_epoch_done);
 	case SHF_IPC_BYE: return 0;
+	case SHF_IPC_RUNS: return 0;
 	case SHF_IPC_CTL: return sizeof(struct shf_ipc_ctl);
 	case SHF_IPC_CTL_REPLY: return sizeof(struct shf_ipc_ctl_reply);
 	case SHF_IPC_NODE_INFO: return sizeof(struct shf_ipc_node_info);
 	case SHF_IPC_NODE_INFO_OK: return sizeof(struct shf_ipc_node_info_ok);
+	case SHF_IPC_EPOCH_WHO: return sizeof(struct shf_ipc_epoch_who);
+	case SHF_IPC_EPOCH_WHO_OK: return sizeof(struct shf_ipc_epoch_who_ok) + 1;
 	default: return -1;
 	}
 }
@@ -50,7 +53,8 @@ static long body_min(uint16_t type)
 static int body_is_fixed(uint16_t type)
 {
 	return type != SHF_IPC_ERROR && type != SHF_IPC_CTL_REPLY && type != SHF_IPC_CTL &&
-	       type != SHF_IPC_NODE_INFO_OK && type != SHF_IPC_REGISTER;
+	       type != SHF_IPC_NODE_INFO_OK && type != SHF_IPC_REGISTER &&
+	       type != SHF_IPC_EPOCH_WHO_OK;
 }
 
 int shf_ipc_check(const void *msg, size_t n)
@@ -72,7 +76,8 @@ int shf_ipc_check(const void *msg, size_t n)
 	if (h.type == SHF_IPC_REGISTER && body != SHF_IPC_REGISTER_V0_BYTES &&
 	    body != sizeof(struct shf_ipc_register))
 		return -EBADMSG; /* an older client's body, or the whole struct */
-	if (h.type == SHF_IPC_ERROR && ((const char *)msg)[n - 1] != '\0')
+	if ((h.type == SHF_IPC_ERROR || h.type == SHF_IPC_EPOCH_WHO_OK) &&
+	    ((const char *)msg)[n - 1] != '\0')
 		return -EBADMSG; /* text must be terminated inside the datagram */
 	if (h.type == SHF_IPC_CTL && body > (size_t)min &&
 	    (body - (size_t)min > SHF_CTL_ARGS_MAX || ((const char *)msg)[n - 1] != '\0'))

@@ -48,6 +48,12 @@ enum shf_ipc_type {
 	/* 13..27 are other work's; unknown types are refused (shf_ipc_check) */
 	SHF_IPC_NODE_INFO = 28,  /* c->d struct shf_ipc_node_info (registered client) */
 	SHF_IPC_NODE_INFO_OK,    /* d->c struct shf_ipc_node_info_ok + count x int32 */
+	SHF_IPC_EPOCH_WHO,       /* c->d struct shf_ipc_epoch_who (registered client; only to
+				  * a daemon whose REGISTER_OK had SHF_REG_OK_EPOCH_WHO) */
+	SHF_IPC_EPOCH_WHO_OK,    /* d->c struct shf_ipc_epoch_who_ok + NUL-terminated text */
+	SHF_IPC_RUNS,            /* c->d empty: "my delivery ring takes SHF_REC_RUN
+				    records"; only after REGISTER_OK said
+				    SHF_REG_OK_RUNS (older daemons refuse the type) */
 	SHF_IPC_TYPE_MAX
 };
 
@@ -91,7 +97,8 @@ struct shf_ipc_register {
  * membarrier before sleeping ("the sleeper pays", removed in 0.3,
  * docs/ring.md "The fence per burst").  Daemons since 0.3 take the flag
  * and never answer SHF_REG_OK_SLEEPER_PAYS, so such a client keeps the
- * fence; this library sends the 80-byte body, without flags. */
+ * fence; this library sends the 80-byte body, without flags (a daemon
+ * older than the flags takes only that one). */
 #define SHF_REG_GLOBAL_MB 1u
 #define SHF_REG_FLAGS_KNOWN SHF_REG_GLOBAL_MB
 
@@ -114,6 +121,13 @@ struct shf_ipc_register_ok {
 /* REGISTER_OK flags: SHF_REG_OK_SLEEPER_PAYS was "the daemon pays for
  * this send ring"; never sent since 0.3 (see SHF_REG_GLOBAL_MB). */
 #define SHF_REG_OK_SLEEPER_PAYS 1u
+/* The daemon answers EPOCH_WHO (since 0.3; an older one would cut a
+ * client off for it: the client asks only when this is set). */
+#define SHF_REG_OK_EPOCH_WHO 2u
+/* SHF_REG_OK_RUNS (since 0.3): the daemon takes SHF_REC_RUN records in
+ * the client's send ring (proto/shm.h, struct shf_run_hdr); a client that
+ * reads them in its delivery ring says so with SHF_IPC_RUNS. */
+#define SHF_REG_OK_RUNS 4u
 
 struct shf_ipc_ready {
 	int32_t world;
@@ -207,6 +221,21 @@ struct shf_ipc_node_info_ok {
 	uint32_t count; /* entries that follow, <= max asked; the body is exactly
 	                   sizeof(this) + 4 * count bytes */
 	/* followed by count x int32_t */
+};
+
+/* EPOCH_WHO: who holds up the epoch this client waits in (after its wait
+ * timed out, for the message).  The answer describes the daemon's state
+ * now: the local ranks that have not reached the asker's phase (exact),
+ * the tree's subtrees that have not reported, or that the asker's phase
+ * has completed meanwhile. */
+struct shf_ipc_epoch_who {
+	uint32_t flags;    /* zero */
+	uint32_t reserved; /* zero */
+};
+struct shf_ipc_epoch_who_ok {
+	int32_t local_late; /* ranks of this node named as late */
+	uint32_t reserved;  /* zero */
+	/* followed by NUL-terminated text, for people */
 };
 
 /* Validate a received datagram of n bytes.  0, or -EBADMSG / -EPROTO. */

@@ -62,6 +62,8 @@ enum shf_rec_kind {
 	SHF_REC_PAD = 0,  /* filler up to the end of the array; skip it */
 	SHF_REC_MSG = 1,  /* application message: struct shf_msg_hdr + data */
 	SHF_REC_MARK = 2, /* in-band marker (flush request), see proto/ipc.h */
+	SHF_REC_RUN = 3,  /* messages of one pair of ranks: struct shf_run_hdr +
+			     items, see proto/shm.h */
 	SHF_REC_KIND_MAX
 };
 

@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "proto/ring.h"
 
@@ -72,6 +73,73 @@ _Static_assert(sizeof(struct shf_msg_hdr) == 8, "message header is 8 bytes");
  * negative rank is a ring fault. */
 #define SHF_MSG_BCAST (-1)      /* every rank but the sender */
 #define SHF_MSG_BCAST_SELF (-2) /* every rank, the sender too */
+
+/*
+ * Payload of a SHF_REC_RUN record: several messages between one pair of
+ * ranks, in order, with one header (docs/ring.md, "Runs").  In the send
+ * ring `rank` is the destination, in the delivery ring the source.  Then
+ * `count` items follow back to back, each a struct shf_run_item and `len`
+ * payload bytes padded with zeros to 8, filling the record exactly.  A
+ * client writes runs only when its daemon granted SHF_REG_OK_RUNS, and a
+ * daemon writes them only into the delivery ring of a client that said
+ * SHF_IPC_RUNS (proto/ipc.h); a batch on the wire carries them as they are.
+ */
+struct shf_run_hdr {
+	int32_t rank;   /* send ring: destination; delivery ring: source */
+	uint32_t count; /* items, 1 .. SHF_RUN_MAX_COUNT */
+};
+struct shf_run_item {
+	uint32_t type; /* application-defined */
+	uint32_t len;  /* payload bytes, <= max_msg */
+};
+_Static_assert(sizeof(struct shf_run_hdr) == 8 && sizeof(struct shf_run_item) == 8,
+	       "run headers are 8 bytes");
+#define SHF_RUN_HDR_BYTES 8u
+#define SHF_RUN_ITEM_BYTES 8u
+#define SHF_RUN_MAX_COUNT 256u      /* items in one run */
+#define SHF_RUN_MAX_BYTES (16u << 10) /* items' bytes (headers, payload, padding) */
+
+/* Bytes an item of len payload bytes takes in a run. */
+static inline uint32_t shf_run_item_bytes(uint32_t len)
+{
+	return SHF_RUN_ITEM_BYTES + ((len + 7u) & ~7u);
+}
+
+/*
+ * Check the items of a run: `bytes` bytes at `items` (8-aligned, private
+ * memory: each header is read once), `count` items in [1,
+ * SHF_RUN_MAX_COUNT], each len <= max_msg, padding zero, filling `bytes`
+ * exactly.  Returns the payload bytes in all, or -EBADMSG.
+ */
+static inline int64_t shf_run_check(const uint8_t *items, uint32_t bytes, uint32_t count,
+				    uint32_t max_msg)
+{
+	if (count == 0 || count > SHF_RUN_MAX_COUNT || bytes > SHF_RUN_MAX_BYTES)
+		return -EBADMSG;
+	uint32_t off = 0;
+	uint64_t payload = 0;
+	for (uint32_t i = 0; i < count; i++) {
+		struct shf_run_item it;
+		if (bytes - off < SHF_RUN_ITEM_BYTES)
+			return -EBADMSG;
+		memcpy(&it, items + off, sizeof(it));
+		if (it.len > max_msg || it.len > bytes - off - SHF_RUN_ITEM_BYTES)
+			return -EBADMSG;
+		uint32_t sz = shf_run_item_bytes(it.len);
+		if (sz > bytes - off)
+			return -EBADMSG;
+		uint32_t padded = sz - SHF_RUN_ITEM_BYTES;
+		if (padded != it.len) {
+			uint64_t tail = 0; /* the last 8 bytes hold the padding */
+			memcpy(&tail, items + off + sz - 8, 8);
+			if (tail >> (8 * (8 - (padded - it.len))))
+				return -EBADMSG;
+		}
+		payload += it.len;
+		off += sz;
+	}
+	return off == bytes ? (int64_t)payload : -EBADMSG;
+}
 
 /* Geometry of a region, computed by the creator or validated from a header. */
 struct shf_shm_layout {

@@ -84,7 +84,10 @@
 	X(fwd_bundles, COUNTER, "FWD_BUNDLEs sent: forwarded messages for one next node sent together (each carries two or more)") \
 	X(fwd_bundled_msgs, COUNTER, "forwarded messages that went in a FWD_BUNDLE") \
 	X(rx_drops_down, COUNTER, "received messages still parked when their sender went down, dropped") \
-	X(owner_conflicts, COUNTER, "job announcements from another node naming another owner (uid) for a job known here: the job fails with EACCES") \
+	X(owner_conflicts, COUNTER, "owner conflicts: the job's home found another owner (uid) for a job with ranks here, on another node: the job fails with EACCES") \
+	X(join_msgs_out, COUNTER, "job start messages sent to other nodes: joins to a job's home; maps and refusals from a home") \
+	X(join_msgs_in, COUNTER, "job start messages received from other nodes (joins, maps, refusals)") \
+	X(home_jobs, GAUGE, "jobs this node is the home of now (it collects their joins)") \
 	X(rx_drops_owner, COUNTER, "received messages for a job failed by an owner conflict, dropped") \
 	X(bcast_in, COUNTER, "broadcasts taken from local send rings (shf_bcast)")           \
 	X(bcast_wire_copies, COUNTER, "broadcast copies appended to batches: one per other node with ranks of the job") \

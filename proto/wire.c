@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * proto/wire.c - encode, validate and walk daemon <-> daemon messages.
+ * proto/wire.c - validate and walk daemon <-> daemon messages (the
+ * encoders are proto/wire_enc.c).
  *
  * Offsets come from the shf_wire_raw_* structs through offsetof(); the
  * asserts below pin those structs to the documented layout, so a change to
@@ -8,11 +9,12 @@
  * are only ever accessed byte-wise through shf_wire_get/put.
  */
 #include "proto/wire.h"
+#include "proto/shm.h"
+#include "proto/wire_int.h"
 
 #include <errno.h>
 #include <string.h>
 
-#define OFF(kind, field) offsetof(struct shf_wire_raw_##kind, field)
 
 _Static_assert(sizeof(struct shf_wire_raw_hdr) == SHF_WIRE_HDR, "common header");
 _Static_assert(OFF(hdr, magic) == 0 && OFF(hdr, version) == 4 && OFF(hdr, kind) == 6 &&
@@ -40,6 +42,19 @@ _Static_assert(OFF(join, job_hash) == 32 && OFF(join, world) == 40 && OFF(join, 
 		       OFF(join, uid) == 48 && OFF(join, flags) == 52 && OFF(join, name) == 56,
 	       "join layout");
 _Static_assert(sizeof(struct shf_wire_raw_range) == SHF_WIRE_RANGE_BYTES, "range");
+_Static_assert(sizeof(struct shf_wire_raw_map) == SHF_WIRE_MAP_FIXED, "map");
+_Static_assert(OFF(map, job_hash) == 32 && OFF(map, world) == 40 && OFF(map, nents) == 44 &&
+		       OFF(map, uid) == 48 && OFF(map, flags) == 52 && OFF(map, name) == 56,
+	       "map layout");
+_Static_assert(sizeof(struct shf_wire_raw_map_ent) == SHF_WIRE_MAP_ENT_BYTES, "map entry");
+_Static_assert(OFF(map_ent, first) == 0 && OFF(map_ent, count) == 4 && OFF(map_ent, node) == 8 &&
+		       OFF(map_ent, reserved) == 12,
+	       "map entry layout");
+_Static_assert(sizeof(struct shf_wire_raw_deny) == SHF_WIRE_DENY_BYTES, "deny");
+_Static_assert(OFF(deny, job_hash) == 32 && OFF(deny, reason) == 40 && OFF(deny, other_node) == 44 &&
+		       OFF(deny, other_uid) == 48 && OFF(deny, other_world) == 52 &&
+		       OFF(deny, name) == 56,
+	       "deny layout");
 _Static_assert(sizeof(struct shf_wire_raw_leave) == SHF_WIRE_LEAVE_BYTES, "leave");
 _Static_assert(OFF(leave, job_hash) == 32 && OFF(leave, rank) == 40 && OFF(leave, reason) == 44,
 	       "leave layout");
@@ -73,13 +88,6 @@ _Static_assert(SHF_WIRE_BATCH_HDR % SHF_WIRE_REC_ALIGN == 0 &&
 		       SHF_WIRE_REC_HDR % SHF_WIRE_REC_ALIGN == 0,
 	       "records stay 8-aligned");
 
-#define G16(b, kind, f) shf_wire_get16((const uint8_t *)(b) + OFF(kind, f))
-#define G32(b, kind, f) shf_wire_get32((const uint8_t *)(b) + OFF(kind, f))
-#define GI32(b, kind, f) ((int32_t)shf_wire_get32((const uint8_t *)(b) + OFF(kind, f)))
-#define G64(b, kind, f) shf_wire_get64((const uint8_t *)(b) + OFF(kind, f))
-#define P16(b, kind, f, v) shf_wire_put16((uint8_t *)(b) + OFF(kind, f), (v))
-#define P32(b, kind, f, v) shf_wire_put32((uint8_t *)(b) + OFF(kind, f), (uint32_t)(v))
-#define P64(b, kind, f, v) shf_wire_put64((uint8_t *)(b) + OFF(kind, f), (v))
 
 uint64_t shf_wire_job_hash(const char *name)
 {
@@ -99,6 +107,8 @@ const char *shf_wire_kind_name(unsigned kind)
 	case SHF_WIRE_HEARTBEAT: return "heartbeat";
 	case SHF_WIRE_JOB_JOIN: return "job-join";
 	case SHF_WIRE_JOB_LEAVE: return "job-leave";
+	case SHF_WIRE_JOB_MAP: return "job-map";
+	case SHF_WIRE_JOB_DENY: return "job-deny";
 	case SHF_WIRE_DROP: return "drop";
 	case SHF_WIRE_FAN_REQ: return "fan-req";
 	case SHF_WIRE_FAN_ANS: return "fan-ans";
@@ -110,17 +120,6 @@ const char *shf_wire_kind_name(unsigned kind)
 	case SHF_WIRE_FWD_BUNDLE: return "fwd-bundle";
 	default: return "?";
 	}
-}
-
-static bool rank_ok(int32_t r)
-{
-	return r >= 0 && r < SHF_WORLD_MAX;
-}
-
-/* A batch record's destination: a rank, or the broadcast marker. */
-static bool dst_ok(int32_t r)
-{
-	return rank_ok(r) || r == SHF_WIRE_DST_BCAST;
 }
 
 static bool neg_errno_ok(int32_t e)
@@ -143,6 +142,7 @@ static size_t fixed_len(unsigned kind)
 	case SHF_WIRE_ACK: return SHF_WIRE_ACK_BYTES;
 	case SHF_WIRE_HEARTBEAT: return SHF_WIRE_HEARTBEAT_BYTES;
 	case SHF_WIRE_JOB_LEAVE: return SHF_WIRE_LEAVE_BYTES;
+	case SHF_WIRE_JOB_DENY: return SHF_WIRE_DENY_BYTES;
 	case SHF_WIRE_EPOCH_UP:
 	case SHF_WIRE_EPOCH_DOWN:
 	case SHF_WIRE_EPOCH_ABORT: return SHF_WIRE_EPOCH_BYTES;
@@ -177,7 +177,8 @@ static int check_join(const uint8_t *b, size_t n, struct shf_wire_join *o)
 	o->world = GI32(b, join, world);
 	o->nranges = G32(b, join, nranges);
 	o->uid = G32(b, join, uid);
-	if (G32(b, join, flags) != 0)
+	o->flags = G32(b, join, flags);
+	if (o->flags & ~(uint32_t)SHF_WIRE_JOIN_FLAGS)
 		return -EBADMSG;
 	if (o->nranges == 0 || shf_wire_join_bytes(o->nranges) != n)
 		return -EBADMSG;
@@ -199,6 +200,65 @@ static int check_join(const uint8_t *b, size_t n, struct shf_wire_join *o)
 			return -EBADMSG;
 		next = (int64_t)r.first + r.count;
 	}
+	return 0;
+}
+
+/* A job name field at b: valid, zero after the NUL, and hashing to hash. */
+static bool name_ok(const uint8_t *b, char *name, uint64_t hash)
+{
+	memcpy(name, b, SHF_JOB_MAX);
+	if (shf_ipc_job_check(name) != 0)
+		return false;
+	size_t nl = strlen(name);
+	return all_zero((const uint8_t *)name + nl, SHF_JOB_MAX - nl) &&
+	       shf_wire_job_hash(name) == hash;
+}
+
+static int check_map(const uint8_t *b, size_t n, uint32_t n_nodes, struct shf_wire_map *o)
+{
+	if (n < SHF_WIRE_MAP_FIXED)
+		return -EBADMSG;
+	o->job_hash = G64(b, map, job_hash);
+	o->world = GI32(b, map, world);
+	o->nents = G32(b, map, nents);
+	o->uid = G32(b, map, uid);
+	o->flags = G32(b, map, flags);
+	if (o->flags & ~(uint32_t)SHF_WIRE_MAP_FLAGS)
+		return -EBADMSG;
+	if (o->nents == 0 || shf_wire_map_bytes(o->nents) != n)
+		return -EBADMSG;
+	if (o->world < 1 || o->world > SHF_WORLD_MAX)
+		return -EBADMSG;
+	if (!name_ok(b + OFF(map, name), o->name, o->job_hash))
+		return -EBADMSG;
+	o->ents = b + SHF_WIRE_MAP_FIXED;
+	int64_t next = 0; /* lowest rank the next entry may start at */
+	for (uint32_t i = 0; i < o->nents; i++) {
+		const uint8_t *p = o->ents + (size_t)i * SHF_WIRE_MAP_ENT_BYTES;
+		struct shf_wire_map_ent e = shf_wire_map_entry(o, i);
+		if (e.first < next || e.count < 1 || (int64_t)e.first + e.count > o->world ||
+		    e.node >= n_nodes || G32(p, map_ent, reserved) != 0)
+			return -EBADMSG;
+		next = (int64_t)e.first + e.count;
+	}
+	return 0;
+}
+
+static int check_deny(const uint8_t *b, uint32_t n_nodes, uint32_t dst, struct shf_wire_deny *o)
+{
+	o->job_hash = G64(b, deny, job_hash);
+	o->reason = GI32(b, deny, reason);
+	o->other_node = G32(b, deny, other_node);
+	o->other_uid = G32(b, deny, other_uid);
+	o->other_world = GI32(b, deny, other_world);
+	if (o->reason != -EACCES && o->reason != -EINVAL && o->reason != -EEXIST)
+		return -EBADMSG;
+	if (o->other_node >= n_nodes || o->other_node == dst)
+		return -EBADMSG;
+	if (o->other_world < 1 || o->other_world > SHF_WORLD_MAX)
+		return -EBADMSG;
+	if (!name_ok(b + OFF(deny, name), o->name, o->job_hash))
+		return -EBADMSG;
 	return 0;
 }
 
@@ -328,153 +388,179 @@ int shf_wire_bundle_next(const struct shf_wire_fwd_bundle *b, uint32_t *off, con
 	return 1;
 }
 
+static int check_ack(const uint8_t *b, struct shf_wire_ack *o)
+{
+	o->acked_seq = G64(b, ack, acked_seq);
+	o->window = G32(b, ack, window);
+	o->dropped = G32(b, ack, dropped);
+	return o->window > SHF_WIRE_WINDOW_MAX ? -EBADMSG : 0;
+}
+
+static int check_heartbeat(const uint8_t *b, struct shf_wire_heartbeat *o)
+{
+	o->time_ns = G64(b, heartbeat, time_ns);
+	o->incarnation = G64(b, heartbeat, incarnation);
+	o->flags = G32(b, heartbeat, flags);
+	o->counter = G32(b, heartbeat, counter);
+	memcpy(o->nonce, b + OFF(heartbeat, nonce), SHF_WIRE_NONCE_BYTES);
+	memcpy(o->mac, b + OFF(heartbeat, mac), SHF_WIRE_MAC_BYTES);
+	if (o->incarnation == 0 || (o->flags & ~SHF_WIRE_HB_FLAGS) ||
+	    (o->counter != 0 && !(o->flags & SHF_WIRE_HB_CTR)) ||
+	    ((o->flags & SHF_WIRE_HB_CTR) && !(o->flags & SHF_WIRE_HB_MAC)) ||
+	    /* ECHO only with a MAC */
+	    ((o->flags & SHF_WIRE_HB_ECHO) && !(o->flags & SHF_WIRE_HB_MAC)))
+		return -EBADMSG;
+	/* no MAC: the MAC field is zero */
+	if (!(o->flags & SHF_WIRE_HB_MAC) && !all_zero(o->mac, SHF_WIRE_MAC_BYTES))
+		return -EBADMSG;
+	return 0;
+}
+
+static int check_leave(const uint8_t *b, struct shf_wire_leave *o)
+{
+	o->job_hash = G64(b, leave, job_hash);
+	o->rank = GI32(b, leave, rank);
+	o->reason = GI32(b, leave, reason);
+	if (!(o->rank == -1 || shf_wire_rank_ok(o->rank)) || !(o->reason == 0 || neg_errno_ok(o->reason)))
+		return -EBADMSG;
+	return 0;
+}
+
+/* EPOCH_UP, EPOCH_DOWN and EPOCH_ABORT (whose count is the reason) */
+static int check_epoch(const uint8_t *b, uint16_t kind, struct shf_wire_epoch *o)
+{
+	o->job_hash = G64(b, epoch, job_hash);
+	o->epoch = G64(b, epoch, epoch);
+	o->phase = G32(b, epoch, phase);
+	o->count = G32(b, epoch, count);
+	if (o->epoch == 0 || o->phase == 0 || o->phase >= SHF_WIRE_EPOCH_PHASE_MAX ||
+	    o->count > SHF_WORLD_MAX)
+		return -EBADMSG;
+	if (kind == SHF_WIRE_EPOCH_ABORT && o->count != ESRCH && o->count != EHOSTDOWN)
+		return -EBADMSG;
+	return 0;
+}
+
+static int check_drop(const uint8_t *b, struct shf_wire_drop *o)
+{
+	o->job_hash = G64(b, drop, job_hash);
+	o->seq = G64(b, drop, seq);
+	o->src_rank = GI32(b, drop, src_rank);
+	o->dst_rank = GI32(b, drop, dst_rank);
+	o->count = G32(b, drop, count);
+	o->reason = GI32(b, drop, reason);
+	if (o->seq == 0 || !shf_wire_rank_ok(o->src_rank) || !shf_wire_dst_ok(o->dst_rank) || o->count == 0 ||
+	    !neg_errno_ok(o->reason))
+		return -EBADMSG;
+	return 0;
+}
+
+/* The carried message is checked whole, as its destination will check it
+ * (one level: it may not be a FWD itself).  h: the FWD's own header. */
+static int check_fwd(const uint8_t *b, size_t n, uint32_t n_nodes, const struct shf_wire_hdr *h,
+		     struct shf_wire_fwd *o)
+{
+	struct shf_wire_hdr in;
+	const uint8_t *m = b + SHF_WIRE_FWD_HDR;
+	if (n < SHF_WIRE_FWD_HDR + SHF_WIRE_HDR)
+		return -EBADMSG;
+	size_t mlen = n - SHF_WIRE_FWD_HDR;
+	uint32_t idst = shf_wire_get32(m + OFF(hdr, dst_node));
+	uint16_t ikind = shf_wire_get16(m + OFF(hdr, kind));
+	if (ikind == SHF_WIRE_FWD || ikind == SHF_WIRE_FWD_LOST || ikind == SHF_WIRE_FWD_BUNDLE ||
+	    shf_wire_check(m, mlen, n_nodes, idst, &in) != 0 ||
+	    /* a hop carries another pair's message, never its own */
+	    (in.src_node == h->src_node && in.dst_node == h->dst_node))
+		return -EBADMSG;
+	o->inner_src = in.src_node;
+	o->inner_dst = in.dst_node;
+	o->inner_kind = in.kind;
+	o->len = (uint32_t)mlen;
+	o->msg = m;
+	return 0;
+}
+
+static int check_fwd_lost(const uint8_t *b, uint32_t n_nodes, const struct shf_wire_hdr *h,
+			  uint32_t *lost)
+{
+	*lost = G32(b, fwd_lost, lost);
+	if (*lost >= n_nodes || *lost == h->src_node || *lost == h->dst_node ||
+	    G32(b, fwd_lost, reserved) != 0)
+		return -EBADMSG;
+	return 0;
+}
+
+/* The common header: magic, version, length, and a pair of nodes that
+ * ends here.  0 or -EPROTO/-EBADMSG; h's union is left zero. */
+static int check_hdr(const uint8_t *b, size_t n, uint32_t n_nodes, uint32_t my_node,
+		     struct shf_wire_hdr *h)
+{
+	if (n < SHF_WIRE_HDR)
+		return -EBADMSG;
+	if (G32(b, hdr, magic) != SHF_WIRE_MAGIC)
+		return -EPROTO;
+	memset(h, 0, sizeof(*h));
+	h->version = G16(b, hdr, version);
+	if (h->version != SHF_WIRE_VERSION)
+		return -EPROTO;
+	if (n > UINT32_MAX)
+		return -EBADMSG;
+	h->len = (uint32_t)n;
+	h->kind = G16(b, hdr, kind);
+	h->src_node = G32(b, hdr, src_node);
+	h->dst_node = G32(b, hdr, dst_node);
+	h->src_session = G64(b, hdr, src_session);
+	h->dst_session = G64(b, hdr, dst_session);
+	if (h->src_node >= n_nodes || h->dst_node >= n_nodes || h->dst_node != my_node ||
+	    h->src_node == h->dst_node)
+		return -EBADMSG;
+	size_t fixed = fixed_len(h->kind);
+	if (fixed && n != fixed)
+		return -EBADMSG;
+	return 0;
+}
+
 int shf_wire_check(const void *buf, size_t n, uint32_t n_nodes, uint32_t my_node,
 		   struct shf_wire_hdr *out)
 {
 	const uint8_t *b = buf;
 	struct shf_wire_hdr h;
-	int r = 0;
-
-	if (n < SHF_WIRE_HDR)
-		return -EBADMSG;
-	if (G32(b, hdr, magic) != SHF_WIRE_MAGIC)
-		return -EPROTO;
-	memset(&h, 0, sizeof(h));
-	h.version = G16(b, hdr, version);
-	if (h.version != SHF_WIRE_VERSION)
-		return -EPROTO;
-	if (n > UINT32_MAX)
-		return -EBADMSG;
-	h.len = (uint32_t)n;
-	h.kind = G16(b, hdr, kind);
-	h.src_node = G32(b, hdr, src_node);
-	h.dst_node = G32(b, hdr, dst_node);
-	h.src_session = G64(b, hdr, src_session);
-	h.dst_session = G64(b, hdr, dst_session);
-	if (h.src_node >= n_nodes || h.dst_node >= n_nodes || h.dst_node != my_node ||
-	    h.src_node == h.dst_node)
-		return -EBADMSG;
-	size_t fixed = fixed_len(h.kind);
-	if (fixed && n != fixed)
-		return -EBADMSG;
+	int r = check_hdr(b, n, n_nodes, my_node, &h);
+	if (r)
+		return r;
 
 	switch (h.kind) {
-	case SHF_WIRE_BATCH:
-		r = check_batch(b, n, &h.u.batch);
-		break;
-	case SHF_WIRE_ACK:
-		h.u.ack.acked_seq = G64(b, ack, acked_seq);
-		h.u.ack.window = G32(b, ack, window);
-		h.u.ack.dropped = G32(b, ack, dropped);
-		if (h.u.ack.window > SHF_WIRE_WINDOW_MAX)
-			r = -EBADMSG;
-		break;
-	case SHF_WIRE_HEARTBEAT:
-		h.u.heartbeat.time_ns = G64(b, heartbeat, time_ns);
-		h.u.heartbeat.incarnation = G64(b, heartbeat, incarnation);
-		h.u.heartbeat.flags = G32(b, heartbeat, flags);
-		h.u.heartbeat.counter = G32(b, heartbeat, counter);
-		memcpy(h.u.heartbeat.nonce, b + OFF(heartbeat, nonce), SHF_WIRE_NONCE_BYTES);
-		memcpy(h.u.heartbeat.mac, b + OFF(heartbeat, mac), SHF_WIRE_MAC_BYTES);
-		if (h.u.heartbeat.incarnation == 0 || (h.u.heartbeat.flags & ~SHF_WIRE_HB_FLAGS) ||
-		    (h.u.heartbeat.counter != 0 && !(h.u.heartbeat.flags & SHF_WIRE_HB_CTR)) ||
-		    ((h.u.heartbeat.flags & SHF_WIRE_HB_CTR) && !(h.u.heartbeat.flags & SHF_WIRE_HB_MAC)) ||
-		    /* ECHO only with a MAC; no MAC: the MAC field is zero */
-		    ((h.u.heartbeat.flags & SHF_WIRE_HB_ECHO) &&
-		     !(h.u.heartbeat.flags & SHF_WIRE_HB_MAC)))
-			r = -EBADMSG;
-		if (!(h.u.heartbeat.flags & SHF_WIRE_HB_MAC))
-			for (unsigned i = 0; i < SHF_WIRE_MAC_BYTES; i++)
-				if (h.u.heartbeat.mac[i])
-					r = -EBADMSG;
-		break;
-	case SHF_WIRE_JOB_JOIN:
-		r = check_join(b, n, &h.u.join);
-		break;
-	case SHF_WIRE_JOB_LEAVE:
-		h.u.leave.job_hash = G64(b, leave, job_hash);
-		h.u.leave.rank = GI32(b, leave, rank);
-		h.u.leave.reason = GI32(b, leave, reason);
-		if (!(h.u.leave.rank == -1 || rank_ok(h.u.leave.rank)) ||
-		    !(h.u.leave.reason == 0 || neg_errno_ok(h.u.leave.reason)))
-			r = -EBADMSG;
-		break;
+	case SHF_WIRE_BATCH: r = check_batch(b, n, &h.u.batch); break;
+	case SHF_WIRE_ACK: r = check_ack(b, &h.u.ack); break;
+	case SHF_WIRE_HEARTBEAT: r = check_heartbeat(b, &h.u.heartbeat); break;
+	case SHF_WIRE_JOB_JOIN: r = check_join(b, n, &h.u.join); break;
+	case SHF_WIRE_JOB_MAP: r = check_map(b, n, n_nodes, &h.u.map); break;
+	case SHF_WIRE_JOB_DENY: r = check_deny(b, n_nodes, h.dst_node, &h.u.deny); break;
+	case SHF_WIRE_JOB_LEAVE: r = check_leave(b, &h.u.leave); break;
 	case SHF_WIRE_EPOCH_UP:
 	case SHF_WIRE_EPOCH_DOWN:
-	case SHF_WIRE_EPOCH_ABORT:
-		h.u.epoch.job_hash = G64(b, epoch, job_hash);
-		h.u.epoch.epoch = G64(b, epoch, epoch);
-		h.u.epoch.phase = G32(b, epoch, phase);
-		h.u.epoch.count = G32(b, epoch, count);
-		if (h.u.epoch.epoch == 0 || h.u.epoch.phase == 0 ||
-		    h.u.epoch.phase >= SHF_WIRE_EPOCH_PHASE_MAX || h.u.epoch.count > SHF_WORLD_MAX)
-			r = -EBADMSG;
-		if (h.kind == SHF_WIRE_EPOCH_ABORT && h.u.epoch.count != ESRCH &&
-		    h.u.epoch.count != EHOSTDOWN)
-			r = -EBADMSG;
-		break;
-	case SHF_WIRE_DROP:
-		h.u.drop.job_hash = G64(b, drop, job_hash);
-		h.u.drop.seq = G64(b, drop, seq);
-		h.u.drop.src_rank = GI32(b, drop, src_rank);
-		h.u.drop.dst_rank = GI32(b, drop, dst_rank);
-		h.u.drop.count = G32(b, drop, count);
-		h.u.drop.reason = GI32(b, drop, reason);
-		if (h.u.drop.seq == 0 || !rank_ok(h.u.drop.src_rank) ||
-		    !dst_ok(h.u.drop.dst_rank) || h.u.drop.count == 0 ||
-		    !neg_errno_ok(h.u.drop.reason))
-			r = -EBADMSG;
-		break;
+	case SHF_WIRE_EPOCH_ABORT: r = check_epoch(b, h.kind, &h.u.epoch); break;
+	case SHF_WIRE_DROP: r = check_drop(b, &h.u.drop); break;
 	case SHF_WIRE_FAN_REQ:
 		r = check_fan_req(b, n, n_nodes, h.src_node, h.dst_node, &h.u.fan_req);
 		break;
-	case SHF_WIRE_FAN_ANS:
-		r = check_fan_ans(b, n, n_nodes, &h.u.fan_ans);
-		break;
-	case SHF_WIRE_FWD: {
-		/* the carried message is checked whole, as its destination
-		 * will check it (one level: it may not be a FWD itself) */
-		struct shf_wire_hdr in;
-		const uint8_t *m = b + SHF_WIRE_FWD_HDR;
-		size_t mlen = n - SHF_WIRE_FWD_HDR;
-		if (n < SHF_WIRE_FWD_HDR + SHF_WIRE_HDR) {
-			r = -EBADMSG;
-			break;
-		}
-		uint32_t idst = shf_wire_get32(m + OFF(hdr, dst_node));
-		uint16_t ikind = shf_wire_get16(m + OFF(hdr, kind));
-		if (ikind == SHF_WIRE_FWD || ikind == SHF_WIRE_FWD_LOST ||
-		    ikind == SHF_WIRE_FWD_BUNDLE ||
-		    shf_wire_check(m, mlen, n_nodes, idst, &in) != 0 ||
-		    /* a hop carries another pair's message, never its own */
-		    (in.src_node == h.src_node && in.dst_node == h.dst_node)) {
-			r = -EBADMSG;
-			break;
-		}
-		h.u.fwd.inner_src = in.src_node;
-		h.u.fwd.inner_dst = in.dst_node;
-		h.u.fwd.inner_kind = in.kind;
-		h.u.fwd.len = (uint32_t)mlen;
-		h.u.fwd.msg = m;
-		break;
-	}
-	case SHF_WIRE_FWD_BUNDLE:
-		r = check_bundle(b, n, n_nodes, &h, &h.u.bundle);
-		break;
-	case SHF_WIRE_FWD_LOST:
-		h.u.fwd_lost = G32(b, fwd_lost, lost);
-		if (h.u.fwd_lost >= n_nodes || h.u.fwd_lost == h.src_node ||
-		    h.u.fwd_lost == h.dst_node || G32(b, fwd_lost, reserved) != 0)
-			r = -EBADMSG;
-		break;
-	default:
-		r = -EBADMSG;
-		break;
+	case SHF_WIRE_FAN_ANS: r = check_fan_ans(b, n, n_nodes, &h.u.fan_ans); break;
+	case SHF_WIRE_FWD: r = check_fwd(b, n, n_nodes, &h, &h.u.fwd); break;
+	case SHF_WIRE_FWD_BUNDLE: r = check_bundle(b, n, n_nodes, &h, &h.u.bundle); break;
+	case SHF_WIRE_FWD_LOST: r = check_fwd_lost(b, n_nodes, &h, &h.u.fwd_lost); break;
+	default: r = -EBADMSG; break;
 	}
 	if (r)
 		return r;
 	*out = h;
 	return 0;
+}
+
+struct shf_wire_map_ent shf_wire_map_entry(const struct shf_wire_map *m, uint32_t i)
+{
+	const uint8_t *p = m->ents + (size_t)i * SHF_WIRE_MAP_ENT_BYTES;
+	return (struct shf_wire_map_ent){GI32(p, map_ent, first), GI32(p, map_ent, count),
+					 G32(p, map_ent, node)};
 }
 
 struct shf_wire_range shf_wire_join_range(const struct shf_wire_join *j, uint32_t i)
@@ -485,6 +571,9 @@ struct shf_wire_range shf_wire_join_range(const struct shf_wire_join *j, uint32_
 }
 
 /* ---- batch records ----------------------------------------------------- */
+
+/* A run's items cross the wire as the ring holds them (host order). */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "runs are little-endian");
 
 void shf_wire_iter_init(struct shf_wire_iter *it, const void *buf, const struct shf_wire_hdr *h,
 			uint32_t max_msg)
@@ -520,14 +609,32 @@ int shf_wire_iter_next(struct shf_wire_iter *it, struct shf_wire_rec *rec)
 	r.src_rank = GI32(p, rec, src_rank);
 	r.type = G32(p, rec, type);
 	r.len = G32(p, rec, len);
-	if (!dst_ok(r.dst_rank) || !rank_ok(r.src_rank) || r.len > it->max_msg)
+	r.count = 0;
+	r.data = p + SHF_WIRE_REC_HDR;
+	if (r.len & SHF_WIRE_REC_RUN) {
+		/* a run: its items fill len exactly (a multiple of 8) */
+		r.count = r.type;
+		r.type = 0;
+		r.len &= ~SHF_WIRE_REC_RUN;
+		if (!shf_wire_rank_ok(r.dst_rank) || !shf_wire_rank_ok(r.src_rank) || r.len > room - SHF_WIRE_REC_HDR)
+			return it->err = -EBADMSG;
+		int64_t pl = shf_run_check(r.data, r.len, r.count, it->max_msg);
+		if (pl < 0)
+			return it->err = -EBADMSG;
+		r.payload = (uint32_t)pl;
+		it->off += SHF_WIRE_REC_HDR + r.len;
+		it->left--;
+		*rec = r;
+		return 1;
+	}
+	if (!shf_wire_dst_ok(r.dst_rank) || !shf_wire_rank_ok(r.src_rank) || r.len > it->max_msg)
 		return it->err = -EBADMSG;
 	uint64_t need = shf_wire_rec_bytes(r.len);
 	if (need > room)
 		return it->err = -EBADMSG;
 	if (!all_zero(p + SHF_WIRE_REC_HDR + r.len, (size_t)(need - SHF_WIRE_REC_HDR - r.len)))
 		return it->err = -EBADMSG;
-	r.data = p + SHF_WIRE_REC_HDR;
+	r.payload = r.len;
 	it->off += (uint32_t)need;
 	it->left--;
 	*rec = r;
@@ -543,303 +650,4 @@ int shf_wire_batch_verify(const void *buf, const struct shf_wire_hdr *h, uint32_
 	while ((r = shf_wire_iter_next(&it, &rec)) == 1)
 		;
 	return r;
-}
-
-static void put_hdr(uint8_t *b, unsigned kind, uint32_t src, uint32_t dst)
-{
-	P32(b, hdr, magic, SHF_WIRE_MAGIC);
-	P16(b, hdr, version, SHF_WIRE_VERSION);
-	P16(b, hdr, kind, (uint16_t)kind);
-	P32(b, hdr, src_node, src);
-	P32(b, hdr, dst_node, dst);
-	P64(b, hdr, src_session, 0);
-	P64(b, hdr, dst_session, 0);
-}
-
-int shf_wire_batch_begin(struct shf_wire_batch_enc *e, void *buf, size_t cap,
-			 uint32_t src_node, uint32_t dst_node, uint64_t job_hash)
-{
-	if (cap > UINT32_MAX)
-		cap = UINT32_MAX & ~(uint32_t)7;
-	if (cap < SHF_WIRE_BATCH_HDR + SHF_WIRE_REC_HDR)
-		return -ENOBUFS;
-	e->buf = buf;
-	e->cap = (uint32_t)cap;
-	e->off = SHF_WIRE_BATCH_HDR;
-	e->count = 0;
-	e->job_hash = job_hash;
-	memset(e->buf, 0, SHF_WIRE_BATCH_HDR);
-	put_hdr(e->buf, SHF_WIRE_BATCH, src_node, dst_node);
-	P64(e->buf, batch, job_hash, job_hash);
-	return 0;
-}
-
-bool shf_wire_batch_fits(const struct shf_wire_batch_enc *e, uint32_t len)
-{
-	return shf_wire_rec_bytes(len) <= (uint64_t)(e->cap - e->off);
-}
-
-void *shf_wire_batch_add(struct shf_wire_batch_enc *e, int32_t dst_rank, int32_t src_rank,
-			 uint32_t type, uint32_t len)
-{
-	if (!dst_ok(dst_rank) || !rank_ok(src_rank) || !shf_wire_batch_fits(e, len))
-		return NULL;
-	uint8_t *p = e->buf + e->off;
-	uint64_t need = shf_wire_rec_bytes(len);
-	P32(p, rec, dst_rank, (uint32_t)dst_rank);
-	P32(p, rec, src_rank, (uint32_t)src_rank);
-	P32(p, rec, type, type);
-	P32(p, rec, len, len);
-	/* zero the padding; the payload is the caller's to write */
-	memset(p + SHF_WIRE_REC_HDR + len, 0, (size_t)(need - SHF_WIRE_REC_HDR - len));
-	e->off += (uint32_t)need;
-	e->count++;
-	return p + SHF_WIRE_REC_HDR;
-}
-
-int shf_wire_batch_put(struct shf_wire_batch_enc *e, int32_t dst_rank, int32_t src_rank,
-		       uint32_t type, const void *data, uint32_t len)
-{
-	if (!dst_ok(dst_rank) || !rank_ok(src_rank))
-		return -EINVAL;
-	void *p = shf_wire_batch_add(e, dst_rank, src_rank, type, len);
-	if (!p)
-		return -ENOSPC;
-	if (len)
-		memcpy(p, data, len);
-	return 0;
-}
-
-size_t shf_wire_batch_end(struct shf_wire_batch_enc *e, uint64_t seq)
-{
-	if (e->count == 0 || seq == 0)
-		return 0;
-	P64(e->buf, batch, seq, seq);
-	P32(e->buf, batch, count, e->count);
-	P32(e->buf, batch, bytes, e->off - SHF_WIRE_BATCH_HDR);
-	return e->off;
-}
-
-/* Validate what an encoder wrote as the receiver would. */
-static long finish(const uint8_t *b, size_t n, uint32_t src, uint32_t dst)
-{
-	struct shf_wire_hdr h;
-	uint32_t max = src > dst ? src : dst;
-	uint32_t nodes = max == UINT32_MAX ? UINT32_MAX : max + 1; /* id UINT32_MAX never fits */
-	if (shf_wire_check(b, n, nodes, dst, &h) != 0)
-		return -EINVAL;
-	return (long)n;
-}
-
-long shf_wire_enc_ack(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
-		      const struct shf_wire_ack *a)
-{
-	uint8_t *b = buf;
-	if (cap < SHF_WIRE_ACK_BYTES)
-		return -ENOBUFS;
-	put_hdr(b, SHF_WIRE_ACK, src_node, dst_node);
-	P64(b, ack, acked_seq, a->acked_seq);
-	P32(b, ack, window, a->window);
-	P32(b, ack, dropped, a->dropped);
-	return finish(b, SHF_WIRE_ACK_BYTES, src_node, dst_node);
-}
-
-long shf_wire_enc_heartbeat(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
-			    const struct shf_wire_heartbeat *hb)
-{
-	uint8_t *b = buf;
-	if (cap < SHF_WIRE_HEARTBEAT_BYTES)
-		return -ENOBUFS;
-	put_hdr(b, SHF_WIRE_HEARTBEAT, src_node, dst_node);
-	P64(b, heartbeat, time_ns, hb->time_ns);
-	P64(b, heartbeat, incarnation, hb->incarnation);
-	P32(b, heartbeat, flags, hb->flags);
-	P32(b, heartbeat, counter, (hb->flags & SHF_WIRE_HB_CTR) ? hb->counter : 0u);
-	memcpy(b + OFF(heartbeat, nonce), hb->nonce, SHF_WIRE_NONCE_BYTES);
-	memcpy(b + OFF(heartbeat, mac), hb->mac, SHF_WIRE_MAC_BYTES);
-	return finish(b, SHF_WIRE_HEARTBEAT_BYTES, src_node, dst_node);
-}
-
-long shf_wire_enc_join(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
-		       const struct shf_wire_join *j, const struct shf_wire_range *ranges,
-		       uint32_t nranges)
-{
-	uint8_t *b = buf;
-	uint64_t n = shf_wire_join_bytes(nranges);
-	if (cap < n)
-		return -ENOBUFS;
-	size_t nl = strnlen(j->name, SHF_JOB_MAX);
-	if (nl == SHF_JOB_MAX)
-		return -EINVAL;
-	memset(b, 0, SHF_WIRE_JOIN_FIXED);
-	put_hdr(b, SHF_WIRE_JOB_JOIN, src_node, dst_node);
-	P64(b, join, job_hash, shf_wire_job_hash(j->name));
-	P32(b, join, world, (uint32_t)j->world);
-	P32(b, join, nranges, nranges);
-	P32(b, join, uid, j->uid);
-	memcpy(b + OFF(join, name), j->name, nl); /* rest stays zero */
-	for (uint32_t i = 0; i < nranges; i++) {
-		uint8_t *p = b + SHF_WIRE_JOIN_FIXED + (size_t)i * SHF_WIRE_RANGE_BYTES;
-		P32(p, range, first, (uint32_t)ranges[i].first);
-		P32(p, range, count, (uint32_t)ranges[i].count);
-	}
-	return finish(b, (size_t)n, src_node, dst_node);
-}
-
-long shf_wire_enc_leave(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
-			const struct shf_wire_leave *l)
-{
-	uint8_t *b = buf;
-	if (cap < SHF_WIRE_LEAVE_BYTES)
-		return -ENOBUFS;
-	put_hdr(b, SHF_WIRE_JOB_LEAVE, src_node, dst_node);
-	P64(b, leave, job_hash, l->job_hash);
-	P32(b, leave, rank, (uint32_t)l->rank);
-	P32(b, leave, reason, (uint32_t)l->reason);
-	return finish(b, SHF_WIRE_LEAVE_BYTES, src_node, dst_node);
-}
-
-long shf_wire_enc_epoch_kind(void *buf, size_t cap, unsigned kind, uint32_t src_node,
-			     uint32_t dst_node, const struct shf_wire_epoch *ep)
-{
-	uint8_t *b = buf;
-	if (cap < SHF_WIRE_EPOCH_BYTES)
-		return -ENOBUFS;
-	if (kind != SHF_WIRE_EPOCH_UP && kind != SHF_WIRE_EPOCH_DOWN && kind != SHF_WIRE_EPOCH_ABORT)
-		return -EINVAL;
-	put_hdr(b, (uint16_t)kind, src_node, dst_node);
-	P64(b, epoch, job_hash, ep->job_hash);
-	P64(b, epoch, epoch, ep->epoch);
-	P32(b, epoch, phase, ep->phase);
-	P32(b, epoch, count, ep->count);
-	return finish(b, SHF_WIRE_EPOCH_BYTES, src_node, dst_node);
-}
-
-long shf_wire_enc_drop(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
-		       const struct shf_wire_drop *d)
-{
-	uint8_t *b = buf;
-	if (cap < SHF_WIRE_DROP_BYTES)
-		return -ENOBUFS;
-	put_hdr(b, SHF_WIRE_DROP, src_node, dst_node);
-	P64(b, drop, job_hash, d->job_hash);
-	P64(b, drop, seq, d->seq);
-	P32(b, drop, src_rank, (uint32_t)d->src_rank);
-	P32(b, drop, dst_rank, (uint32_t)d->dst_rank);
-	P32(b, drop, count, d->count);
-	P32(b, drop, reason, (uint32_t)d->reason);
-	return finish(b, SHF_WIRE_DROP_BYTES, src_node, dst_node);
-}
-
-long shf_wire_enc_fan_req(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
-			  uint32_t n_nodes, const struct shf_wire_fan_req *r,
-			  const uint32_t *targets)
-{
-	uint8_t *b = buf;
-	uint64_t n = shf_wire_fan_req_bytes(r->ntargets, r->args_len);
-	struct shf_wire_hdr h;
-	if (cap < n || n > UINT32_MAX)
-		return -ENOBUFS;
-	size_t cl = strnlen(r->cmd, SHF_WIRE_FAN_CMD_MAX);
-	if (cl == SHF_WIRE_FAN_CMD_MAX)
-		return -EINVAL;
-	memset(b, 0, SHF_WIRE_FAN_REQ_FIXED);
-	put_hdr(b, SHF_WIRE_FAN_REQ, src_node, dst_node);
-	P64(b, fan_req, req_id, r->req_id);
-	P32(b, fan_req, origin, r->origin);
-	P32(b, fan_req, uid, r->uid);
-	P32(b, fan_req, budget_ms, r->budget_ms);
-	P32(b, fan_req, fanout, r->fanout);
-	P32(b, fan_req, ntargets, r->ntargets);
-	P32(b, fan_req, args_len, r->args_len);
-	memcpy(b + OFF(fan_req, cmd), r->cmd, cl);
-	for (uint32_t i = 0; i < r->ntargets; i++)
-		shf_wire_put32(b + SHF_WIRE_FAN_REQ_FIXED + (size_t)i * 4u, targets[i]);
-	if (r->args_len)
-		memcpy(b + SHF_WIRE_FAN_REQ_FIXED + (size_t)r->ntargets * 4u, r->args, r->args_len);
-	if (shf_wire_check(b, (size_t)n, n_nodes, dst_node, &h) != 0)
-		return -EINVAL;
-	return (long)n;
-}
-
-long shf_wire_enc_fan_ans(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
-			  uint32_t n_nodes, const struct shf_wire_fan_ans *a)
-{
-	uint8_t *b = buf;
-	uint64_t n = SHF_WIRE_FAN_ANS_HDR + (uint64_t)a->len;
-	struct shf_wire_hdr h;
-	if (cap < n || n > UINT32_MAX)
-		return -ENOBUFS;
-	put_hdr(b, SHF_WIRE_FAN_ANS, src_node, dst_node);
-	P64(b, fan_ans, req_id, a->req_id);
-	P32(b, fan_ans, origin, a->origin);
-	P32(b, fan_ans, total, a->total);
-	P32(b, fan_ans, offset, a->offset);
-	P32(b, fan_ans, len, a->len);
-	P32(b, fan_ans, flags, 0);
-	P32(b, fan_ans, reserved, 0);
-	if (a->len)
-		memcpy(b + SHF_WIRE_FAN_ANS_HDR, a->data, a->len);
-	if (shf_wire_check(b, (size_t)n, n_nodes, dst_node, &h) != 0)
-		return -EINVAL;
-	return (long)n;
-}
-
-long shf_wire_enc_fwd_hdr(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node)
-{
-	if (cap < SHF_WIRE_FWD_HDR)
-		return -ENOBUFS;
-	if (src_node == dst_node)
-		return -EINVAL;
-	put_hdr(buf, SHF_WIRE_FWD, src_node, dst_node);
-	return SHF_WIRE_FWD_HDR;
-}
-
-long shf_wire_enc_bundle_begin(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node)
-{
-	if (cap < SHF_WIRE_BUNDLE_HDR)
-		return -ENOBUFS;
-	if (src_node == dst_node)
-		return -EINVAL;
-	put_hdr(buf, SHF_WIRE_FWD_BUNDLE, src_node, dst_node);
-	P32(buf, fwd_bundle, count, 0);
-	P32(buf, fwd_bundle, reserved, 0);
-	return SHF_WIRE_BUNDLE_HDR;
-}
-
-long shf_wire_enc_bundle_add(void *buf, size_t cap, size_t off, const void *fwd, uint32_t len)
-{
-	uint8_t *b = buf;
-	uint64_t need = shf_wire_bundle_item_bytes(len);
-	if (off < SHF_WIRE_BUNDLE_HDR || off > cap || need > cap - off ||
-	    len < SHF_WIRE_FWD_HDR)
-		return -ENOBUFS;
-	uint8_t *it = b + off;
-	P32(it, bundle_item, len, len);
-	P32(it, bundle_item, reserved, 0);
-	uint8_t *m = it + SHF_WIRE_BUNDLE_ITEM;
-	if (m != (const uint8_t *)fwd)
-		memmove(m, fwd, len);
-	/* the bundle's hop, its tags zero (the bundle's are stamped) */
-	put_hdr(m, SHF_WIRE_FWD, G32(b, hdr, src_node), G32(b, hdr, dst_node));
-	memset(m + len, 0, (size_t)(need - SHF_WIRE_BUNDLE_ITEM - len));
-	P32(b, fwd_bundle, count, G32(b, fwd_bundle, count) + 1);
-	return (long)(off + need);
-}
-
-long shf_wire_enc_fwd_lost(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
-			   uint32_t lost)
-{
-	uint8_t *b = buf;
-	if (cap < SHF_WIRE_FWD_LOST_BYTES)
-		return -ENOBUFS;
-	put_hdr(b, SHF_WIRE_FWD_LOST, src_node, dst_node);
-	P32(b, fwd_lost, lost, lost);
-	P32(b, fwd_lost, reserved, 0);
-	uint32_t max = src_node > dst_node ? src_node : dst_node;
-	max = max > lost ? max : lost;
-	struct shf_wire_hdr h;
-	if (max == UINT32_MAX || shf_wire_check(b, SHF_WIRE_FWD_LOST_BYTES, max + 1, dst_node, &h))
-		return -EINVAL;
-	return SHF_WIRE_FWD_LOST_BYTES;
 }

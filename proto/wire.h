@@ -54,10 +54,13 @@
 #include "proto/ipc.h" /* SHF_JOB_MAX, SHF_WORLD_MAX, shf_ipc_job_check() */
 
 #define SHF_WIRE_MAGIC 0x57464853u /* "SHFW" as little-endian bytes */
-#define SHF_WIRE_VERSION 5u /* 2: session tags in the common header; 3: the
+#define SHF_WIRE_VERSION 6u /* 2: session tags in the common header; 3: the
                                * heartbeat carries the handshake's nonce and MAC;
                                * 4: broadcast records (SHF_WIRE_DST_BCAST);
-                               * 5: epochs over a tree (EPOCH_UP/_DOWN/_ABORT) */
+                               * 5: epochs over a tree (EPOCH_UP/_DOWN/_ABORT);
+                               * 6: joins go to the job's home node, which
+                               * answers with JOB_MAP or JOB_DENY;
+                               * and runs (SHF_WIRE_REC_RUN) in batches */
 
 #define SHF_WIRE_HDR 32u        /* common header */
 #define SHF_WIRE_BATCH_HDR 56u  /* common header + batch body; records start here */
@@ -70,6 +73,9 @@
 #define SHF_WIRE_JOIN_FIXED 120u /* JOB_JOIN without its ranges */
 #define SHF_WIRE_RANGE_BYTES 8u  /* one (first, count) rank range */
 #define SHF_WIRE_LEAVE_BYTES 48u
+#define SHF_WIRE_MAP_FIXED 120u  /* JOB_MAP without its entries */
+#define SHF_WIRE_MAP_ENT_BYTES 16u /* one (first, count, node) entry of a JOB_MAP */
+#define SHF_WIRE_DENY_BYTES 120u
 #define SHF_WIRE_EPOCH_BYTES 56u
 #define SHF_WIRE_DROP_BYTES 64u
 #define SHF_WIRE_WINDOW_MAX 65536u /* largest credit window an ACK may grant */
@@ -95,6 +101,8 @@ enum shf_wire_kind {
 	/* 6 was EPOCH, the flat epoch barrier of versions 4 and before: refused
 	 * now, and never to be reused */
 	SHF_WIRE_DROP = 7,      /* records of a batch were dropped at the receiver */
+	SHF_WIRE_JOB_MAP = 8,   /* the job's home: where every rank of the job lives */
+	SHF_WIRE_JOB_DENY = 9,  /* the job's home: the job conflicts with another node's */
 	SHF_WIRE_KIND_MAX,
 	/* the fan-out tree (daemon/admin/fanout.c; docs/protocol-wire.md, "FAN_REQ"
 	 * and "FAN_ANS"), numbered apart (0x40-0x4f) */
@@ -134,6 +142,19 @@ enum shf_wire_hb_flag {
 	SHF_WIRE_HB_FLAGS = 63u /* every defined flag */
 };
 
+/* JOB_JOIN flags (docs/protocol-wire.md, "JOB_JOIN"). */
+enum shf_wire_join_flag {
+	SHF_WIRE_JOIN_RUNNING = 1u, /* the sender's side of the job is running (its world
+				       was confirmed): a re-announcement to a home that
+				       may not know the job */
+	SHF_WIRE_JOIN_FLAGS = 1u
+};
+/* JOB_MAP flags. */
+enum shf_wire_map_flag {
+	SHF_WIRE_MAP_FINAL = 1u, /* the last part: the world is complete and confirmed */
+	SHF_WIRE_MAP_FLAGS = 1u
+};
+
 /* Epoch phases carried by EPOCH_UP, EPOCH_DOWN and EPOCH_ABORT (see
  * docs/protocol-wire.md). */
 enum shf_wire_epoch_phase {
@@ -171,9 +192,16 @@ struct shf_wire_raw_rec {
 	int32_t dst_rank; /* destination rank in the job, 0 <= r < SHF_WORLD_MAX,
 			     or SHF_WIRE_DST_BCAST */
 	int32_t src_rank; /* source rank in the job, same bounds */
-	uint32_t type;    /* application-defined message type */
-	uint32_t len;     /* payload bytes (<= the receiver's max_msg) */
+	uint32_t type;    /* application-defined message type; a run: its count */
+	uint32_t len;     /* payload bytes (<= the receiver's max_msg); a run:
+			     SHF_WIRE_REC_RUN | the bytes of its items */
 };
+/* len of a run record: several messages from src_rank to dst_rank (never
+ * SHF_WIRE_DST_BCAST) in one record, `type` of them, as the run's items of
+ * a SHF_REC_RUN ring record (proto/shm.h: struct shf_run_item + payload +
+ * zero padding, little-endian), filling the (len & ~SHF_WIRE_REC_RUN)
+ * bytes <= SHF_RUN_MAX_BYTES exactly; each item's len <= max_msg. */
+#define SHF_WIRE_REC_RUN 0x80000000u
 
 struct shf_wire_raw_ack {
 	struct shf_wire_raw_hdr h;
@@ -201,7 +229,7 @@ struct shf_wire_raw_join {
 	int32_t world;          /* 1 <= world <= SHF_WORLD_MAX */
 	uint32_t nranges;       /* rank ranges that follow, >= 1 */
 	uint32_t uid;           /* owner of the job on src node */
-	uint32_t flags;         /* zero */
+	uint32_t flags;         /* enum shf_wire_join_flag */
 	char name[SHF_JOB_MAX]; /* shf_ipc_job_check(), zero-padded after the NUL */
 	/* nranges x struct shf_wire_raw_range, sorted, disjoint, inside [0, world) */
 };
@@ -209,6 +237,34 @@ struct shf_wire_raw_join {
 struct shf_wire_raw_range {
 	int32_t first; /* first rank, >= 0 */
 	int32_t count; /* ranks first .. first+count-1, count >= 1 */
+};
+
+struct shf_wire_raw_map {
+	struct shf_wire_raw_hdr h;
+	uint64_t job_hash;      /* == shf_wire_job_hash(name) */
+	int32_t world;          /* 1 <= world <= SHF_WORLD_MAX */
+	uint32_t nents;         /* entries that follow, >= 1 */
+	uint32_t uid;           /* the job's owner, confirmed by every node in the map */
+	uint32_t flags;         /* enum shf_wire_map_flag */
+	char name[SHF_JOB_MAX]; /* shf_ipc_job_check(), zero-padded after the NUL */
+	/* nents x struct shf_wire_raw_map_ent, sorted, disjoint, inside [0, world) */
+};
+
+struct shf_wire_raw_map_ent {
+	int32_t first;     /* first rank, >= 0 */
+	int32_t count;     /* ranks first .. first+count-1, count >= 1 */
+	uint32_t node;     /* where they live: < n_nodes */
+	uint32_t reserved; /* zero */
+};
+
+struct shf_wire_raw_deny {
+	struct shf_wire_raw_hdr h;
+	uint64_t job_hash;      /* == shf_wire_job_hash(name) */
+	int32_t reason;         /* -EACCES (owner), -EINVAL (world) or -EEXIST (ranks) */
+	uint32_t other_node;    /* the node on the other side: < n_nodes, != dst_node */
+	uint32_t other_uid;     /* its owner of the job */
+	int32_t other_world;    /* its world, 1 <= world <= SHF_WORLD_MAX */
+	char name[SHF_JOB_MAX]; /* shf_ipc_job_check(), zero-padded after the NUL */
 };
 
 struct shf_wire_raw_leave {
@@ -362,10 +418,37 @@ struct shf_wire_join {
 	uint64_t job_hash; /* filled by the decoder; the encoder computes it from name */
 	int32_t world;
 	uint32_t uid;
+	uint32_t flags;         /* enum shf_wire_join_flag */
 	uint32_t nranges;       /* decoder: ranges in the message */
 	char name[SHF_JOB_MAX]; /* NUL-terminated */
 	const uint8_t *ranges;  /* decoder: points into the checked buffer; read
 	                           them with shf_wire_join_range() */
+};
+
+struct shf_wire_map {
+	uint64_t job_hash; /* filled by the decoder; the encoder computes it from name */
+	int32_t world;
+	uint32_t uid;
+	uint32_t flags;
+	uint32_t nents;         /* decoder: entries in the message */
+	char name[SHF_JOB_MAX]; /* NUL-terminated */
+	const uint8_t *ents;    /* decoder: points into the checked buffer; read
+	                           them with shf_wire_map_entry() */
+};
+
+struct shf_wire_map_ent {
+	int32_t first;
+	int32_t count;
+	uint32_t node;
+};
+
+struct shf_wire_deny {
+	uint64_t job_hash; /* filled by the decoder; the encoder computes it from name */
+	int32_t reason;
+	uint32_t other_node;
+	uint32_t other_uid;
+	int32_t other_world;
+	char name[SHF_JOB_MAX];
 };
 
 struct shf_wire_leave {
@@ -404,6 +487,8 @@ struct shf_wire_hdr {
 		struct shf_wire_ack ack;
 		struct shf_wire_heartbeat heartbeat;
 		struct shf_wire_join join;
+		struct shf_wire_map map;
+		struct shf_wire_deny deny;
 		struct shf_wire_leave leave;
 		struct shf_wire_epoch epoch;
 		struct shf_wire_drop drop;
@@ -503,13 +588,24 @@ int shf_wire_check(const void *buf, size_t n, uint32_t n_nodes, uint32_t my_node
 
 /* Range i (< nranges) of a JOB_JOIN decoded by shf_wire_check(). */
 struct shf_wire_range shf_wire_join_range(const struct shf_wire_join *j, uint32_t i);
+/* Entry i (< nents) of a JOB_MAP decoded by shf_wire_check(). */
+struct shf_wire_map_ent shf_wire_map_entry(const struct shf_wire_map *m, uint32_t i);
+
+/* Length of a JOB_MAP carrying `nents` entries. */
+static inline uint64_t shf_wire_map_bytes(uint32_t nents)
+{
+	return SHF_WIRE_MAP_FIXED + (uint64_t)nents * SHF_WIRE_MAP_ENT_BYTES;
+}
 
 /* One record of a batch, as returned by the iterator. */
 struct shf_wire_rec {
 	int32_t dst_rank;
 	int32_t src_rank;
-	uint32_t type;
-	uint32_t len;
+	uint32_t type;    /* a run: 0 */
+	uint32_t len;     /* a run: the bytes of its items */
+	uint32_t count;   /* 0: one message; >= 1: a run of count items at data,
+			     checked (shf_run_check) */
+	uint32_t payload; /* a run: its messages' payload bytes; else len */
 	const void *data; /* len bytes inside the batch buffer (8-aligned relative
 	                     to the message start) */
 };
@@ -567,6 +663,12 @@ bool shf_wire_batch_fits(const struct shf_wire_batch_enc *e, uint32_t len);
  * outside [0, SHF_WORLD_MAX).  Lets the relay copy straight from a ring. */
 void *shf_wire_batch_add(struct shf_wire_batch_enc *e, int32_t dst_rank, int32_t src_rank,
 			 uint32_t type, uint32_t len);
+/* A run of count (1..SHF_RUN_MAX_COUNT) messages from src_rank to
+ * dst_rank (>= 0) whose items take bytes (<= SHF_RUN_MAX_BYTES): returns
+ * where the caller copies the items, or NULL (does not fit, bad ranks or
+ * sizes).  The caller checks the items (shf_run_check) before it sends. */
+void *shf_wire_batch_add_run(struct shf_wire_batch_enc *e, int32_t dst_rank, int32_t src_rank,
+			     uint32_t count, uint32_t bytes);
 /* add() + memcpy.  0, -ENOSPC (does not fit) or -EINVAL (bad rank).
  * Internal: tests, the fuzzer and wire-inject use it; the daemon copies
  * straight from the ring with add(). */
@@ -586,10 +688,17 @@ long shf_wire_enc_ack(void *buf, size_t cap, uint32_t src_node, uint32_t dst_nod
 		      const struct shf_wire_ack *a);
 long shf_wire_enc_heartbeat(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
 			    const struct shf_wire_heartbeat *hb);
-/* j->name, world and uid are used; job_hash is computed from name. */
+/* j->name, world, uid and flags are used; job_hash is computed from name. */
 long shf_wire_enc_join(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
 		       const struct shf_wire_join *j, const struct shf_wire_range *ranges,
 		       uint32_t nranges);
+/* m->name, world, uid and flags are used; job_hash is computed from name. */
+long shf_wire_enc_map(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+		      const struct shf_wire_map *m, const struct shf_wire_map_ent *ents,
+		      uint32_t nents);
+/* dn->name is used for job_hash. */
+long shf_wire_enc_deny(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+		       const struct shf_wire_deny *dn);
 long shf_wire_enc_leave(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
 			const struct shf_wire_leave *l);
 /* An epoch step as one of the tree's kinds (SHF_WIRE_EPOCH_UP/_DOWN/_ABORT). */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "client/shufflectl/shufflectl.h"
+#include "client/shufflectl/table.h"
 
 #define ALL_COLS 10
 
@@ -48,7 +49,10 @@ long long *all_node_ids(const json_t *doc, size_t *n)
 	return ids;
 }
 
-/* One command's columns after ID, NAME, STATE: header and value. */
+/* One command's columns after ID, NAME, STATE: header (as table_col's:
+ * '>' right-aligned numbers, grouped as in the one-node tables) and value.
+ * On a narrow terminal they are left out from the right; NODE, NAME and
+ * STATE always show. */
 struct all_col {
 	const char *head;
 	const char *scope; /* member holding k; NULL: the answer itself */
@@ -56,24 +60,24 @@ struct all_col {
 };
 
 static const struct all_col status_cols[] = {
-	{"VERSION", NULL, "version"}, {"UPTIME_S", NULL, "uptime_s"},
-	{"SESSIONS", NULL, "sessions"}, {"CLIENTS", NULL, "clients"}, {"JOBS", NULL, "jobs"},
+	{"VERSION", NULL, "version"}, {"UPTIME>", NULL, "uptime_s"},
+	{"SESSIONS>", NULL, "sessions"}, {"CLIENTS>", NULL, "clients"}, {"JOBS>", NULL, "jobs"},
 };
 static const struct all_col peers_cols[] = {
-	{"PEERS", NULL, NULL}, {"UP", NULL, NULL}, {"NOT_UP", NULL, NULL},
+	{"PEERS>", NULL, NULL}, {"UP>", NULL, NULL}, {"NOT_UP", NULL, NULL},
 };
 static const struct all_col jobs_cols[] = {
-	{"JOBS", NULL, NULL}, {"LOCAL_RANKS", NULL, NULL}, {"MSGS_OUT", NULL, NULL},
-	{"MSGS_IN", NULL, NULL}, {"OTHER_USERS_JOBS", "other_users", "jobs"},
+	{"JOBS>", NULL, NULL}, {"LOCAL_RANKS>", NULL, NULL}, {"MSGS_OUT>", NULL, NULL},
+	{"MSGS_IN>", NULL, NULL}, {"OTHER_USERS_JOBS>", "other_users", "jobs"},
 };
 static const struct all_col clients_cols[] = {
-	{"CLIENTS", NULL, NULL}, {"MSGS_OUT", NULL, NULL}, {"MSGS_IN", NULL, NULL},
-	{"OTHER_USERS_CLIENTS", "other_users", "clients"},
+	{"CLIENTS>", NULL, NULL}, {"MSGS_OUT>", NULL, NULL}, {"MSGS_IN>", NULL, NULL},
+	{"OTHER_USERS_CLIENTS>", "other_users", "clients"},
 };
 static const struct all_col stats_cols[] = {
-	{"MSGS_OUT", "clients_total", "msgs_out"}, {"MSGS_IN", "clients_total", "msgs_in"},
-	{"DROPS_DEAD", "clients_total", "drops_dead"}, {"DROPS_DOWN", "clients_total", "drops_down"},
-	{"BATCHES_OUT", "daemon", "batches_out"}, {"WIRE_BAD", "daemon", "wire_bad"},
+	{"MSGS_OUT>", "clients_total", "msgs_out"}, {"MSGS_IN>", "clients_total", "msgs_in"},
+	{"DROPS_DEAD>", "clients_total", "drops_dead"}, {"DROPS_DOWN>", "clients_total", "drops_down"},
+	{"BATCHES_OUT>", "daemon", "batches_out"}, {"WIRE_BAD>", "daemon", "wire_bad"},
 };
 
 /* Computed cells: true and *v set when (cmd, col) is one. */
@@ -125,6 +129,15 @@ static bool value(const char *cmd, unsigned col, const json_t *a, long long *v, 
 	return true;
 }
 
+/* A count as the one-node tables show it: "1,234,567" (a negative as is). */
+static void fmt_num(long long v, char *buf, size_t n)
+{
+	if (v < 0)
+		snprintf(buf, n, "%lld", v);
+	else
+		fmt_count((unsigned long long)v, buf, n);
+}
+
 bool show_all(const json_t *doc, const char *cmd, FILE *f)
 {
 	const struct all_col *cols;
@@ -146,9 +159,9 @@ bool show_all(const json_t *doc, const char *cmd, FILE *f)
 	table_init(&t);
 	table_col(&t, "NODE");
 	table_col(&t, "NAME");
-	table_col(&t, "STATE");
+	table_col(&t, "STATE~"); /* an error's text */
 	for (size_t c = 0; c < nc; c++)
-		table_col(&t, cols[c].head);
+		table_col_drop(&t, cols[c].head, (unsigned)c + 1);
 	struct sums s = {{0}};
 	size_t n, answered = 0, missing = 0;
 	long long *ids = all_node_ids(doc, &n);
@@ -175,19 +188,21 @@ bool show_all(const json_t *doc, const char *cmd, FILE *f)
 			char text[256];
 			if (value(cmd, (unsigned)c, a, &v, text, sizeof(text))) {
 				s.v[c] += v;
-				table_set(&t, 3 + (unsigned)c, "%s", text[0] ? text : "");
 				if (!text[0])
-					table_set(&t, 3 + (unsigned)c, "%lld", v);
+					fmt_num(v, text, sizeof(text));
+				table_set(&t, 3 + (unsigned)c, "%s", text);
 				continue;
 			}
 			const json_t *x = jget(cols[c].scope ? jget(a, cols[c].scope) : a, cols[c].k);
 			if (json_is_string(x)) {
 				table_set(&t, 3 + (unsigned)c, "%s", json_string_value(x));
-			} else if (json_is_real(x)) {
-				table_set(&t, 3 + (unsigned)c, "%.0f", json_real_value(x));
+			} else if (json_is_real(x)) { /* uptime_s, as status shows it */
+				fmt_secs(json_real_value(x), text, sizeof(text));
+				table_set(&t, 3 + (unsigned)c, "%s", text);
 			} else if (json_is_integer(x)) {
 				s.v[c] += json_integer_value(x);
-				table_set(&t, 3 + (unsigned)c, "%lld", (long long)json_integer_value(x));
+				fmt_num(json_integer_value(x), text, sizeof(text));
+				table_set(&t, 3 + (unsigned)c, "%s", text);
 			}
 		}
 	}
@@ -196,9 +211,12 @@ bool show_all(const json_t *doc, const char *cmd, FILE *f)
 	table_set(&t, 1, "%zu nodes", n);
 	table_set(&t, 2, "%zu ok, %zu not", answered, missing);
 	for (size_t c = 0; c < nc; c++)
-		if (strcmp(cols[c].head, "VERSION") && strcmp(cols[c].head, "UPTIME_S") &&
-		    strcmp(cols[c].head, "NOT_UP"))
-			table_set(&t, 3 + (unsigned)c, "%lld", s.v[c]);
+		if (strcmp(cols[c].head, "VERSION") && strcmp(cols[c].head, "UPTIME>") &&
+		    strcmp(cols[c].head, "NOT_UP")) {
+			char text[40];
+			fmt_num(s.v[c], text, sizeof(text));
+			table_set(&t, 3 + (unsigned)c, "%s", text);
+		}
 	table_print(&t, f, 0);
 	fprintf(f, "answered in %.0f ms (timeout %lld ms, fan-out %lld, from node %lld)\n",
 		jreal(doc, "elapsed_ms", 0), jint(doc, "timeout_ms", 0), jint(doc, "fanout", 0),
@@ -238,7 +256,7 @@ int show_control_all(const json_t *doc, const char *cmd, FILE *f)
 	table_col(&t, "NODE");
 	table_col(&t, "NAME");
 	table_col(&t, "OUTCOME");
-	table_col(&t, "DETAIL");
+	table_col(&t, "DETAIL~"); /* free text */
 	size_t n, ok = 0, here_not = 0, bad = 0, missing = 0;
 	long long *ids = all_node_ids(doc, &n);
 	for (size_t i = 0; i < n; i++) {

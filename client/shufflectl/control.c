@@ -77,7 +77,7 @@ int run_control(const char *cmd, int argc, char *const *argv, const struct ctl_o
 	if (o->all) {
 		/* every node's outcome; --json: the combined document */
 		int all_rc = show_control_all(doc, cmd, o->json ? NULL : stdout);
-		if (o->json && json_dumpf(doc, stdout, JSON_INDENT(2)) < 0)
+		if (o->json && json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9)) < 0)
 			all_rc = EXIT_FAIL;
 		if (o->json)
 			fputc('\n', stdout);
@@ -85,7 +85,7 @@ int run_control(const char *cmd, int argc, char *const *argv, const struct ctl_o
 		return all_rc;
 	}
 	if (o->json) {
-		if (json_dumpf(doc, stdout, JSON_INDENT(2)) < 0)
+		if (json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9)) < 0)
 			rc = EXIT_FAIL;
 		fputc('\n', stdout);
 	} else if (!strcmp(cmd, "log-level")) {

@@ -145,7 +145,7 @@ static void usage(FILE *f)
 
 static int print_json(const json_t *doc)
 {
-	if (json_dumpf(doc, stdout, JSON_INDENT(2)) < 0)
+	if (json_dumpf(doc, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9)) < 0)
 		return -EIO;
 	fputc('\n', stdout);
 	return 0;

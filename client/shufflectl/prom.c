@@ -109,16 +109,25 @@ static void prom_label_value(FILE *f, const char *v)
 	fputc('"', f);
 }
 
-/* Sample value: integers exactly, reals in full precision, booleans 0/1;
- * scaled (a unit conversion) as a real. */
+/* Sample value: integers exactly, reals with 9 significant digits (%.9g:
+ * no binary noise such as 0.025066027000000001), booleans 0/1; scaled (a
+ * unit conversion) as a real, except nanoseconds to seconds of an integer,
+ * exact ("12.000345678"). */
 static void prom_value_scaled(FILE *f, const json_t *v, double scale)
 {
-	if (scale != 1.0 && json_is_number(v))
-		fprintf(f, "%.17g", json_number_value(v) * scale);
+	if (scale == 1e-9 && json_is_integer(v) && json_integer_value(v) >= 0) {
+		long long ns = (long long)json_integer_value(v);
+		char frac[16];
+		int l = snprintf(frac, sizeof(frac), "%09lld", ns % 1000000000);
+		while (l > 0 && frac[l - 1] == '0')
+			frac[--l] = '\0';
+		fprintf(f, "%lld%s%s", ns / 1000000000, l ? "." : "", frac);
+	} else if (scale != 1.0 && json_is_number(v))
+		fprintf(f, "%.9g", json_number_value(v) * scale);
 	else if (json_is_integer(v))
 		fprintf(f, "%lld", (long long)json_integer_value(v));
 	else if (json_is_real(v))
-		fprintf(f, "%.17g", json_real_value(v));
+		fprintf(f, "%.9g", json_real_value(v));
 	else if (json_is_boolean(v))
 		fprintf(f, "%d", json_is_true(v) ? 1 : 0);
 	else

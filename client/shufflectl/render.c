@@ -162,7 +162,11 @@ void show_status(const json_t *s, const json_t *peers, const json_t *jobs, FILE 
 			seen |= !strcmp(*q, k);
 		if (seen || json_is_object(v) || json_is_array(v))
 			continue;
-		char *txt = json_dumps(v, JSON_ENCODE_ANY);
+		if (json_is_string(v)) { /* peer_auth  key, not "key" */
+			kv_add(&l, k, "%s", json_string_value(v));
+			continue;
+		}
+		char *txt = json_dumps(v, JSON_ENCODE_ANY | JSON_REAL_PRECISION(9));
 		kv_add(&l, k, "%s", txt ? txt : "?");
 		free(txt);
 	}
@@ -174,25 +178,71 @@ void show_status(const json_t *s, const json_t *peers, const json_t *jobs, FILE 
 	kv_print(&l, f);
 }
 
-/* One scope of counters: NAME, VALUE, DESCRIPTION. */
+/* The next line of words of text, at most w columns (a longer word whole):
+ * its length; *next_p is where the line after it starts. */
+static size_t wrap_line(const char *text, size_t w, const char **next_p)
+{
+	size_t len = 0, l = 0;
+	for (;;) {
+		size_t word = strcspn(text + l, " ");
+		if (len && l + word > w)
+			break;
+		len = l + word;
+		l = len + strspn(text + len, " ");
+		if (!text[len])
+			break;
+	}
+	*next_p = text + l;
+	return len;
+}
+
+/* One scope of counters: NAME, VALUE, DESCRIPTION.  On a terminal the
+ * descriptions are wrapped between words to the room the names and
+ * values leave (continuation lines under DESCRIPTION), or left out when
+ * less than 24 columns remain. */
 static void show_counters(const json_t *o, const struct stat_desc *d, size_t nd, FILE *f,
 			  int indent)
 {
 	struct table t;
-	table_init(&t);
-	table_col(&t, "COUNTER");
-	table_col(&t, "VALUE>");
-	table_col(&t, "DESCRIPTION");
 	const char *k;
 	json_t *v;
+	size_t kw = strlen("COUNTER"), vw = strlen("VALUE"), room = 0;
+	int term = table_term_width();
 	json_object_foreach((json_t *)o, k, v)
 	{
 		char val[96];
+		fmt_stat(k, v, val, sizeof(val));
+		kw = strlen(k) > kw ? strlen(k) : kw;
+		vw = strlen(val) > vw ? strlen(val) : vw;
+	}
+	if (term > 0)
+		room = (size_t)term > indent + kw + vw + 4 ? (size_t)term - indent - kw - vw - 4 : 0;
+	table_init(&t);
+	table_col(&t, "COUNTER");
+	table_col(&t, "VALUE>");
+	table_col_drop(&t, "DESCRIPTION", 1);
+	json_object_foreach((json_t *)o, k, v)
+	{
+		char val[96], desc[256];
 		const struct stat_desc *sd = stat_find(d, nd, k);
 		fmt_stat(k, v, val, sizeof(val));
+		snprintf(desc, sizeof(desc), "%s%s", sd ? sd->help : "",
+			 sd && !sd->counter ? " [gauge]" : "");
 		table_cell(&t, "%s", k);
 		table_cell(&t, "%s", val);
-		table_cell(&t, "%s%s", sd ? sd->help : "", sd && !sd->counter ? " [gauge]" : "");
+		if (term <= 0 || room < 24) {
+			table_cell(&t, "%s", desc);
+			continue;
+		}
+		const char *p = desc, *next;
+		size_t len = wrap_line(p, room, &next);
+		table_cell(&t, "%.*s", (int)len, p);
+		for (p = next; *p; p = next) {
+			len = wrap_line(p, room, &next);
+			table_cell(&t, "%s", "");
+			table_cell(&t, "%s", "");
+			table_cell(&t, "%.*s", (int)len, p);
+		}
 	}
 	table_print(&t, f, indent);
 }
@@ -310,17 +360,17 @@ static const char *cell_pct(const json_t *row, const struct col *c, char *buf, s
 }
 
 static const struct col top_cols[] = {
-	{"JOB~", "name", cell_str, NULL, "job name (the last row: the node's total)"},
-	{"LOCAL>", "local", cell_int, "-", "ranks on this node"},
-	{"MSGS/S>", "msgs_per_s", cell_rate, NULL, "messages taken from send rings per second"},
-	{"BYTES/S>", "bytes_per_s", cell_byte_rate, NULL, "their payload bytes per second"},
+	{"JOB", "name", cell_str, NULL, "job name (the last row: the node's total)", 0},
+	{"LOCAL>", "local", cell_int, "-", "ranks on this node", 3},
+	{"MSGS/S>", "msgs_per_s", cell_rate, NULL, "messages taken from send rings per second", 0},
+	{"BYTES/S>", "bytes_per_s", cell_byte_rate, NULL, "their payload bytes per second", 1},
 	{"DELIV/S>", "msgs_out_per_s", cell_rate, NULL,
-	 "messages placed in delivery rings per second"},
+	 "messages placed in delivery rings per second", 2},
 	{"STALLS/S>", "credit_stalls_per_s", cell_rate, NULL,
-	 "times per second a sender waited for network credit"},
-	{"DROPS>", "drops", cell_count, NULL, "messages dropped in the interval (rank gone, node down)"},
-	{"RING%>", "ring_max_pct", cell_pct, NULL, "fill of the fullest ring (send or delivery)"},
-	{"RINGS>", "ring_used", cell_iec, NULL, "bytes waiting in all rings"},
+	 "times per second a sender waited for network credit", 4},
+	{"DROPS>", "drops", cell_count, NULL, "messages dropped in the interval (rank gone, node down)", 0},
+	{"RING%>", "ring_max_pct", cell_pct, NULL, "fill of the fullest ring (send or delivery)", 5},
+	{"RINGS>", "ring_used", cell_iec, NULL, "bytes waiting in all rings", 6},
 };
 
 void show_top(const json_t *top, FILE *f)
@@ -342,20 +392,20 @@ void show_top(const json_t *top, FILE *f)
 }
 
 static const struct col top_all_cols[] = {
-	{"NODE", "node", cell_str, "-", "node id (the last row: every node's total)"},
-	{"NAME~", "node_name", cell_str, "-",
-	 "node name, or why the node has no row: (down), (silent), ..."},
-	{"JOB~", "name", cell_str, "-", "job name ((node): the node's total)"},
-	{"LOCAL>", "local", cell_int, "-", "ranks on this node (node and total rows: clients)"},
-	{"MSGS/S>", "msgs_per_s", cell_rate, "-", "messages taken from send rings per second"},
-	{"BYTES/S>", "bytes_per_s", cell_byte_rate, "-", "their payload bytes per second"},
+	{"NODE", "node", cell_str, "-", "node id (the last row: every node's total)", 0},
+	{"NAME", "node_name", cell_str, "-",
+	 "node name, or why the node has no row: (down), (silent), ...", 0},
+	{"JOB", "name", cell_str, "-", "job name ((node): the node's total)", 0},
+	{"LOCAL>", "local", cell_int, "-", "ranks on this node (node and total rows: clients)", 4},
+	{"MSGS/S>", "msgs_per_s", cell_rate, "-", "messages taken from send rings per second", 0},
+	{"BYTES/S>", "bytes_per_s", cell_byte_rate, "-", "their payload bytes per second", 2},
 	{"DELIV/S>", "msgs_out_per_s", cell_rate, "-",
-	 "messages placed in delivery rings per second"},
+	 "messages placed in delivery rings per second", 3},
 	{"STALLS/S>", "credit_stalls_per_s", cell_rate, "-",
-	 "times per second a sender waited for network credit"},
-	{"DROPS>", "drops", cell_count, "-", "messages dropped in the interval"},
-	{"RING%>", "ring_max_pct", cell_pct, "-", "fill of the fullest ring (send or delivery)"},
-	{"RINGS>", "ring_used", cell_iec, "-", "bytes waiting in all rings"},
+	 "times per second a sender waited for network credit", 5},
+	{"DROPS>", "drops", cell_count, "-", "messages dropped in the interval", 1},
+	{"RING%>", "ring_max_pct", cell_pct, "-", "fill of the fullest ring (send or delivery)", 6},
+	{"RINGS>", "ring_used", cell_iec, "-", "bytes waiting in all rings", 7},
 };
 
 /* row o (a copy) with the node's id and name set */

@@ -164,11 +164,23 @@ struct table {
 	struct libscols_line *line; /* the row being filled */
 	unsigned ncols, col;        /* columns; next cell's column (table_cell) */
 	char head[32][64];          /* the headers, for a table without rows */
+	unsigned drop[32];          /* 0: always shown; else dropped, highest first,
+				     * when the table is wider than the terminal */
+	bool trunc[32];             /* free text: may be cut to fit (never an identifier) */
+	size_t width[32];           /* widest cell or header of each column */
 };
 void table_init(struct table *t);
 /* head: "NAME" or "COUNT>" - a trailing '>' right-aligns the column; a
- * trailing '~' lets it be truncated to fit the terminal (text). */
+ * trailing '~' marks free text (a description, a list) that may be cut to
+ * fit the terminal.  Other cells are never cut: on a terminal too narrow
+ * for the table, columns with a drop rank (table_col_drop) are left out,
+ * the highest rank first (as ps and lsblk choose their columns); if it
+ * still does not fit, the lines are printed whole. */
 void table_col(struct table *t, const char *head);
+void table_col_drop(struct table *t, const char *head, unsigned drop);
+/* The width tables fit: --width, else the terminal's on a tty ($COLUMNS,
+ * else the tty's size); 0 on a pipe (no limit). */
+int table_term_width(void);
 void table_cell(struct table *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void table_row(struct table *t);
 void table_set(struct table *t, unsigned col, const char *fmt, ...)

@@ -8,10 +8,12 @@
  * their columns (private interface: table.h).
  *
  * Tables are libsmartcols tables (two spaces between columns, numbers
- * right-aligned).  On a terminal (or with --width) they fit its width:
- * libsmartcols truncates the text columns flagged SCOLS_FL_TRUNC (names,
- * addresses) first, and cuts what still does not fit; on a pipe every
- * cell is whole.
+ * right-aligned).  On a terminal (or with --width) they fit its width the
+ * way ps and lsblk do: columns that have a drop rank are left out, the
+ * highest rank first, until the table fits; then free text (descriptions,
+ * lists: SCOLS_FL_TRUNC) may be cut.  An identifier (a job, a host, a
+ * node name) is never cut: a table that cannot fit otherwise is printed
+ * whole.  On a pipe every column and every cell is whole.
  */
 #include <errno.h>
 #include <libsmartcols.h>
@@ -19,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "client/shufflectl/shufflectl.h"
 #include "client/shufflectl/table.h"
@@ -129,16 +133,45 @@ void table_init(struct table *t)
 	t->tb = scols_new_table();
 	if (!t->tb)
 		oom();
-	if (table_width > 0) {
-		scols_table_set_termforce(t->tb, SCOLS_TERMFORCE_ALWAYS);
-		scols_table_set_termwidth(t->tb, (size_t)table_width);
-	}
+	/* the width is table_fit()'s: never libsmartcols' own guess */
+	scols_table_set_termforce(t->tb, SCOLS_TERMFORCE_NEVER);
 	/* too narrow even after truncation: cut the line, never wrap it */
 	scols_table_enable_nowrap(t->tb, 1);
 	scols_table_set_column_separator(t->tb, "  ");
 }
 
+int table_term_width(void)
+{
+	if (table_width > 0)
+		return table_width;
+	if (!isatty(STDOUT_FILENO))
+		return 0;
+	const char *e = getenv("COLUMNS");
+	char *end;
+	long v = e ? strtol(e, &end, 10) : 0;
+	if (e && *e && !*end && v > 0 && v < 100000)
+		return (int)v;
+	struct winsize ws;
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	return 80;
+}
+
+/* Columns on screen, a UTF-8 string (a code point is a column here). */
+static size_t text_width(const char *s)
+{
+	size_t w = 0;
+	for (; *s; s++)
+		w += ((unsigned char)*s & 0xC0) != 0x80;
+	return w;
+}
+
 void table_col(struct table *t, const char *head)
+{
+	table_col_drop(t, head, 0);
+}
+
+void table_col_drop(struct table *t, const char *head, unsigned drop)
 {
 	size_t l = strlen(head);
 	bool trunc = l > 0 && head[l - 1] == '~';
@@ -146,8 +179,11 @@ void table_col(struct table *t, const char *head)
 	bool right = l > 0 && head[l - 1] == '>';
 	if (t->ncols == NELEM(t->head))
 		abort(); /* a programming error: the tables here are narrower */
+	t->drop[t->ncols] = drop;
+	t->trunc[t->ncols] = trunc;
 	char *name = t->head[t->ncols++];
 	snprintf(name, sizeof(t->head[0]), "%.*s", (int)(right ? l - 1 : l), head);
+	t->width[t->ncols - 1] = text_width(name);
 	if (!scols_table_new_column(t->tb, name, 0,
 				    (right ? SCOLS_FL_RIGHT : 0) | (trunc ? SCOLS_FL_TRUNC : 0)))
 		oom();
@@ -161,6 +197,9 @@ static void cell_put(struct table *t, unsigned col, char *s)
 	for (char *p = s; *p; p++)
 		if ((unsigned char)*p < 0x20)
 			*p = ' ';
+	size_t w = text_width(s);
+	if (w > t->width[col])
+		t->width[col] = w;
 	if (scols_line_refer_data(t->line, col, s) < 0) /* the line owns s */
 		oom();
 }
@@ -206,8 +245,53 @@ void table_set(struct table *t, unsigned col, const char *fmt, ...)
 	cell_put(t, col, s);
 }
 
+/*
+ * Fit the terminal (table_term_width(), less the indent): leave out the
+ * columns with the highest drop rank (the rightmost of equal ranks) until
+ * the table fits; then let libsmartcols cut free text if that is enough,
+ * else print the lines whole.
+ */
+static void table_fit(struct table *t, int indent)
+{
+	int term = table_term_width();
+	if (term <= 0 || t->ncols == 0)
+		return;
+	size_t avail = term > indent ? (size_t)(term - indent) : 1, total = 0;
+	bool shown[NELEM(t->drop)];
+	for (unsigned c = 0; c < t->ncols; c++) {
+		shown[c] = true;
+		total += t->width[c] + (c ? 2 : 0);
+	}
+	while (total > avail) {
+		unsigned pick = t->ncols;
+		for (unsigned c = 0; c < t->ncols; c++)
+			if (shown[c] && t->drop[c] && (pick == t->ncols || t->drop[c] >= t->drop[pick]))
+				pick = c;
+		if (pick == t->ncols)
+			break;
+		struct libscols_column *cl = scols_table_get_column(t->tb, pick);
+		if (!cl || scols_column_set_flags(cl, scols_column_get_flags(cl) | SCOLS_FL_HIDDEN) < 0)
+			break;
+		shown[pick] = false;
+		total -= t->width[pick] + 2;
+	}
+	/* free text cut down to its header's width, at most */
+	size_t least = total;
+	for (unsigned c = 0; c < t->ncols; c++)
+		if (shown[c] && t->trunc[c] && t->width[c] > text_width(t->head[c]))
+			least -= t->width[c] - text_width(t->head[c]);
+	if (least > avail) {
+		/* an identifier would be cut: whole lines, wider than the terminal */
+		scols_table_set_termforce(t->tb, SCOLS_TERMFORCE_NEVER);
+		return;
+	}
+	scols_table_set_termforce(t->tb, SCOLS_TERMFORCE_ALWAYS);
+	scols_table_set_termwidth(t->tb, avail);
+}
+
 void table_print(struct table *t, FILE *f, int indent)
 {
+	table_fit(t, indent);
 	if (scols_table_get_nlines(t->tb) == 0) {
 		/* libsmartcols prints nothing at all for no rows: the header */
 		fprintf(f, "%*s", indent, "");
@@ -371,7 +455,8 @@ void show_rows(const json_t *rows, const struct col *cols, size_t ncols, FILE *f
 {
 	struct table t;
 	size_t idx[32], n = 0;
-	if (sel_spec == cols && nsel > 0) {
+	bool chosen = sel_spec == cols && nsel > 0;
+	if (chosen) {
 		memcpy(idx, sel, nsel * sizeof(sel[0]));
 		n = nsel;
 	} else {
@@ -380,7 +465,7 @@ void show_rows(const json_t *rows, const struct col *cols, size_t ncols, FILE *f
 	}
 	table_init(&t);
 	for (size_t k = 0; k < n; k++)
-		table_col(&t, cols[idx[k]].head);
+		table_col_drop(&t, cols[idx[k]].head, chosen ? 0 : cols[idx[k]].drop);
 	size_t i;
 	json_t *row;
 	json_array_foreach(rows, i, row)
@@ -395,98 +480,98 @@ void show_rows(const json_t *rows, const struct col *cols, size_t ncols, FILE *f
 }
 
 static const struct col job_cols[] = {
-	{"JOB~", "name", cell_str, NULL,
-	 "the job's name (launcher job id, SHF_JOB, ...)"},
+	{"JOB", "name", cell_str, NULL,
+	 "the job's name (launcher job id, SHF_JOB, ...)", 0},
 	{"UID>", "uid", cell_int, "-1",
-	 "the job's owner"},
+	 "the job's owner", 5},
 	{"WORLD>", "world", cell_int, NULL,
-	 "ranks in the job"},
+	 "ranks in the job", 0},
 	{"REGISTERED>", "registered", cell_int, NULL,
-	 "ranks registered on any node"},
+	 "ranks registered on any node", 4},
 	{"LOCAL>", "local", cell_int, NULL,
-	 "ranks registered on this node"},
+	 "ranks registered on this node", 7},
 	{"GONE>", "gone", cell_int, NULL,
-	 "ranks that have left or were lost"},
+	 "ranks that have left or were lost", 1},
 	{"READY", "ready", cell_yesno, NULL,
-	 "yes once every rank has registered"},
+	 "yes once every rank has registered", 3},
 	{"EPOCHS>", "epochs", cell_count, NULL,
-	 "epochs completed"},
+	 "epochs completed", 2},
 	{"PHASE1>", "epoch_phase1", cell_int, NULL,
-	 "ranks in phase 1 of the current epoch"},
+	 "ranks in phase 1 of the current epoch", 6},
 	{"PHASE2>", "epoch_phase2", cell_int, NULL,
-	 "ranks in phase 2 of the current epoch"},
+	 "ranks in phase 2 of the current epoch", 6},
 	{"MISSING~", "missing", cell_nonempty, "-",
-	 "ranks not registered yet"},
+	 "ranks not registered yet", 0},
 };
 
 static const struct col client_cols[] = {
 	{"ID>", "id", cell_int, "-1",
-	 "the daemon's session id"},
+	 "the daemon's session id", 0},
 	{"PID>", "pid", cell_int, "-1",
-	 "the client's process id"},
+	 "the client's process id", 10},
 	{"UID>", "uid", cell_int, "-1",
-	 "the client's user id"},
-	{"JOB~", "job", cell_str, "-",
-	 "its job"},
+	 "the client's user id", 3},
+	{"JOB", "job", cell_str, "-",
+	 "its job", 0},
 	{"RANK>", "rank", cell_int, "-1",
-	 "its rank in the job"},
+	 "its rank in the job", 0},
 	{"STATE", "state", cell_str, NULL,
-	 "session state"},
+	 "session state", 10},
 	{"EPOCH", "epoch", cell_str, NULL,
-	 "its epoch state"},
+	 "its epoch state", 6},
 	{"BLOCKED", "blocked", cell_yesno, NULL,
-	 "yes while its next record waits"},
+	 "yes while its next record waits", 5},
 	{"RING>", "ring_bytes", cell_size, "-",
-	 "size of each of its rings"},
+	 "size of each of its rings", 9},
 	{"SEND>", "send_used", cell_fill, "-",
-	 "send ring fill"},
+	 "send ring fill", 4},
 	{"DELIV>", "deliver_used", cell_fill, "-",
-	 "delivery ring fill"},
+	 "delivery ring fill", 4},
 	{"MSGS_IN>", "stats.msgs_in", cell_count, NULL,
-	 "messages taken from its send ring"},
+	 "messages taken from its send ring", 2},
 	{"MSGS_OUT>", "stats.msgs_out", cell_count, NULL,
-	 "messages placed in its delivery ring"},
+	 "messages placed in its delivery ring", 2},
 	{"BYTES_IN>", "stats.bytes_in", cell_iec, NULL,
-	 "payload bytes sent"},
+	 "payload bytes sent", 7},
 	{"BYTES_OUT>", "stats.bytes_out", cell_iec, NULL,
-	 "payload bytes delivered"},
+	 "payload bytes delivered", 7},
 	{"DROPS>", "stats", cell_drops, NULL,
-	 "its messages dropped (destination gone or down)"},
+	 "its messages dropped (destination gone or down)", 1},
 	{"AGE>", "connected_s", cell_secs, NULL,
-	 "time since it connected"},
+	 "time since it connected", 8},
 };
 
 static const struct col peer_cols[] = {
 	{"NODE>", "node", cell_int, "-1",
-	 "the peer's node id"},
-	{"HOST~", "host", cell_str, NULL,
-	 "its host name"},
-	{"ADDR~", "addr", cell_str, NULL,
-	 "its fabric address"},
+	 "the peer's node id", 0},
+	{"HOST", "host", cell_str, NULL,
+	 "its host name", 0},
+	{"ADDR", "addr", cell_str, NULL,
+	 "its fabric address", 4},
 	{"STATE", "state", cell_str, NULL,
-	 "up, joining, unknown, failing or down"},
+	 "up, joining, unknown, failing or down", 0},
 	{"HEARD>", "last_heard_ms", cell_ago_ms, NULL,
-	 "time since anything was heard from it"},
+	 "time since anything was heard from it", 1},
 	{"INFLIGHT>", "inflight", cell_int, NULL,
-	 "batches sent, not yet acknowledged"},
+	 "batches sent, not yet acknowledged", 6},
 	{"QUEUED>", "queued", cell_int, NULL,
-	 "batches waiting for credit"},
+	 "batches waiting for credit", 6},
 	{"OPEN>", "open_bytes", cell_iec, NULL,
-	 "bytes in the batch being filled"},
+	 "bytes in the batch being filled", 7},
 	{"PARKED", "parked", cell_yesno, NULL,
-	 "yes while its batches wait for a full delivery ring"},
+	 "yes while its batches wait for a full delivery ring", 5},
 	{"MSGS_OUT>", "msgs_out", cell_count, NULL,
-	 "messages sent to it"},
+	 "messages sent to it", 2},
 	{"MSGS_IN>", "msgs_in", cell_count, NULL,
-	 "messages received from it"},
+	 "messages received from it", 2},
 	{"BYTES_OUT>", "bytes_out", cell_iec, NULL,
-	 "batch bytes sent to it"},
+	 "batch bytes sent to it", 8},
 	{"BYTES_IN>", "bytes_in", cell_iec, NULL,
-	 "batch bytes received from it"},
+	 "batch bytes received from it", 8},
 	{"STALLS>", "credit_stalls", cell_count, NULL,
-	 "times a batch to it waited for credit"},
+	 "times a batch to it waited for credit", 3},
 	{"DROPS>", "drops_down", cell_count, NULL,
-	 "messages to it dropped because it was down"},
+	 "messages to it dropped because it was down", 1},
 };
 
 /* The tables -o applies to. */

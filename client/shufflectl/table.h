@@ -21,13 +21,16 @@ struct col;
 typedef const char *cell_fn(const json_t *row, const struct col *c, char *buf, size_t n);
 struct col {
 	const char *head; /* header; a trailing '>' right-aligns (numbers), '~' may be
-			   * truncated to fit the terminal (text); -o names a column
-			   * by its header without them, in any case */
+			   * cut to fit the terminal (free text, never an identifier);
+			   * -o names a column by its header without them, in any case */
 	const char *key;  /* member of the row; "a.b": member b of the row's object a */
 	cell_fn *fmt;
 	const char *def;  /* text when the member is absent or of the wrong type (NULL:
 			   * as 0 for numbers, "?" for strings) */
 	const char *help; /* for -o help */
+	unsigned drop;    /* 0: always shown (identifiers, the essentials); else left
+			   * out on a narrow terminal, the highest first (table_col_drop);
+			   * columns -o chose are all shown */
 };
 
 /* an allocation failed: say so and exit */

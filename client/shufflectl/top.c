@@ -14,13 +14,19 @@
  *
  * Live (default): a table every --interval (1 s), on a terminal drawn over
  * the previous one with the ANSI "home, clear" sequence only (works over
- * ssh, no curses); on a pipe the tables follow each other.  --once: two
+ * ssh, no curses); on a pipe the tables follow each other.  On a terminal
+ * `q` quits (as in top(1)): the keyboard is read key by key, without echo,
+ * while top runs, and given back as it was on every way out (q, an error,
+ * SIGINT/SIGTERM/SIGHUP: the signal is then raised again).  --once: two
  * samples --interval apart, one table (or --json: the computed document),
  * exit.
  */
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -203,6 +209,83 @@ static void sleep_ms(int ms)
 		;
 }
 
+/* ------------------------------------------------------------ the keyboard */
+
+static struct termios kb_saved;
+static bool kb_raw;
+static volatile sig_atomic_t kb_signal;
+
+static void kb_on_signal(int sig)
+{
+	kb_signal = sig;
+}
+
+/* Keys one by one without echo, when stdin is a terminal. */
+static void kb_open(void)
+{
+	struct termios t;
+	if (!isatty(STDIN_FILENO) || tcgetattr(STDIN_FILENO, &kb_saved) < 0)
+		return;
+	t = kb_saved;
+	t.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+	t.c_cc[VMIN] = 1;
+	t.c_cc[VTIME] = 0;
+	struct sigaction sa = {.sa_handler = kb_on_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	kb_raw = tcsetattr(STDIN_FILENO, TCSAFLUSH, &t) == 0;
+}
+
+static void kb_close(void)
+{
+	if (kb_raw)
+		tcsetattr(STDIN_FILENO, TCSAFLUSH, &kb_saved);
+	kb_raw = false;
+	if (kb_signal) { /* die of it, as without the handler */
+		signal(kb_signal, SIG_DFL);
+		raise(kb_signal);
+	}
+}
+
+/* Wait ms, or less when q is pressed or a signal came: true to go on. */
+static bool kb_wait(int ms)
+{
+	if (!kb_raw) {
+		sleep_ms(ms);
+		return true;
+	}
+	struct timespec end;
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += ms / 1000;
+	end.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (end.tv_nsec >= 1000000000L) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000L;
+	}
+	for (;;) {
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long long left = (long long)(end.tv_sec - now.tv_sec) * 1000 +
+				 (end.tv_nsec - now.tv_nsec) / 1000000L;
+		if (kb_signal)
+			return false;
+		if (left <= 0)
+			return true;
+		struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
+		int n = poll(&p, 1, (int)left);
+		if (n < 0 && errno != EINTR)
+			return true;
+		if (n > 0) {
+			char c;
+			ssize_t r = read(STDIN_FILENO, &c, 1);
+			if (r == 0 || (r == 1 && (c == 'q' || c == 'Q')))
+				return false; /* q, or the terminal is gone */
+		}
+	}
+}
+
 int run_top(const struct ctl_opts *o)
 {
 	int rc = EXIT_OK;
@@ -210,8 +293,11 @@ int run_top(const struct ctl_opts *o)
 	if (!a)
 		return rc;
 	bool tty = !o->once && isatty(STDOUT_FILENO);
+	if (tty)
+		kb_open();
 	for (bool first = true;; first = false) {
-		sleep_ms(o->interval_ms);
+		if (!kb_wait(o->interval_ms))
+			break; /* q */
 		json_t *b = sample(o, &rc);
 		if (!b)
 			break;
@@ -220,7 +306,7 @@ int run_top(const struct ctl_opts *o)
 		json_decref(a);
 		a = b;
 		if (o->json) {
-			if (json_dumpf(top, stdout, JSON_INDENT(2)) < 0)
+			if (json_dumpf(top, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(9)) < 0)
 				rc = EXIT_FAIL;
 			fputc('\n', stdout);
 		} else {
@@ -246,5 +332,6 @@ int run_top(const struct ctl_opts *o)
 			break;
 	}
 	json_decref(a);
+	kb_close();
 	return rc;
 }

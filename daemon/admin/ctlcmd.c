@@ -411,7 +411,7 @@ json_t *shd_ctlcmd_run(struct shd_daemon *d, const char *cmd, const json_t *req,
 /* o (taken) to c as CTL_REPLY chunks. */
 static int reply(struct shd_client *c, uint32_t id, json_t *o)
 {
-	char *text = json_dumps(o, JSON_COMPACT);
+	char *text = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9));
 	json_decref(o);
 	if (!text) {
 		shd_client_error(c, id, -ENOMEM, "out of memory");
@@ -618,7 +618,7 @@ void shd_ctlcmd_dump_log(struct shd_daemon *d)
 {
 	const struct view all = {true, 0}; /* the log is the operator's */
 	json_t *o = build(d, "dump", &all);
-	char *text = o ? json_dumps(o, JSON_INDENT(1)) : NULL;
+	char *text = o ? json_dumps(o, JSON_INDENT(1) | JSON_REAL_PRECISION(9)) : NULL;
 	json_decref(o);
 	if (!text)
 		return;

@@ -497,7 +497,7 @@ void shd_fanout_peer_lost(struct shd_daemon *d, uint32_t node)
 static void send_answer(struct shd_fanout *fo, struct fan_req *q, json_t *doc)
 {
 	struct shd_daemon *d = fo->d;
-	char *text = json_dumps(doc, JSON_COMPACT);
+	char *text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(9));
 	size_t len = text ? strlen(text) : 0;
 	if (!text || len > SHF_WIRE_FAN_ANS_MAX) {
 		/* above the bound: the parent learns who, not what */
@@ -514,7 +514,7 @@ static void send_answer(struct shd_fanout *fo, struct fan_req *q, json_t *doc)
 		}
 		json_object_set_new(o, "nodes", json_object());
 		json_object_set_new(o, "missing", m);
-		text = json_dumps(o, JSON_COMPACT);
+		text = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(9));
 		json_decref(o);
 		if (!text)
 			return;

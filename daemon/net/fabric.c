@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/net/fabric.c - the libfabric endpoint (every libfabric call of the
- * project is in this file).
+ * daemon/net/fabric.c - the libfabric endpoint: opening and closing it,
+ * memory registration, the address vector (node id -> fabric address) and
+ * posting receive buffers.  Sends, completions and reposts are in
+ * fabric_io.c; these two files hold every libfabric call of the project.
  *
  * Resources: receive buffers (one aligned slab cut into recv_buffers
  * pieces, each with its own context) and send slots (one per send posted
@@ -9,13 +11,6 @@
  * A completion's op_context points at a struct fi_context2 that is the
  * first member of either a struct rbuf or a struct slot; which one is told
  * by the address range, not by trusting flags.
- *
- * Queued sends: fi_send() returns -FI_EAGAIN while rxm sets up the
- * connection to a peer, or when the transmit queue is full.  Such a send
- * goes to a FIFO of slots; later sends to the same node go behind it (per
- * node order), sends to other nodes do not.  progress() retries the FIFO
- * once per call; within one pass the first -FI_EAGAIN for a node skips the
- * node's later entries.  The FIFO is bounded by send_slots.
  */
 #include "daemon/net/fabric.h"
 
@@ -32,101 +27,10 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 
-#define FABRIC_API FI_VERSION(1, 17)
-#define MAX_REGIONS 8u
-#define SMALL_BYTES (SHD_FABRIC_SMALL + SHD_FABRIC_HOP_ROOM) /* inline copy buffer of a slot */
-#define NIL UINT32_MAX
-#define CQ_CHUNK 16u
+#include "daemon/net/fabric_int.h"
 
-enum rbuf_state {
-	RB_POSTED,  /* owned by the provider */
-	RB_KEPT,    /* owned by on_recv's caller (inside the callback, or kept) */
-	RB_REPOST,  /* waiting for progress() to post it (fi_recv said EAGAIN) */
-};
-
-struct rbuf {
-	struct fi_context2 ctx; /* first: op_context of its completion */
-	uint8_t *buf;           /* buf_bytes, inside f->rbase */
-	uint32_t state;         /* enum rbuf_state */
-	uint32_t next_repost;   /* RB_REPOST list link */
-};
-
-enum slot_state {
-	SL_FREE,   /* on the free list */
-	SL_QUEUED, /* on the FIFO, not posted yet */
-	SL_POSTED, /* owned by the provider until its completion */
-	SL_FAILED, /* finished with an error, to be reported by progress() */
-};
-
-struct slot {
-	struct fi_context2 ctx; /* first: op_context of its completion */
-	const void *buf;        /* what to send (the caller's, or small[]) */
-	size_t len;
-	void *desc;             /* MR descriptor of buf, or NULL */
-	void *uctx;             /* the caller's ctx for on_send_done */
-	uint32_t node;          /* destination */
-	uint32_t state;         /* enum slot_state */
-	uint32_t next;          /* free / FIFO / failed list link */
-	int status;             /* SL_FAILED: negative errno */
-	_Alignas(8) uint8_t small[SMALL_BYTES]; /* copy of a small message */
-};
-
-struct peer {
-	fi_addr_t addr;      /* AV index */
-	bool present;        /* inserted and not removed */
-	uint32_t queued;     /* slots of this node on the FIFO */
-	uint64_t blocked;    /* retry pass in which it last returned EAGAIN */
-};
-
-struct region {
-	uint8_t *base;
-	size_t len;
-	struct fid_mr *mr;
-	void *desc;
-};
-
-struct shd_fabric {
-	struct fi_info *info;
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_av *av;
-	struct fid_cq *cq;
-	struct fid_ep *ep;
-	int wait_fd;
-	size_t addrlen; /* length of my (and so every peer's) raw address */
-	bool need_mr;   /* register buffers and pass descriptors */
-	bool source;    /* the CQ reports sources (FI_SOURCE) */
-	char prov[64];  /* resolved provider name */
-
-	uint32_t max_nodes;
-	struct peer *peers;       /* [max_nodes] */
-	uint32_t *fiaddr_node;    /* AV index -> node, NIL when none */
-	size_t fiaddr_cap;
-
-	size_t buf_bytes;
-	uint32_t nrbuf;
-	uint8_t *rbase;           /* nrbuf * buf_bytes */
-	struct rbuf *rbufs;
-	struct region rreg;       /* the receive slab's registration */
-	uint32_t repost_head;     /* RB_REPOST list */
-	uint32_t n_repost;
-
-	uint32_t nslots;
-	struct slot *slots;
-	struct region sreg;       /* the slots' (small buffers') registration */
-	uint32_t free_head;
-	uint32_t q_head, q_tail;  /* FIFO of SL_QUEUED */
-	uint32_t n_queued;
-	uint32_t fail_head, fail_tail; /* SL_FAILED, in failure order */
-	uint32_t outstanding;     /* QUEUED + POSTED + FAILED not yet reported */
-	uint64_t pass;            /* retry pass counter */
-
-	struct region regions[MAX_REGIONS];
-	unsigned nregions;
-	uint64_t mr_keys;         /* last requested MR key */
-	uint32_t cq_batch;
-	struct shf_fabric_stats st;
-};
+_Static_assert(SMALL_BYTES == SHD_FABRIC_SMALL + SHD_FABRIC_HOP_ROOM,
+	       "a slot's inline buffer holds a small message and its hop header");
 
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -138,16 +42,6 @@ static void seterr(char *err, size_t errlen, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
-}
-
-/* libfabric returns -FI_Exxx; those below FI_ERRNO_OFFSET are errno values. */
-static int ferr(long r)
-{
-	if (r >= 0)
-		return 0;
-	if (-r >= FI_ERRNO_OFFSET)
-		return -r == FI_ETRUNC ? -EMSGSIZE : -EIO;
-	return (int)r;
 }
 
 /* ---- memory registration ------------------------------------------------ */
@@ -191,7 +85,7 @@ int shd_fabric_mr_reg(struct shd_fabric *f, void *buf, size_t len)
 }
 
 /* Descriptor for [buf, buf+len), or -EINVAL via *ok = false. */
-static void *find_desc(struct shd_fabric *f, const void *buf, size_t len, bool *ok)
+void *shd_fabric_find_desc(struct shd_fabric *f, const void *buf, size_t len, bool *ok)
 {
 	*ok = true;
 	if (!f->need_mr)
@@ -232,7 +126,7 @@ static struct fi_info *make_hints(const char *provider, bool source)
 	return h;
 }
 
-static int post_recv(struct shd_fabric *f, struct rbuf *rb)
+int shd_fabric_post_recv(struct shd_fabric *f, struct rbuf *rb)
 {
 	ssize_t r = fi_recv(f->ep, rb->buf, f->buf_bytes, f->rreg.desc, FI_ADDR_UNSPEC, &rb->ctx);
 	if (r == 0) {
@@ -451,7 +345,7 @@ static int fabric_buffers(struct shd_fabric *f, const struct shd_fabric_opts *d,
 	f->repost_head = NIL;
 	for (uint32_t i = 0; i < d->recv_buffers; i++) {
 		f->rbufs[i].buf = f->rbase + i * stride;
-		if ((r = post_recv(f, &f->rbufs[i]))) {
+		if ((r = shd_fabric_post_recv(f, &f->rbufs[i]))) {
 			seterr(err, errlen, "fabric: fi_recv: %s", strerror(-r));
 			return r;
 		}
@@ -623,83 +517,6 @@ bool shd_fabric_has_node(const struct shd_fabric *f, uint32_t node)
 	return node < f->max_nodes && f->peers[node].present;
 }
 
-/* ---- send slots ---------------------------------------------------------- */
-
-/* Slot i at the tail of the list *head_p .. *tail_p (NIL: empty). */
-static inline void slot_append(struct shd_fabric *f, uint32_t *head_p, uint32_t *tail_p,
-			       uint32_t i)
-{
-	f->slots[i].next = NIL;
-	if (*tail_p == NIL)
-		*head_p = i;
-	else
-		f->slots[*tail_p].next = i;
-	*tail_p = i;
-}
-
-/* Queued slot i, after prev (NIL: i is the head), out of the send queue. */
-static inline void queue_unlink(struct shd_fabric *f, uint32_t prev, uint32_t i)
-{
-	uint32_t next = f->slots[i].next;
-	if (prev == NIL)
-		f->q_head = next;
-	else
-		f->slots[prev].next = next;
-	if (f->q_tail == i)
-		f->q_tail = prev;
-	f->n_queued--;
-}
-
-static void fail_push(struct shd_fabric *f, uint32_t i, int status)
-{
-	struct slot *s = &f->slots[i];
-	s->state = SL_FAILED;
-	s->status = status;
-	slot_append(f, &f->fail_head, &f->fail_tail, i);
-}
-
-static void slot_free(struct shd_fabric *f, uint32_t i)
-{
-	struct slot *s = &f->slots[i];
-	s->state = SL_FREE;
-	s->next = f->free_head;
-	f->free_head = i;
-	f->outstanding--;
-}
-
-static void queue_push(struct shd_fabric *f, uint32_t i)
-{
-	struct slot *s = &f->slots[i];
-	s->state = SL_QUEUED;
-	slot_append(f, &f->q_head, &f->q_tail, i);
-	f->n_queued++;
-	f->peers[s->node].queued++;
-}
-
-int shd_fabric_remove(struct shd_fabric *f, uint32_t node)
-{
-	if (node >= f->max_nodes || !f->peers[node].present)
-		return -EINVAL;
-	uint32_t prev = NIL, i = f->q_head;
-	while (i != NIL) {
-		uint32_t next = f->slots[i].next;
-		if (f->slots[i].node == node) {
-			queue_unlink(f, prev, i);
-			fail_push(f, i, -EHOSTDOWN);
-		} else {
-			prev = i;
-		}
-		i = next;
-	}
-	fi_addr_t a = f->peers[node].addr;
-	if (a < f->fiaddr_cap)
-		f->fiaddr_node[a] = NIL;
-	f->peers[node].present = false;
-	f->peers[node].queued = 0;
-	int r = fi_av_remove(f->av, &a, 1, 0);
-	return ferr(r);
-}
-
 int shd_fabric_release(struct shd_fabric *f, uint32_t node)
 {
 	if (node >= f->max_nodes || !f->peers[node].present)
@@ -731,324 +548,4 @@ int shd_fabric_release(struct shd_fabric *f, uint32_t node)
 	fi_addr_t b = FI_ADDR_NOTAVAIL;
 	int n = fi_av_insert(f->av, addr, 1, &b, 0, NULL);
 	return insert_done(f, n, b, node);
-}
-
-#ifdef SHD_FAULT_INJECTION
-/* Test builds only (tests/multi's shuffled-fault, never the installed
- * shuffled): tests/multi/fault-inject.c reads SHD_FAULT_SEND and returns a
- * negative errno for the sends it must fail synchronously, as a hard
- * fi_send() error would, or 0.  The node stays in the AV: net.c takes the
- * peer down and removes it, as after a real error. */
-int shd_fault_send(uint32_t node, const void *buf, size_t len);
-#endif
-
-static int send_common(struct shd_fabric *f, uint32_t node, const void *buf, size_t len,
-		       void *ctx, bool copy)
-{
-	if (node >= f->max_nodes || !f->peers[node].present)
-		return -EHOSTUNREACH;
-#ifdef SHD_FAULT_INJECTION
-	int fault = shd_fault_send(node, buf, len);
-	if (fault)
-		return fault;
-#endif
-	if (len > f->buf_bytes || (copy && len > SMALL_BYTES))
-		return -EMSGSIZE;
-	bool ok;
-	void *desc = copy ? f->sreg.desc : find_desc(f, buf, len, &ok);
-	if (!copy && !ok)
-		return -EINVAL;
-	if (f->free_head == NIL)
-		return -EAGAIN;
-	uint32_t i = f->free_head;
-	struct slot *s = &f->slots[i];
-	f->free_head = s->next;
-	f->outstanding++;
-	if (copy) {
-		memcpy(s->small, buf, len);
-		buf = s->small;
-	}
-	s->buf = buf;
-	s->len = len;
-	s->desc = desc;
-	s->uctx = ctx;
-	s->node = node;
-	f->st.sends++;
-	if (f->peers[node].queued) {
-		queue_push(f, i);
-		f->st.sends_queued++;
-		return 1;
-	}
-	ssize_t r = fi_send(f->ep, s->buf, len, desc, f->peers[node].addr, &s->ctx);
-	if (r == 0) {
-		s->state = SL_POSTED;
-		return 0;
-	}
-	if (r == -FI_EAGAIN) {
-		queue_push(f, i);
-		f->st.sends_queued++;
-		return 1;
-	}
-	f->st.sends--;
-	slot_free(f, i);
-	return ferr(r);
-}
-
-int shd_fabric_send(struct shd_fabric *f, uint32_t node, const void *buf, size_t len, void *ctx)
-{
-	return send_common(f, node, buf, len, ctx, false);
-}
-
-int shd_fabric_send_small(struct shd_fabric *f, uint32_t node, const void *buf, size_t len,
-			  void *ctx)
-{
-	return send_common(f, node, buf, len, ctx, true);
-}
-
-/* One pass over the FIFO.  Hard errors move slots to the failed list. */
-static void retry_queued(struct shd_fabric *f)
-{
-	if (f->q_head == NIL)
-		return;
-	uint64_t pass = ++f->pass;
-	uint32_t prev = NIL, i = f->q_head;
-	while (i != NIL) {
-		struct slot *s = &f->slots[i];
-		uint32_t next = s->next;
-		struct peer *p = &f->peers[s->node];
-		if (p->blocked == pass) {
-			prev = i;
-			i = next;
-			continue;
-		}
-		ssize_t r = fi_send(f->ep, s->buf, s->len, s->desc, p->addr, &s->ctx);
-		if (r == -FI_EAGAIN) {
-			p->blocked = pass;
-			f->st.send_retries++;
-			prev = i;
-			i = next;
-			continue;
-		}
-		/* posted or failed: unlink */
-		queue_unlink(f, prev, i);
-		p->queued--;
-		if (r == 0)
-			s->state = SL_POSTED;
-		else
-			fail_push(f, i, ferr(r));
-		i = next;
-	}
-}
-
-static void retry_reposts(struct shd_fabric *f)
-{
-	uint32_t i = f->repost_head;
-	f->repost_head = NIL;
-	f->n_repost = 0;
-	while (i != NIL) {
-		struct rbuf *rb = &f->rbufs[i];
-		i = rb->next_repost;
-		post_recv(f, rb); /* re-queues itself on EAGAIN */
-	}
-}
-
-static void report_failed(struct shd_fabric *f, const struct shd_fabric_cb *cb, void *arg)
-{
-	while (f->fail_head != NIL) {
-		uint32_t i = f->fail_head;
-		struct slot *s = &f->slots[i];
-		f->fail_head = s->next;
-		if (f->fail_head == NIL)
-			f->fail_tail = NIL;
-		int status = s->status;
-		void *uctx = s->uctx;
-		f->st.send_errors++;
-		slot_free(f, i);
-		if (cb->on_send_done)
-			cb->on_send_done(arg, uctx, status);
-	}
-}
-
-/* ---- progress ------------------------------------------------------------ */
-
-static struct rbuf *as_rbuf(struct shd_fabric *f, void *ctx)
-{
-	uint8_t *p = ctx, *lo = (uint8_t *)f->rbufs, *hi = (uint8_t *)(f->rbufs + f->nrbuf);
-	if (p < lo || p >= hi || (size_t)(p - lo) % sizeof(struct rbuf))
-		return NULL;
-	return (struct rbuf *)(void *)p;
-}
-
-static struct slot *as_slot(struct shd_fabric *f, void *ctx)
-{
-	uint8_t *p = ctx, *lo = (uint8_t *)f->slots, *hi = (uint8_t *)(f->slots + f->nslots);
-	if (p < lo || p >= hi || (size_t)(p - lo) % sizeof(struct slot))
-		return NULL;
-	return (struct slot *)(void *)p;
-}
-
-static uint32_t node_of(struct shd_fabric *f, fi_addr_t a)
-{
-	if (!f->source || a == FI_ADDR_NOTAVAIL || a >= f->fiaddr_cap)
-		return SHD_FABRIC_NODE_UNKNOWN;
-	return f->fiaddr_node[a] == NIL ? SHD_FABRIC_NODE_UNKNOWN : f->fiaddr_node[a];
-}
-
-static void repost_after(struct shd_fabric *f, struct rbuf *rb, const struct shd_fabric_cb *cb,
-			 void *arg)
-{
-	int r = post_recv(f, rb);
-	if (r && cb->on_error)
-		cb->on_error(arg, SHD_FABRIC_NODE_UNKNOWN, r, "fi_recv failed: receive buffer lost");
-}
-
-static void on_recv_done(struct shd_fabric *f, struct rbuf *rb, size_t len, fi_addr_t src,
-			 const struct shd_fabric_cb *cb, void *arg)
-{
-	rb->state = RB_KEPT;
-	f->st.recvs++;
-	f->st.recv_bytes += len;
-	int keep = cb->on_recv ? cb->on_recv(arg, node_of(f, src), rb->buf, len) : 0;
-	if (keep == SHD_FABRIC_KEEP) {
-		f->st.recvs_kept++;
-		return;
-	}
-	if (rb->state == RB_KEPT) /* not already reposted from the callback */
-		repost_after(f, rb, cb, arg);
-}
-
-static void on_send_complete(struct shd_fabric *f, struct slot *s, const struct shd_fabric_cb *cb,
-			     void *arg)
-{
-	void *uctx = s->uctx;
-	f->st.sends_done++;
-	slot_free(f, (uint32_t)(s - f->slots));
-	if (cb->on_send_done)
-		cb->on_send_done(arg, uctx, 0);
-}
-
-static int handle_error(struct shd_fabric *f, const struct shd_fabric_cb *cb, void *arg)
-{
-	struct fi_cq_err_entry e;
-	memset(&e, 0, sizeof(e));
-	ssize_t r = fi_cq_readerr(f->cq, &e, 0);
-	if (r == -FI_EAGAIN)
-		return 0;
-	if (r < 0)
-		return ferr(r);
-	char text[256];
-	const char *msg = fi_cq_strerror(f->cq, e.prov_errno, e.err_data, text, sizeof(text));
-	int err = e.err ? -e.err : -EIO;
-	if (err <= -FI_ERRNO_OFFSET)
-		err = e.err == FI_ETRUNC ? -EMSGSIZE : -EIO;
-	struct rbuf *rb = as_rbuf(f, e.op_context);
-	struct slot *s = rb ? NULL : as_slot(f, e.op_context);
-	if (rb) {
-		rb->state = RB_KEPT;
-		if (e.err == FI_ECANCELED)
-			return 1; /* only while closing */
-		f->st.recv_errors++;
-		if (cb->on_error)
-			cb->on_error(arg, SHD_FABRIC_NODE_UNKNOWN, err, msg ? msg : fi_strerror(e.err));
-		repost_after(f, rb, cb, arg);
-	} else if (s) {
-		uint32_t node = s->node;
-		void *uctx = s->uctx;
-		f->st.send_errors++;
-		slot_free(f, (uint32_t)(s - f->slots));
-		if (cb->on_error)
-			cb->on_error(arg, node, err, msg ? msg : fi_strerror(e.err));
-		if (cb->on_send_done)
-			cb->on_send_done(arg, uctx, err);
-	} else if (cb->on_error) {
-		cb->on_error(arg, SHD_FABRIC_NODE_UNKNOWN, err, "error completion with unknown context");
-	}
-	return 1;
-}
-
-int shd_fabric_progress(struct shd_fabric *f, const struct shd_fabric_cb *cb, void *arg)
-{
-	struct fi_cq_msg_entry ents[CQ_CHUNK];
-	fi_addr_t srcs[CQ_CHUNK];
-	int done = 0;
-
-	report_failed(f, cb, arg);
-	while ((uint32_t)done < f->cq_batch) {
-		size_t want = f->cq_batch - (uint32_t)done;
-		if (want > CQ_CHUNK)
-			want = CQ_CHUNK;
-		ssize_t n = f->source ? fi_cq_readfrom(f->cq, ents, want, srcs)
-				      : fi_cq_read(f->cq, ents, want);
-		if (n == -FI_EAGAIN)
-			break;
-		if (n == -FI_EAVAIL) {
-			int r = handle_error(f, cb, arg);
-			if (r < 0)
-				return r;
-			done += r;
-			if (r == 0)
-				break;
-			continue;
-		}
-		if (n < 0)
-			return ferr(n);
-		for (ssize_t k = 0; k < n; k++) {
-			struct rbuf *rb = as_rbuf(f, ents[k].op_context);
-			struct slot *s = rb ? NULL : as_slot(f, ents[k].op_context);
-			if (rb)
-				on_recv_done(f, rb, ents[k].len, f->source ? srcs[k] : FI_ADDR_NOTAVAIL,
-					     cb, arg);
-			else if (s)
-				on_send_complete(f, s, cb, arg);
-			else if (cb->on_error)
-				cb->on_error(arg, SHD_FABRIC_NODE_UNKNOWN, -EIO,
-					     "completion with unknown context");
-		}
-		done += (int)n;
-		if ((size_t)n < want)
-			break;
-	}
-	retry_queued(f);
-	retry_reposts(f);
-	report_failed(f, cb, arg);
-	return done;
-}
-
-int shd_fabric_repost(struct shd_fabric *f, void *buf)
-{
-	uint8_t *p = buf;
-	size_t stride = (f->buf_bytes + 63u) & ~(size_t)63u;
-	if (p < f->rbase || (size_t)(p - f->rbase) % stride ||
-	    (size_t)(p - f->rbase) / stride >= f->nrbuf)
-		return -EINVAL;
-	struct rbuf *rb = &f->rbufs[(size_t)(p - f->rbase) / stride];
-	if (rb->state != RB_KEPT)
-		return -EINVAL;
-	return post_recv(f, rb);
-}
-
-int shd_fabric_wait_fd(const struct shd_fabric *f)
-{
-	return f->wait_fd;
-}
-
-bool shd_fabric_trywait(struct shd_fabric *f)
-{
-	struct fid *fids[1] = {&f->cq->fid};
-	return fi_trywait(f->fabric, fids, 1) == FI_SUCCESS;
-}
-
-bool shd_fabric_has_pending(const struct shd_fabric *f)
-{
-	return f->n_queued || f->n_repost || f->fail_head != NIL;
-}
-
-uint32_t shd_fabric_sends_outstanding(const struct shd_fabric *f)
-{
-	return f->outstanding;
-}
-
-void shd_fabric_stats_get(const struct shd_fabric *f, struct shf_fabric_stats *s)
-{
-	*s = f->st;
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * daemon/net/fabric.h - the daemon's one network endpoint.  Every libfabric
- * call of the project lives in fabric.c; the rest of the daemon sees only
- * this API, which depends on neither libfabric's nor libevent's headers.
+ * call of the project lives in fabric.c (open, memory registration, the
+ * address vector) and fabric_io.c (sends, progress); the rest of the daemon
+ * sees only this API, which depends on neither libfabric's nor libevent's
+ * headers.
  *
  * One reliable-datagram (FI_EP_RDM) endpoint, one address vector indexed by
  * node id, one completion queue with a wait fd.  Data progress is manual:

@@ -55,6 +55,7 @@ struct net_rx {
 	struct shf_wire_rec cur;
 	bool have_cur;         /* cur waits for room */
 	int32_t bcast_next;    /* cur is a broadcast: the next rank to consider */
+	struct shd_run_pos run_pos; /* cur is a run: how far its placing got */
 };
 
 /* A client's mark waiting for this peer to acknowledge batch `seq`. */
@@ -263,9 +264,6 @@ struct shd_net {
 	struct net_msg *msgs;       /* [pool_max]: the header of each buffer */
 	struct net_msg **pool;      /* free buffers (a stack) */
 	uint32_t pool_free, pool_used_max, pool_max;
-	/* pending JOB_JOIN announcements */
-	struct { uint64_t hash; int32_t rank; } *joins;
-	uint32_t n_joins, cap_joins;
 };
 
 /* net/session.c: the session rules, a peer's address */
@@ -340,8 +338,6 @@ void shd_net_heard(struct shd_peer *p);
 #define SHD_NET_HELD_MAX 1024u
 /* Send a HEARTBEAT to p in any state but FAILED (probes included). */
 void shd_net_heartbeat(struct shd_peer *p, uint64_t now);
-/* p is UP: announce every local rank of every job to it (JOB_JOIN). */
-void shd_net_announce_peer(struct shd_peer *p);
 /* A new session with p: fresh sequence numbers, acks and tag. */
 void shd_net_session_reset(struct shd_peer *p);
 void shd_net_peer_fail(struct shd_peer *p, const char *why);
@@ -355,7 +351,6 @@ void shd_net_send_small(struct shd_peer *p, const void *buf, long len);
 void shd_net_retry_posts(struct shd_net *n);
 void shd_net_send_done(struct shd_net *n, struct net_msg *m, int status);
 void shd_net_tx_ack(struct shd_peer *p, const struct shf_wire_ack *a);
-void shd_net_send_joins(struct shd_net *n);
 void shd_net_on_linger(int fd, void *arg);
 /* End of the pass's network step: close the open batches that go now (all
  * of them with linger_us 0; with linger_idle 0, those to a node with

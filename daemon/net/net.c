@@ -162,6 +162,16 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 	struct shd_daemon *d = n->d;
 	struct shf_wire_hdr h;
 	int r = shf_wire_check(buf, len, n->n_nodes, d->node_id, &h);
+	if (r == -EPROTO && len >= SHF_WIRE_HDR && shf_wire_get32(buf) == SHF_WIRE_MAGIC) {
+		/* another release: say which, so that a mixed cluster is obvious */
+		d->st.wire_bad++;
+		shd_log_rl(&shd_net_rl_wire, SHD_LOG_WARN,
+			   "rejected a %zu-byte wire message of wire version %u from node %d: "
+			   "this daemon speaks wire version %u (all daemons of a set must run "
+			   "one release)", len, shf_wire_get16((const uint8_t *)buf + 4),
+			   node == SHD_FABRIC_NODE_UNKNOWN ? -1 : (int)node, SHF_WIRE_VERSION);
+		return 0;
+	}
 	if (r < 0 || (node != SHD_FABRIC_NODE_UNKNOWN && node != h.src_node)) {
 		d->st.wire_bad++;
 		shd_log_rl(&shd_net_rl_wire, SHD_LOG_WARN, "rejected a %zu-byte wire message: %s",
@@ -262,6 +272,8 @@ static int take(struct shd_net *n, struct shd_peer *p, void *buf, struct shf_wir
 		p->cold->incarnation = h.u.heartbeat.incarnation;
 		break;
 	case SHF_WIRE_JOB_JOIN: n->ev->joined(d, p->node, &h.u.join); break;
+	case SHF_WIRE_JOB_MAP: n->ev->mapped(d, p->node, &h.u.map); break;
+	case SHF_WIRE_JOB_DENY: n->ev->denied(d, p->node, &h.u.deny); break;
 	case SHF_WIRE_JOB_LEAVE: n->ev->left(d, p->node, h.u.leave.job_hash, h.u.leave.rank); break;
 	case SHF_WIRE_EPOCH_UP:
 	case SHF_WIRE_EPOCH_DOWN:
@@ -582,7 +594,6 @@ void shd_net_after_publish(struct shd_daemon *d)
 	struct shd_net *n = d->net;
 	shd_net_tx_pass_end(n); /* batches that go now (linger_us 0, an idle link), before ACKs */
 	shd_net_rx_acks(n); /* delivery rings are published: acknowledge */
-	shd_net_send_joins(n);
 	shd_net_kick(n);
 }
 
@@ -740,6 +751,12 @@ uint32_t shd_net_nodes_up(const struct shd_daemon *d)
 	for (uint32_t i = 0; n && i < n->n_nodes; i++)
 		up += i != d->node_id && n->peers[i].state == PEER_UP;
 	return up;
+}
+
+bool shd_net_peer_is_up(const struct shd_daemon *d, uint32_t node)
+{
+	const struct shd_net *n = d->net;
+	return n && node < n->n_nodes && node != d->node_id && n->peers[node].state == PEER_UP;
 }
 
 bool shd_net_is_member(const struct shd_daemon *d, uint32_t node)

@@ -43,6 +43,8 @@ int shd_net_not_up(struct shd_daemon *d, char *buf, size_t len);
 
 /* Nodes up, this one included (1 when alone). */
 uint32_t shd_net_nodes_up(const struct shd_daemon *d);
+/* Is node's peer up (in a session; idle peers too)?  False for this node. */
+bool shd_net_peer_is_up(const struct shd_daemon *d, uint32_t node);
 /* Is node a member of the set: this node, or a node whose address is known
  * (published; for static, mpi and dir:PATH:N every node) or that was heard
  * from.  A growing set (tcp://, dir:PATH) holds max_nodes slots, and a

@@ -343,7 +343,6 @@ static void net_free(struct shd_net *n)
 	}
 	free(n->peers);
 	free(n->colds);
-	free(n->joins);
 	free(n);
 }
 

@@ -121,10 +121,15 @@ static int place_batch(struct shd_peer *p, struct net_rx *rx)
 			continue;
 		}
 		struct shd_client *t = denied ? NULL : shd_jobtab_local(d, j, rec->dst_rank);
-		r = t ? shd_deliver_place(d, t, rec->src_rank, rec->type, rec->data, rec->len)
-		      : -ESRCH;
+		if (!t)
+			r = -ESRCH;
+		else if (rec->count)
+			r = shd_deliver_run(d, t, rec->src_rank, rec->data, rec->len, rec->count,
+					    rec->payload, &rx->run_pos);
+		else
+			r = shd_deliver_place(d, t, rec->src_rank, rec->type, rec->data, rec->len);
 		if (r == -EAGAIN) {
-			if (shd_deliver_wait_room(t, &p->cold->rx_wait, rec->len)) {
+			if (shd_deliver_wait_room(t, &p->cold->rx_wait, rec->len)) { /* a run: all */
 				p->rx_waiting = true;
 				d->st.batches_parked++;
 				shd_sched_pass(d); /* publish what was placed so far */
@@ -136,10 +141,13 @@ static int place_batch(struct shd_peer *p, struct net_rx *rx)
 			continue; /* room appeared: retry */
 		}
 		rx->have_cur = false;
+		/* a run: its messages (a part-placed one: those not placed) */
+		uint32_t k = rec->count ? rec->count - rx->run_pos.done : 1;
+		rx->run_pos = (struct shd_run_pos){0, 0};
 		if (r < 0) {
-			d->st.msgs_unroutable++;
-			d->st.rx_drops_owner += denied;
-			p->ack_dropped++;
+			d->st.msgs_unroutable += k;
+			d->st.rx_drops_owner += denied ? k : 0;
+			p->ack_dropped += k;
 			if (drops && (drop_src != rec->src_rank || drop_dst != rec->dst_rank)) {
 				send_drop(p, rx->h.u.batch.job_hash, rx->h.u.batch.seq, drop_src,
 					  drop_dst, drops, -ESRCH);
@@ -147,11 +155,11 @@ static int place_batch(struct shd_peer *p, struct net_rx *rx)
 			}
 			drop_src = rec->src_rank;
 			drop_dst = rec->dst_rank;
-			drops++;
+			drops += k;
 			continue;
 		}
-		p->cold->st.msgs_in++;
-		d->st.batch_msgs_in++;
+		p->cold->st.msgs_in += k;
+		d->st.batch_msgs_in += k;
 	}
 	if (drops)
 		send_drop(p, rx->h.u.batch.job_hash, rx->h.u.batch.seq, drop_src, drop_dst, drops,
@@ -307,10 +315,10 @@ void shd_net_rx_down(struct shd_peer *p)
 		struct net_rx *rx = shd_container_of(p->rxq.next, struct net_rx, link);
 		shd_list_del(&rx->link);
 		/* received, never placed, and its sender cannot be told: counted here */
-		uint64_t left = rx->have_cur;
+		uint64_t left = !rx->have_cur ? 0 : rx->cur.count ? rx->cur.count - rx->run_pos.done : 1;
 		struct shf_wire_rec rec;
 		while (shf_wire_iter_next(&rx->it, &rec) > 0)
-			left++;
+			left += rec.count ? rec.count : 1;
 		d->st.rx_drops_down += left;
 		free(rx);
 	}

@@ -37,7 +37,6 @@ static void become_up(struct shd_peer *p)
 	p->cold->st.sessions++;
 	n->ev->peer_up(n->d, p->node, p->cold->host);
 	shd_net_heartbeat(p, shd_now_ns()); /* so that it agrees too, at once */
-	shd_net_announce_peer(p);           /* our ranks, for jobs it may not know */
 	if (n->route.grid && shd_route_neighbor(&n->route, p->node)) {
 		/* the way to the nodes behind it is open: probe them now
 		 * rather than at the next probe period */

@@ -516,13 +516,14 @@ static void charge_batch(struct shd_peer *p, const struct net_msg *m)
 	uint32_t count = 0;
 	shf_wire_iter_init(&it, m->buf, &h, UINT32_MAX);
 	while (shf_wire_iter_next(&it, &rec) > 0) {
-		p->cold->st.drops_down++;
+		uint32_t k = rec.count ? rec.count : 1; /* a run: its messages */
+		p->cold->st.drops_down += k;
 		if (count && rec.src_rank != src) {
 			n->ev->drops(n->d, h.u.batch.job_hash, src, count, -EHOSTDOWN);
 			count = 0;
 		}
 		src = rec.src_rank;
-		count++;
+		count += k;
 	}
 	if (count)
 		n->ev->drops(n->d, h.u.batch.job_hash, src, count, -EHOSTDOWN);
@@ -632,21 +633,24 @@ static void close_open(struct shd_peer *p, enum close_why why)
 	try_send(p);
 }
 
-int shd_net_append(struct shd_daemon *d, struct shd_client *src, uint32_t node,
-		   const struct shd_job *j, int32_t dst, uint32_t type, const void *data,
-		   uint32_t len)
+/* The batch to node that a record of `len` bytes (a run: its item bytes)
+ * from src goes into, opened if needed: the peer, or NULL with the error
+ * (-EHOSTDOWN, or -EAGAIN with src->wait linked). */
+static struct shd_peer *batch_for(struct shd_daemon *d, struct shd_client *src, uint32_t node,
+				  const struct shd_job *j, uint32_t len, int *err)
 {
 	struct shd_net *n = d->net;
+	*err = -EHOSTDOWN;
 	if (node >= n->n_nodes || node == d->node_id)
-		return -EHOSTDOWN;
+		return NULL;
 	struct shd_peer *p = &n->peers[node];
 	if (p->state != PEER_UP)
-		return -EHOSTDOWN;
+		return NULL;
 	shd_net_use(p);
 	if (p->open && (p->enc.job_hash != j->hash || !shf_wire_batch_fits(&p->enc, len))) {
 		close_open(p, p->enc.job_hash != j->hash ? CLOSE_JOB : CLOSE_SIZE);
 		if (p->state != PEER_UP)
-			return -EHOSTDOWN; /* that send failed: the record is dropped, counted */
+			return NULL; /* that send failed: the record is dropped, counted */
 	}
 	if (!p->open) {
 		struct net_msg *m = NULL;
@@ -659,7 +663,8 @@ int shd_net_append(struct shd_daemon *d, struct shd_client *src, uint32_t node,
 			src->blocked = true;
 			p->cold->st.credit_stalls++;
 			d->st.credit_stalls++;
-			return -EAGAIN;
+			*err = -EAGAIN;
+			return NULL;
 		}
 		m->peer = p;
 		m->kind = NET_MSG_BATCH; /* the buffer may have carried a control
@@ -674,16 +679,49 @@ int shd_net_append(struct shd_daemon *d, struct shd_client *src, uint32_t node,
 	if (!src->sent_to) {
 		src->sent_to = calloc((n->n_nodes + 63) / 64, sizeof(uint64_t));
 		if (!src->sent_to)
-			return -EHOSTDOWN; /* cannot track it for flushes: drop, counted */
+			return NULL; /* cannot track it for flushes: drop, counted */
 	}
 	src->sent_to[node / 64] |= UINT64_C(1) << (node % 64);
+	return p;
+}
+
+/* A record was added to p's open batch: close it once it is full. */
+static inline void appended(struct shd_daemon *d, struct shd_peer *p)
+{
+	/* if this send fails, the record is reported through ev->drops */
+	if (p->enc.off - SHF_WIRE_BATCH_HDR >= d->cfg.batch_bytes)
+		close_open(p, CLOSE_SIZE);
+}
+
+int shd_net_append(struct shd_daemon *d, struct shd_client *src, uint32_t node,
+		   const struct shd_job *j, int32_t dst, uint32_t type, const void *data,
+		   uint32_t len)
+{
+	int e;
+	struct shd_peer *p = batch_for(d, src, node, j, len, &e);
+	if (!p)
+		return e;
 	void *to = shf_wire_batch_add(&p->enc, dst, src->rank, type, len);
 	if (!to)
 		return -EHOSTDOWN; /* cannot happen: fits() was checked, ranks are bounded */
 	memcpy(to, data, len);
-	/* if this send fails, the record is reported through ev->drops */
-	if (p->enc.off - SHF_WIRE_BATCH_HDR >= d->cfg.batch_bytes)
-		close_open(p, CLOSE_SIZE);
+	appended(d, p);
+	return 0;
+}
+
+int shd_net_append_run(struct shd_daemon *d, struct shd_client *src, uint32_t node,
+		       const struct shd_job *j, int32_t dst, uint32_t count, const void *items,
+		       uint32_t bytes)
+{
+	int e;
+	struct shd_peer *p = batch_for(d, src, node, j, bytes, &e);
+	if (!p)
+		return e;
+	void *to = shf_wire_batch_add_run(&p->enc, dst, src->rank, count, bytes);
+	if (!to)
+		return -EHOSTDOWN; /* cannot happen: fits() was checked, the run was */
+	memcpy(to, items, bytes);
+	appended(d, p);
 	return 0;
 }
 
@@ -849,134 +887,6 @@ void shd_net_forget(struct shd_daemon *d, struct shd_client *src)
 }
 
 /* ------------------------------------------------------------- control plane */
-
-void shd_net_announce(struct shd_daemon *d, struct shd_job *j, int32_t rank, bool joined)
-{
-	struct shd_net *n = d->net;
-	if (joined) {
-		if (n->n_joins == n->cap_joins) {
-			uint32_t cap = n->cap_joins ? 2 * n->cap_joins : 64;
-			void *q = realloc(n->joins, sizeof(*n->joins) * cap);
-			if (!q) {
-				shd_err("out of memory announcing job %s rank %d", j->name, rank);
-				return;
-			}
-			n->joins = q;
-			n->cap_joins = cap;
-		}
-		n->joins[n->n_joins].hash = j->hash;
-		n->joins[n->n_joins].rank = rank;
-		n->n_joins++;
-		shd_sched_pass(d); /* announced at the network step */
-		return;
-	}
-	for (uint32_t i = 0; i < n->n_nodes; i++) {
-		struct shd_peer *p = &n->peers[i];
-		if (i == d->node_id || p->state != PEER_UP)
-			continue;
-		uint8_t buf[SHF_WIRE_LEAVE_BYTES];
-		struct shf_wire_leave l = {j->hash, rank, 0};
-		shd_net_send_small(p, buf, shf_wire_enc_leave(buf, sizeof(buf), d->node_id, i, &l));
-	}
-}
-
-static int cmp_join(const void *a, const void *b)
-{
-	const struct { uint64_t hash; int32_t rank; } *x = a, *y = b;
-	if (x->hash != y->hash)
-		return x->hash < y->hash ? -1 : 1;
-	return (x->rank > y->rank) - (x->rank < y->rank);
-}
-
-/* Ranges per JOB_JOIN so that it fits the fabric's small-message path. */
-#define JOIN_RANGES ((uint32_t)((SHD_FABRIC_SMALL - SHF_WIRE_JOIN_FIXED) / SHF_WIRE_RANGE_BYTES))
-
-/* One JOB_JOIN (or several of JOIN_RANGES ranges) to peer `only`, or to
- * every peer that is up (only == NULL). */
-static void join_send(struct shd_net *n, const struct shd_job *j, const struct shf_wire_range *rg,
-		      uint32_t nr, struct shd_peer *only)
-{
-	struct shd_daemon *d = n->d;
-	struct shf_wire_join jn = {0};
-	jn.world = j->world;
-	jn.uid = (uint32_t)j->uid;
-	snprintf(jn.name, sizeof(jn.name), "%s", j->name);
-	for (uint32_t off = 0; off < nr; off += JOIN_RANGES) {
-		uint32_t k = nr - off < JOIN_RANGES ? nr - off : JOIN_RANGES;
-		uint8_t buf[SHD_FABRIC_SMALL];
-		for (uint32_t p = 0; p < n->n_nodes; p++) {
-			if (p == d->node_id || n->peers[p].state != PEER_UP ||
-			    (only && only != &n->peers[p]))
-				continue;
-			shd_net_send_small(&n->peers[p], buf,
-					 shf_wire_enc_join(buf, sizeof(buf), d->node_id, p, &jn,
-							   rg + off, k));
-		}
-	}
-}
-
-void shd_net_send_joins(struct shd_net *n)
-{
-	struct shd_daemon *d = n->d;
-	if (!n->n_joins)
-		return;
-	qsort(n->joins, n->n_joins, sizeof(*n->joins), cmp_join);
-	uint32_t i = 0;
-	while (i < n->n_joins) {
-		uint32_t k = i;
-		while (k < n->n_joins && n->joins[k].hash == n->joins[i].hash)
-			k++;
-		struct shd_job *j = shd_jobtab_find_hash(d, n->joins[i].hash);
-		struct shf_wire_range *rg = j ? malloc(sizeof(*rg) * (k - i)) : NULL;
-		uint32_t nr = 0;
-		for (uint32_t x = i; rg && x < k; x++) {
-			int32_t r = n->joins[x].rank;
-			if (shd_jobtab_node(j, r) != d->node_id)
-				continue; /* left again meanwhile */
-			if (nr && rg[nr - 1].first + rg[nr - 1].count == r)
-				rg[nr - 1].count++;
-			else if (!nr || rg[nr - 1].first + rg[nr - 1].count < r)
-				rg[nr++] = (struct shf_wire_range){r, 1};
-		}
-		if (j && !rg)
-			shd_err("out of memory announcing job %s", j->name);
-		if (nr)
-			join_send(n, j, rg, nr, NULL);
-		free(rg);
-		i = k;
-	}
-	n->n_joins = 0;
-}
-
-void shd_net_announce_peer(struct shd_peer *p)
-{
-	struct shd_net *n = p->net;
-	struct shd_daemon *d = n->d;
-	struct shd_list *q;
-	for (q = d->jobs.next; q != &d->jobs; q = q->next) {
-		struct shd_job *j = shd_container_of(q, struct shd_job, link);
-		if (j->local == 0)
-			continue;
-		struct shf_wire_range *rg = malloc(sizeof(*rg) * (size_t)j->local);
-		if (!rg) {
-			shd_err("out of memory announcing job %s to node %u", j->name, p->node);
-			continue;
-		}
-		uint32_t nr = 0;
-		for (int32_t r = shd_jobtab_next(j, 0); r < j->world && nr < (uint32_t)j->local;
-		     r = shd_jobtab_next(j, r + 1)) {
-			if (shd_jobtab_node(j, r) != d->node_id)
-				continue;
-			if (nr && rg[nr - 1].first + rg[nr - 1].count == r)
-				rg[nr - 1].count++;
-			else
-				rg[nr++] = (struct shf_wire_range){r, 1};
-		}
-		if (nr)
-			join_send(n, j, rg, nr, p);
-		free(rg);
-	}
-}
 
 void shd_net_epoch(struct shd_daemon *d, uint32_t node, unsigned kind, struct shd_job *j,
 		   uint64_t epoch, uint32_t phase, int32_t count)

@@ -19,6 +19,11 @@
 int shd_net_append(struct shd_daemon *d, struct shd_client *src, uint32_t node,
 		   const struct shd_job *j, int32_t dst, uint32_t type, const void *data,
 		   uint32_t len);
+/* The same for a run of count messages to rank dst whose items (checked,
+ * shf_run_check) take bytes: one record of the batch. */
+int shd_net_append_run(struct shd_daemon *d, struct shd_client *src, uint32_t node,
+		       const struct shd_job *j, int32_t dst, uint32_t count, const void *items,
+		       uint32_t bytes);
 
 /* src took a MARK: flush the batches holding its earlier records; returns
  * how many peers must acknowledge before the mark is done (0: done now);
@@ -27,9 +32,6 @@ uint64_t shd_net_mark(struct shd_daemon *d, struct shd_client *src);
 /* src is going away: forget it in pending mark bookkeeping. */
 void shd_net_forget(struct shd_daemon *d, struct shd_client *src);
 
-/* Announce that a local rank of j joined (batched to the network step) or
- * left (sent now) to every peer that is up. */
-void shd_net_announce(struct shd_daemon *d, struct shd_job *j, int32_t rank, bool joined);
 /* Send one encoded control message of len bytes (its session tags are
  * stamped here) to node: small ones (<= SHD_FABRIC_SMALL) by the fabric's
  * copy, larger ones (<= shd_net_msg_max()) in a buffer of the pool.  0;

@@ -12,6 +12,8 @@
 struct shd_daemon;
 struct shd_client;
 struct shf_wire_join;
+struct shf_wire_map;
+struct shf_wire_deny;
 struct shf_wire_fan_req;
 struct shf_wire_fan_ans;
 
@@ -23,8 +25,12 @@ struct shd_net_events {
 	/* At the peers step: node is down; what was queued for it is already
 	 * dropped and reported; its ranks must be lost now. */
 	void (*peer_lost)(struct shd_daemon *d, uint32_t node);
-	/* node announced ranks of a job (JOB_JOIN). */
+	/* node announced ranks of a job to this node, its home (JOB_JOIN). */
 	void (*joined)(struct shd_daemon *d, uint32_t node, const struct shf_wire_join *jn);
+	/* node, a job's home, sent (part of) its rank map (JOB_MAP) or a
+	 * refusal (JOB_DENY); the pointers inside are valid during the call */
+	void (*mapped)(struct shd_daemon *d, uint32_t node, const struct shf_wire_map *m);
+	void (*denied)(struct shd_daemon *d, uint32_t node, const struct shf_wire_deny *dn);
 	/* A rank of job_hash left node (rank -1: all of node's ranks). */
 	void (*left)(struct shd_daemon *d, uint32_t node, uint64_t job_hash, int32_t rank);
 	/* An epoch step of job_hash from node: kind SHF_WIRE_EPOCH_UP (its

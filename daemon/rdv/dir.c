@@ -372,11 +372,7 @@ static int exchange_dir_n(struct shd_rdv *r, struct shd_rdv_result *out, char *e
 		goto out;
 	}
 	r->my_node = mine;
-	out->kind = SHD_RDV_DIR;
-	out->n_nodes = r->n_nodes;
-	out->my_node = (uint32_t)mine;
-	out->nodes = nodes;
-	nodes = NULL;
+	rdv_result_take(out, SHD_RDV_DIR, false, r->n_nodes, mine, &nodes);
 	ret = 0;
 out:
 	free(all);
@@ -596,12 +592,7 @@ static int exchange_dir_free(struct shd_rdv *r, struct shd_rdv_result *out, char
 			goto out;
 		}
 	}
-	out->kind = SHD_RDV_DIR;
-	out->grows = true;
-	out->n_nodes = r->cap;
-	out->my_node = (uint32_t)r->my_node;
-	out->nodes = nodes;
-	nodes = NULL;
+	rdv_result_take(out, SHD_RDV_DIR, true, r->cap, r->my_node, &nodes);
 	ret = 0;
 out:
 	free(nodes);

@@ -77,6 +77,21 @@ static inline bool expired(int64_t deadline)
 	return deadline >= 0 && now_ms() >= deadline;
 }
 
+/* Every kind's exchange ends here: fill out and move the node table
+ * [n_nodes] into it (*nodes is NULL after, so the caller's cleanup frees
+ * nothing). */
+static inline void rdv_result_take(struct shd_rdv_result *out, enum shd_rdv_kind kind,
+				   bool grows, uint32_t n_nodes, int my_node,
+				   struct shd_rdv_node **nodes)
+{
+	out->kind = kind;
+	out->grows = grows;
+	out->n_nodes = n_nodes;
+	out->my_node = (uint32_t)my_node;
+	out->nodes = *nodes;
+	*nodes = NULL;
+}
+
 /* rdv/dir.c: the dir kind */
 /* Who I am, for my file (and the incarnation of every kind).  inc 0: draw
  * one. */

@@ -121,11 +121,7 @@ int shd_rdv_mpi_exchange(struct shd_rdv *r, const void *addr, size_t addr_len,
 		nodes[i].addr_len = len;
 		memcpy(nodes[i].addr, rec + SHD_RDV_HOST_MAX + 4, len);
 	}
-	out->kind = SHD_RDV_MPI;
-	out->n_nodes = r->n_nodes;
-	out->my_node = (uint32_t)r->my_node;
-	out->nodes = nodes;
-	nodes = NULL;
+	rdv_result_take(out, SHD_RDV_MPI, false, r->n_nodes, r->my_node, &nodes);
 	ret = 0;
 out:
 	free(all);

@@ -462,11 +462,7 @@ static int open_static(struct shd_rdv *r, const struct shd_rdv_self *self, char 
 
 static int exchange_static(struct shd_rdv *r, struct shd_rdv_result *out)
 {
-	out->kind = SHD_RDV_STATIC;
-	out->n_nodes = r->n_nodes;
-	out->my_node = (uint32_t)r->my_node;
-	out->nodes = r->list;
-	r->list = NULL;
+	rdv_result_take(out, SHD_RDV_STATIC, false, r->n_nodes, r->my_node, &r->list);
 	return 0;
 }
 

@@ -413,11 +413,7 @@ int shd_rdv_tcp_exchange(struct shd_rdv *r, const void *addr, size_t addr_len,
 	memcpy(me->addr, addr, addr_len);
 	me->addr_len = (uint32_t)addr_len;
 	me->incarnation = r->me.incarnation;
-	out->kind = SHD_RDV_TCP;
-	out->grows = true;
-	out->n_nodes = r->n_nodes;
-	out->my_node = (uint32_t)r->my_node;
-	out->nodes = nodes;
+	rdv_result_take(out, SHD_RDV_TCP, true, r->n_nodes, r->my_node, &nodes);
 	/* later lookups connect afresh, with their own short timeout */
 	store_failed(r, 0);
 	return 0;

@@ -9,8 +9,9 @@
  *   - an unknown column exits 2 and names the valid ones; -o with a
  *     command without a table, or with --json, exits 2;
  *   - `--width 60 clients` (as on a 60-column terminal): no line is wider
- *     than 60 characters; on a pipe without --width the full table is
- *     wider (cells are never cut there).
+ *     than 60 characters, and the job's name is whole (columns are dropped,
+ *     never an identifier cut); on a pipe without --width the full table
+ *     is wider (cells are never cut there).
  */
 #include <string.h>
 
@@ -115,6 +116,8 @@ int main(void)
 		       widest(o.out), o.out);
 		CHECKF(lines(o.out) == 1 + (!strcmp(*c, "clients") ? WORLD : 1),
 		       "--width 60 %s: rows wrapped or lost:\n%s", *c, o.out);
+		CHECKF(strstr(o.out, j.name), "--width 60 %s: the job name is cut, not a column "
+		       "dropped:\n%s", *c, o.out);
 		td_out_free(&o);
 	}
 	td_ctl(d->sock, &o, "--width", "0", "clients", NULL);

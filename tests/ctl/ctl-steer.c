@@ -13,7 +13,9 @@
  *   send DST COUNT LEN   COUNT messages of LEN bytes to DST, then a
  *                        REMOTE flush (they sit in DST's ring)
  *   flush                a REMOTE flush
- *   epoch                shf_epoch()
+ *   epoch [MS]           shf_epoch() (timeout MS, default 30000)
+ *   hold                 the next callback waits until DIR/RANK.release exists
+ *                        (thread mode: its epoch stays in the delivery stage)
  *   recv N               until N messages were delivered to it in all
  *   close                shf_close(), then exit 0
  * and writes DIR/RANK.res.k: "R GOT DETAIL" - the step's result (0 or the
@@ -34,19 +36,27 @@
 #include "shuffle.h"
 
 static _Atomic long long got;
+static _Atomic bool hold_next;
 static const char *dir;
 static int rank;
-
-static void on_msg(void *arg, int src, int dst, uint32_t type, const void *data, uint32_t len)
-{
-	(void)arg, (void)src, (void)dst, (void)type, (void)data, (void)len;
-	got++;
-}
 
 static void sleep_ms(int ms)
 {
 	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
 	nanosleep(&ts, NULL);
+}
+
+static void on_msg(void *arg, int src, int dst, uint32_t type, const void *data, uint32_t len)
+{
+	(void)arg, (void)src, (void)dst, (void)type, (void)data, (void)len;
+	if (atomic_exchange(&hold_next, false)) {
+		/* "hold": this callback waits for DIR/RANK.release (60 s at most) */
+		char path[512];
+		snprintf(path, sizeof(path), "%s/%d.release", dir, rank);
+		for (int i = 0; i < 60000 / 5 && access(path, F_OK) != 0; i++)
+			sleep_ms(5);
+	}
+	got++;
 }
 
 static void put(const char *name, const char *text)
@@ -120,8 +130,12 @@ int main(int argc, char **argv)
 				r = shf_flush(c, SHF_FLUSH_REMOTE, 30000);
 		} else if (!strncmp(line, "flush", 5)) {
 			r = shf_flush(c, SHF_FLUSH_REMOTE, 30000);
+		} else if (!strncmp(line, "hold", 4)) {
+			atomic_store(&hold_next, true);
 		} else if (!strncmp(line, "epoch", 5)) {
-			r = shf_epoch(c, 30000);
+			int ms = 30000;
+			sscanf(line, "epoch %d", &ms);
+			r = shf_epoch(c, ms);
 		} else if (sscanf(line, "recv %lld", &n) == 1) {
 			for (int i = 0; i < 30000 / 2 && got < n && r >= 0; i++) {
 				if (poll_mode)

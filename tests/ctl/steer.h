@@ -9,7 +9,7 @@
 
 #include "tests/lib/daemon.h"
 
-#define STEER_MAX 8
+#define STEER_MAX 12
 
 struct steer {
 	char job[64];

@@ -3,7 +3,8 @@
  * tests/fuzz/wire-fuzz.c - mutation fuzzing of the daemon <-> daemon wire
  * format (proto/wire.c).
  *
- * Valid messages of every kind are generated, mutated (bit flips, byte and
+ * Valid messages of every kind are generated (batches with plain, broadcast
+ * and run records), mutated (bit flips, byte and
  * field overwrites with boundary values, truncation, extension, record
  * splicing) and fed to shf_wire_check() and the batch iterator from an
  * exactly-sized heap copy, so the sanitizer build turns any read past the
@@ -26,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/shm.h"
 #include "proto/wire.h"
 #include "tests/lib/check.h"
 
@@ -80,6 +82,23 @@ static void check_canonical(const uint8_t *buf, size_t n, const struct shf_wire_
 			CHECKF(d >= buf + SHF_WIRE_BATCH_HDR + SHF_WIRE_REC_HDR &&
 				       d + r.len <= buf + n,
 			       "record outside the message");
+			if (r.count) { /* a run: its items were checked */
+				CHECKF(r.dst_rank >= 0 && r.dst_rank < SHF_WORLD_MAX &&
+					       r.src_rank >= 0 && r.src_rank < SHF_WORLD_MAX &&
+					       r.type == 0 && r.len <= SHF_RUN_MAX_BYTES &&
+					       shf_run_check(d, r.len, r.count, max_msg) ==
+						       (int64_t)r.payload,
+				       "run fields unchecked");
+				for (uint32_t k = 0; k < r.len; k++)
+					sum += d[k];
+				uint8_t *q = shf_wire_batch_add_run(&e, r.dst_rank, r.src_rank,
+								    r.count, r.len);
+				CHECKF(q != NULL, "re-encode run");
+				memcpy(q, d, r.len);
+				seen++;
+				cnt.records++;
+				continue;
+			}
 			CHECKF(r.len <= max_msg && r.src_rank >= 0 && r.src_rank < SHF_WORLD_MAX &&
 				       ((r.dst_rank >= 0 && r.dst_rank < SHF_WORLD_MAX) ||
 					r.dst_rank == SHF_WIRE_DST_BCAST),
@@ -127,6 +146,24 @@ static void check_canonical(const uint8_t *buf, size_t n, const struct shf_wire_
 	}
 	case SHF_WIRE_JOB_LEAVE:
 		m = shf_wire_enc_leave(re, sizeof(re), h->src_node, h->dst_node, &h->u.leave);
+		break;
+	case SHF_WIRE_JOB_MAP: {
+		static struct shf_wire_map_ent me[MAX_BUF / SHF_WIRE_MAP_ENT_BYTES];
+		CHECKF(h->u.map.nents <= sizeof(me) / sizeof(me[0]), "nents vs length");
+		for (uint32_t i = 0; i < h->u.map.nents; i++) {
+			me[i] = shf_wire_map_entry(&h->u.map, i);
+			CHECKF(me[i].first >= 0 && me[i].count >= 1 &&
+				       (int64_t)me[i].first + me[i].count <= h->u.map.world,
+			       "map entry unchecked");
+			CHECKF(i == 0 || me[i].first >= me[i - 1].first + me[i - 1].count,
+			       "map entries unsorted");
+		}
+		m = shf_wire_enc_map(re, sizeof(re), h->src_node, h->dst_node, &h->u.map, me,
+				     h->u.map.nents);
+		break;
+	}
+	case SHF_WIRE_JOB_DENY:
+		m = shf_wire_enc_deny(re, sizeof(re), h->src_node, h->dst_node, &h->u.deny);
 		break;
 	case SHF_WIRE_EPOCH_UP:
 	case SHF_WIRE_EPOCH_DOWN:
@@ -202,6 +239,35 @@ static uint64_t gen_tag(void)
 	}
 }
 
+/* A run of 1..12 items of random lengths (<= max_msg) with random payload,
+ * as a client writes one (proto/shm.h). */
+static void add_run(struct shf_wire_batch_enc *e, uint32_t max_msg)
+{
+	uint8_t items[SHF_RUN_MAX_BYTES];
+	uint32_t count = 1 + below(12), bytes = 0, k = 0;
+	for (; k < count; k++) {
+		uint32_t len = below(3) == 0 ? 0 : below(below(2) ? 24 : max_msg + 1);
+		if (len > max_msg)
+			len = max_msg;
+		uint32_t sz = shf_run_item_bytes(len);
+		if (bytes + sz > sizeof(items))
+			break;
+		struct shf_run_item it = {(uint32_t)rnd(), len};
+		memset(items + bytes, 0, sz);
+		memcpy(items + bytes, &it, sizeof(it));
+		for (uint32_t i = 0; i < len; i++)
+			items[bytes + SHF_RUN_ITEM_BYTES + i] = (uint8_t)rnd();
+		bytes += sz;
+	}
+	if (k == 0)
+		return;
+	CHECKF(shf_run_check(items, bytes, k, max_msg) >= 0, "a well-formed run is refused");
+	uint8_t *p = shf_wire_batch_add_run(e, (int32_t)below(SHF_WORLD_MAX), (int32_t)below(1000),
+					    k, bytes);
+	if (p)
+		memcpy(p, items, bytes);
+}
+
 static size_t gen_batch(uint8_t *b, uint32_t src, uint32_t dst, uint32_t max_msg)
 {
 	struct shf_wire_batch_enc e;
@@ -212,6 +278,10 @@ static size_t gen_batch(uint8_t *b, uint32_t src, uint32_t dst, uint32_t max_msg
 		uint32_t len = below(4) == 0 ? 0 : below(below(2) ? 16 : max_msg + 1);
 		if (len > max_msg)
 			len = max_msg;
+		if (below(4) == 0) { /* one record in 4 a run */
+			add_run(&e, max_msg);
+			continue;
+		}
 		/* one record in 8 a broadcast copy */
 		int32_t to = below(8) == 0 ? SHF_WIRE_DST_BCAST : (int32_t)below(SHF_WORLD_MAX);
 		uint8_t *p = shf_wire_batch_add(&e, to, (int32_t)below(1000), (uint32_t)rnd(), len);
@@ -267,7 +337,26 @@ static size_t gen(uint8_t *b, uint32_t src, uint32_t dst, uint32_t max_msg)
 			rg[0].count = 1;
 			nr = 1;
 		}
-		n = shf_wire_enc_join(b, MAX_BUF, src, dst, &j, rg, nr);
+		if (below(3) == 0) {
+			/* the same ranges as a home's JOB_MAP, on both nodes */
+			struct shf_wire_map mp = {.world = j.world, .uid = j.uid,
+						  .flags = (uint32_t)below(2)};
+			memcpy(mp.name, j.name, sizeof(mp.name));
+			struct shf_wire_map_ent me[32];
+			for (uint32_t i = 0; i < nr; i++)
+				me[i] = (struct shf_wire_map_ent){rg[i].first, rg[i].count,
+								  below(2) ? src : dst};
+			n = shf_wire_enc_map(b, MAX_BUF, src, dst, &mp, me, nr);
+		} else if (below(2) == 0) {
+			static const int reasons[] = {-EACCES, -EINVAL, -EEXIST};
+			struct shf_wire_deny dn = {.reason = reasons[below(3)], .other_node = src,
+						   .other_uid = (uint32_t)rnd(), .other_world = j.world};
+			memcpy(dn.name, j.name, sizeof(dn.name));
+			n = shf_wire_enc_deny(b, MAX_BUF, src, dst, &dn);
+		} else {
+			j.flags = (uint32_t)below(2);
+			n = shf_wire_enc_join(b, MAX_BUF, src, dst, &j, rg, nr);
+		}
 		break;
 	}
 	case 5: {

@@ -71,7 +71,7 @@ t_daemons_alive() {
   done
 }
 
-# ---- the fault-* tests (shuffled-fault: daemon/net/fabric.c's fault-injection
+# ---- the fault-* tests (shuffled-fault: daemon/net/fabric_io.c's fault-injection
 # hook, tests/multi/fault-inject.c)
 
 # t_fault_setup SPEC: the nodes started next run shuffled-fault with

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/multi/fault-inject.c - the fault-injection hook of daemon/net/fabric.c,
- * linked only into shuffled-fault (the daemon built with
+ * tests/multi/fault-inject.c - the fault-injection hooks of
+ * daemon/net/fabric_io.c (sends) and daemon/net/fabric.c (releases), linked
+ * only into shuffled-fault (the daemon built with
  * -DSHD_FAULT_INJECTION; see tests/multi/meson.build).  The installed
  * shuffled has neither this file nor the call.
  *

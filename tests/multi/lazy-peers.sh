@@ -17,8 +17,11 @@
 #   are woken and go idle again afterwards); then node 2 is restarted
 #   while its peers hold it idle: every node sees it as a new session
 #   (sessions 2) and a job on all nodes is exact.
-# kill: node 4 (id 3) is killed while idle.  A job on nodes 1-3 wakes it
-#   (its JOB_JOIN): every survivor sees it down within peer_timeout_ms +
+# kill: node 4 (id 3) is killed while idle.  A job on nodes 1-3 whose home
+#   is node id 3 (job k2: the rendezvous hash of daemon/jobhome.c picks it
+#   among the 4 nodes up) wakes it with its JOB_JOINs, and only because
+#   it is the job's home (a job never wakes a node outside it otherwise:
+#   job-start): every survivor sees it down within peer_timeout_ms +
 #   2 heartbeat periods + 1 s and counted the JOB_JOIN its wake held as
 #   dropped (wake_dropped), the job is exact, `--all status --timeout
 #   2000` answers in time with node 4 missing, and no daemon hangs.
@@ -137,7 +140,7 @@ kill)
   t_k=$(nodes_now_ms)
   bound=$(( timeout_ms + 2 * hb_ms + 1000 ))
   rm -f "$NODES_SYNC"/held.* "$NODES_SYNC"/release
-  export SHF_JOB=k SHF_WORLD=$((3 * K))
+  export SHF_JOB=k2 SHF_WORLD=$((3 * K))
   r=0
   for i in 1 2 3; do
     for k in $(seq 1 $K); do
@@ -160,7 +163,7 @@ kill)
   t_note "held messages dropped with node id 3 (wake_dropped per survivor): $(for i in 1 2 3; do nodes_stat "$i" .daemon.wake_dropped; done | tr '\n' ' ')"
   t_release_held $(seq 0 $((r - 1)))
   nodes_wait_all || t_fail "the job on the survivors failed"
-  t_note "job k on nodes 1 2 3: exact"
+  t_note "job k2 on nodes 1 2 3 (its home lost, picked again among them): exact"
   for i in 1 2 3; do
     w=$(nodes_stat "$i" .daemon.peers_woken)
     [ "${w:-0}" -ge 1 ] || t_fail "node $i never woke a peer (peers_woken $w)"

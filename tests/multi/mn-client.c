@@ -35,6 +35,12 @@
  *              both call shf_epoch(); rank 1 closes as soon as its epoch
  *              returns; rank 0 posts "epoch.0", waits for "close.0" (from
  *              wire-inject) and expects `expect` (default ok).
+ *   epochwho   victim=R (the late rank): every other rank calls shf_epoch()
+ *              with a 600 ms timeout, expects -ETIMEDOUT with `expect` in
+ *              shf_error_detail() (who holds it up, as its daemon knows
+ *              it), posts "timed.r" and calls shf_epoch() again; rank R
+ *              enters once every other rank timed out; every epoch then
+ *              completes (the resumed ones too).
  *   epochtime  (scripts/scale) times shf_open(), then `count` + 1 epochs
  *              with nothing sent (the first absorbs the ranks' start skew
  *              and is not counted) and prints "rank R: open_ms X epochs N
@@ -529,6 +535,32 @@ static int mode_epochleave(void)
 	return 0;
 }
 
+/* ------------------------------------------------------------ epochwho */
+
+static int mode_epochwho(void)
+{
+	struct shf_ctx *c = open_ctx(true, 0);
+	int r;
+	if (g_rank == cfg.victim) {
+		for (int x = 0; x < g_world; x++)
+			if (x != g_rank)
+				tc_sync_wait(cfg.timeout, "timed.%d", x);
+	} else {
+		r = shf_epoch(c, 600);
+		printf("rank %d: epoch without rank %d: %s (%s)\n", g_rank, cfg.victim, err_name(r),
+		       shf_error_detail());
+		if (r != -ETIMEDOUT || !strstr(shf_error_detail(), cfg.expect))
+			tc_fail("rank %d: the timeout does not say '%s'", g_rank, cfg.expect);
+		tc_sync_post("timed.%d", g_rank);
+	}
+	r = shf_epoch(c, cfg.timeout);
+	if (r != 0)
+		tc_fail("rank %d: the epoch with every rank in: %s (%s)", g_rank, err_name(r),
+			shf_error_detail());
+	shf_close(c);
+	return 0;
+}
+
 /* ------------------------------------------------------------ fault modes */
 
 static bool skip_self(int r)
@@ -987,6 +1019,8 @@ int main(int argc, char **argv)
 		return mode_peerloss();
 	if (!strcmp(cfg.mode, "epochleave"))
 		return mode_epochleave();
+	if (!strcmp(cfg.mode, "epochwho"))
+		return mode_epochwho();
 	if (!strcmp(cfg.mode, "latency"))
 		return mode_latency();
 	if (!strcmp(cfg.mode, "epochtime"))

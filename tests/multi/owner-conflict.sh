@@ -13,8 +13,14 @@
 # MODE loopback:
 #   - plain: started together;
 #   - paused: both daemons stopped (SIGSTOP) while the clients connect,
-#     continued together 0.5 s later: the joins usually cross;
-#   - control: the same, paused, with one uid on both nodes: the job forms.
+#     continued together 0.5 s later (issue 24, item 4): both ranks must
+#     get -EACCES naming the other uid, never READY nor a timeout: the
+#     job's home sees both announcements before it confirms any world
+#     (wire version 6, docs/protocol-wire.md "Job start"), and tells both
+#     sides;
+#   - control: the same, paused, with one uid on both nodes: the job forms;
+#   - world: the same, paused, one uid, but world 2 on node 1 and world 3
+#     on node 2: both ranks get -EINVAL naming the other's world.
 # MODE netns: the joins cross for certain: node 1's link is down while
 #   both ranks register, then comes back; both must fail with -EACCES.
 # Needs root (setpriv to two other uids); exits 77 otherwise.
@@ -100,16 +106,36 @@ if [ "$mode" = loopback ]; then
   refused xplain
   t_note "plain: $REFUSED rank(s) refused with EACCES, the others timed out; nothing moved"
 
-  paused xpause "$UA" "$UB" EACCES,ETIMEDOUT
-  nodes_wait_all || t_fail "paused: a rank's shf_open did not fail with EACCES or ETIMEDOUT"
+  paused xpause "$UA" "$UB" EACCES
+  nodes_wait_all || t_fail "paused: a rank's shf_open did not fail with EACCES (READY or a timeout instead)"
   refused xpause
-  t_note "paused: $REFUSED rank(s) refused with EACCES ($([ $REFUSED = 2 ] && echo "the joins crossed" || echo "they did not cross")); nothing moved"
+  [ "$REFUSED" = 2 ] || t_fail "paused: only $REFUSED rank refused with EACCES"
+  t_note "paused: both ranks refused with EACCES, each naming the other uid; nothing moved"
 
   paused xsame "$UA" "$UA" ok
   nodes_wait_all || t_fail "control: one uid on both nodes must form the job"
   m=$(moved)
   [ "$m" -gt 0 ] || t_fail "control: no message crossed"
   t_note "control: same uid on both nodes: ok ($m messages crossed)"
+
+  # a world mismatch across nodes: both sides told (-EINVAL), never READY
+  p1=$(nodes_var PID 1) p2=$(nodes_var PID 2)
+  kill -STOP "$p1" "$p2" || t_fail "cannot stop the daemons"
+  # shellcheck disable=SC2046
+  SHF_JOB=xworld SHF_WORLD=2 SHF_RANK=0 nodes_client 1 xworld.0 $(asuser "$UA") "$TCLIENT" open expect=EINVAL timeout=4000
+  # shellcheck disable=SC2046
+  SHF_JOB=xworld SHF_WORLD=3 SHF_RANK=1 nodes_client 2 xworld.1 $(asuser "$UA") "$TCLIENT" open expect=EINVAL timeout=4000
+  end=$(( $(nodes_now_ms) + 20000 ))
+  until [ "$(backlog 1)" -ge 1 ] && [ "$(backlog 2)" -ge 1 ]; do
+    [ "$(nodes_now_ms)" -lt "$end" ] || { kill -CONT "$p1" "$p2"; t_fail "world: the clients never connected"; }
+    sleep 0.05
+  done
+  sleep 0.5
+  kill -CONT "$p1" "$p2"
+  nodes_wait_all || t_fail "world: a rank's shf_open did not fail with EINVAL"
+  grep -q 'world 3' "$NODES_TMP/logs/xworld.0.log" || t_fail "world: rank 0's error does not name world 3"
+  grep -q 'world 2' "$NODES_TMP/logs/xworld.1.log" || t_fail "world: rank 1's error does not name world 2"
+  t_note "world: worlds 2 and 3 on two nodes: both ranks refused with EINVAL, each naming the other's world"
 else
   # registered I JOB: node I has a client of JOB
   registered() { [ "$(nodes_json "$1" clients | jq --arg j "$2" '[.clients[] | select(.job == $j)] | length')" -ge 1 ]; }

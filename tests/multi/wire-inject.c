@@ -127,6 +127,9 @@ static struct {
 	uint64_t placed_from[MAX_NODES], drained_from[MAX_NODES];
 	uint64_t epoch_no;                        /* epoch number the daemons use */
 	bool left[MAX_NODES];                     /* a LEAVE came from that node */
+	bool joined[MAX_NODES];                   /* epochleave: its JOB_JOIN came (we are
+						     the job's home) */
+	struct shf_wire_range joined_rg[MAX_NODES]; /* ... its first range */
 	uint64_t job_hash;                        /* epochleave: our job */
 	uint64_t recv_seq[MAX_NODES];             /* batches from each node, to ACK */
 	uint64_t send_errors;
@@ -272,6 +275,12 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 	case SHF_WIRE_JOB_LEAVE:
 		if (h.u.leave.job_hash == g.job_hash)
 			g.left[s] = true;
+		break;
+	case SHF_WIRE_JOB_JOIN:
+		if (h.u.join.job_hash == g.job_hash) {
+			g.joined[s] = true;
+			g.joined_rg[s] = shf_wire_join_range(&h.u.join, 0);
+		}
 		break;
 	case SHF_WIRE_BATCH: {
 		/* nobody should send to our ranks; acknowledge anyway so the
@@ -546,10 +555,11 @@ static int mode_garbage(uint32_t t)
 	stamp(b, t);
 	shf_wire_put32(b, SHF_WIRE_MAGIC ^ 0x01000000u);
 	send_raw(t, b, SHF_WIRE_HEARTBEAT_BYTES), counted++;
-	/* 3. bad version */
+	/* 3. the previous version (a daemon of the last release): the log
+	 * names both versions (wire-inject.sh) */
 	make_hb(b, g.me, t, g.incarnation);
 	stamp(b, t);
-	shf_wire_put16(b + 4, SHF_WIRE_VERSION + 1);
+	shf_wire_put16(b + 4, SHF_WIRE_VERSION - 1);
 	send_raw(t, b, SHF_WIRE_HEARTBEAT_BYTES), counted++;
 	/* 4. unknown kind */
 	make_hb(b, g.me, t, g.incarnation);
@@ -606,7 +616,7 @@ static int mode_garbage(uint32_t t)
 		shf_wire_put32(b + offsetof(struct shf_wire_raw_epoch, phase), 3);
 		send_msg(t, b, (size_t)el), counted++;
 	}
-	/* 15. a JOIN with flags set */
+	/* 15. a JOIN with an unknown flag (bit 0, RUNNING, is defined) */
 	{
 		struct shf_wire_join j = {0};
 		struct shf_wire_range rg = {0, 1};
@@ -615,7 +625,7 @@ static int mode_garbage(uint32_t t)
 		long jl = shf_wire_enc_join(b, sizeof(b), g.me, t, &j, &rg, 1);
 		if (jl <= 0)
 			FAIL("encode join");
-		shf_wire_put32(b + offsetof(struct shf_wire_raw_join, flags), 1);
+		shf_wire_put32(b + offsetof(struct shf_wire_raw_join, flags), 2);
 		send_msg(t, b, (size_t)jl), counted++;
 	}
 	/* 16. an ACK for batches never sent to me */
@@ -710,6 +720,33 @@ static void send_epoch(uint32_t to, uint32_t phase)
 	send_msg(to, b, (size_t)l);
 }
 
+/* The job's home as the daemons pick it when every node is up
+ * (daemon/jobhome.c, home_pick: rendezvous hashing). */
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= UINT64_C(0xbf58476d1ce4e5b9);
+	x ^= x >> 27;
+	x *= UINT64_C(0x94d049bb133111eb);
+	return x ^ (x >> 31);
+}
+
+static uint32_t home_of(uint64_t hash)
+{
+	uint32_t best = 0;
+	uint64_t bs = 0;
+	for (uint32_t i = 0; i < g.n; i++) {
+		uint64_t s = mix64(hash ^ mix64((uint64_t)i + 1));
+		if (i == 0 || s > bs) {
+			bs = s;
+			best = i;
+		}
+	}
+	return best;
+}
+
+static bool joined_both(void) { return g.joined[g_a] && g.joined[g_b]; }
+
 static int mode_epochleave(const char *job, uint32_t a, uint32_t bn)
 {
 	g_a = a;
@@ -732,15 +769,41 @@ static int mode_epochleave(const char *job, uint32_t a, uint32_t bn)
 	snprintf(j.name, sizeof(j.name), "%s", job);
 	j.world = 3;
 	j.uid = (uint32_t)getuid();
-	for (uint32_t to = 0; to < g.n; to++) {
-		if (to == g.me)
-			continue;
-		long l = shf_wire_enc_join(b, sizeof(b), g.me, to, &j, &rg, 1);
+	uint32_t home = home_of(g.job_hash);
+	if (home != g.me) {
+		long l = shf_wire_enc_join(b, sizeof(b), g.me, home, &j, &rg, 1);
 		if (l <= 0)
 			FAIL("encode join: %ld", l);
-		send_msg(to, b, (size_t)l);
+		send_msg(home, b, (size_t)l);
+		printf("joined job %s as rank 2 (JOB_JOIN to its home, node %u)\n", job, home);
+	} else {
+		/* we are the job's home: collect both joins, confirm with the map */
+		if (!pump(g.timeout, joined_both))
+			FAIL("no JOB_JOIN from nodes %u and %u", a, bn);
+		struct shf_wire_map_ent e[3] = {{g.joined_rg[a].first, g.joined_rg[a].count, a},
+						{g.joined_rg[bn].first, g.joined_rg[bn].count, bn},
+						{2, 1, g.me}};
+		/* sorted by first rank */
+		for (int x = 0; x < 3; x++)
+			for (int y = x + 1; y < 3; y++)
+				if (e[y].first < e[x].first) {
+					struct shf_wire_map_ent t = e[x];
+					e[x] = e[y];
+					e[y] = t;
+				}
+		struct shf_wire_map m = {.world = 3, .uid = j.uid, .flags = SHF_WIRE_MAP_FINAL};
+		snprintf(m.name, sizeof(m.name), "%s", job);
+		uint8_t mb[512];
+		for (uint32_t to = 0; to < g.n; to++) {
+			if (to == g.me)
+				continue;
+			long l = shf_wire_enc_map(mb, sizeof(mb), g.me, to, &m, e, 3);
+			if (l <= 0)
+				FAIL("encode map: %ld", l);
+			send_msg(to, mb, (size_t)l);
+		}
+		printf("joined job %s as rank 2 (its home: the map sent to both)\n", job);
 	}
-	printf("joined job %s as rank 2\n", job);
 	if (!pump(g.timeout, placed_both))
 		FAIL("no PLACED step from nodes %u and %u", a, bn);
 	send_epoch(a, SHF_WIRE_EPOCH_PLACED);

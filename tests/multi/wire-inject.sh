@@ -52,6 +52,9 @@ bad=$(nodes_stat 1 .daemon.wire_bad)
 stale=$(nodes_stat 1 .daemon.wire_stale)
 t_note "node 1: wire_bad $bad after $want malformed messages, wire_stale $stale after $want_stale"
 [ "$bad" = "$want" ] || t_fail "wire_bad $bad, expected exactly $want"
+wire_version=$(sed -n 's/^#define SHF_WIRE_VERSION \([0-9]*\)u.*/\1/p' "$SHF_TEST_SOURCE_DIR/proto/wire.h")
+grep -q "of wire version $((wire_version - 1)) from node -\?[0-9]*: this daemon speaks wire version $wire_version" \
+  "$SHF_NODES_LOG_1" || t_fail "node 1's log does not name both wire versions (the last release's and its own)"
 [ "$stale" = "$want_stale" ] || t_fail "wire_stale $stale, expected exactly $want_stale"
 nodes_sync_post oversize
 NODES_SYNC_TIMEOUT_MS=10000 nodes_sync_wait oversize-sent ||

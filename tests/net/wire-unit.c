@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/net/wire-unit.c - proto/wire: byte layout, round trip of every
- * kind, and rejection of each malformed field.  Wire version 4 (3 plus
- * broadcast records, dst SHF_WIRE_DST_BCAST): a 32-byte
+ * kind, and rejection of each malformed field.  Wire version 6 (joins to
+ * a job's home, JOB_MAP and JOB_DENY; broadcast records since 4): a 32-byte
  * common header whose session tags (offsets 16 and 24) are written by
  * shf_wire_stamp(), decoded by shf_wire_check() and never judged by it.
  */
@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/shm.h"
 #include "proto/wire.h"
 #include "tests/lib/check.h"
 
@@ -92,7 +93,7 @@ static void test_golden_ack(void)
 	memset(b, 0xee, sizeof(b)); /* the encoder must write every byte */
 	long n = shf_wire_enc_ack(b, sizeof(b), SRC, DST, &a);
 	static const uint8_t want[48] = {
-		'S',  'H',  'F',  'W',  5,    0,    2,    0,    /* magic, version 5, kind */
+		'S',  'H',  'F',  'W',  6,    0,    2,    0,    /* magic, version 6, kind */
 		2,    0,    0,    0,    1,    0,    0,    0,    /* src 2, dst 1 */
 		0,    0,    0,    0,    0,    0,    0,    0,    /* src_session: encoders 0 */
 		0,    0,    0,    0,    0,    0,    0,    0,    /* dst_session: encoders 0 */
@@ -198,6 +199,7 @@ static void test_batch(void)
 	EXPECTF(chk_patched8(buf, n, 4, SHF_WIRE_VERSION + 1) == -EPROTO, "version + 1");
 	EXPECTF(chk_patched8(buf, n, 4, 3) == -EPROTO, "version 3 (no broadcast records)");
 	EXPECTF(chk_patched8(buf, n, 4, 4) == -EPROTO, "version 4 (no epoch tree)");
+	EXPECTF(chk_patched8(buf, n, 4, 5) == -EPROTO, "version 5 (joins to every node, no runs)");
 	EXPECTF(chk_patched8(buf, n, 6, 0) == -EBADMSG, "kind 0");
 	EXPECTF(chk_patched8(buf, n, 6, SHF_WIRE_KIND_MAX) == -EBADMSG, "kind max");
 	EXPECTF(chk_patched8(buf, n, 6, 6) == -EBADMSG, "kind 6 (EPOCH of version 4)");
@@ -442,7 +444,8 @@ static void test_join(void)
 	n = shf_wire_enc_join(b, sizeof(b), SRC, DST, &j, rg, 3);
 	EXPECTF(chk_patched64(b, (size_t)n, 32, 1) == -EBADMSG, "hash mismatch");
 	EXPECTF(chk_patched32(b, (size_t)n, 44, 2) == -EBADMSG, "nranges vs length");
-	EXPECTF(chk_patched32(b, (size_t)n, 52, 1) == -EBADMSG, "flags");
+	EXPECTF(chk_patched32(b, (size_t)n, 52, 2) == -EBADMSG, "flags: an unknown bit");
+	EXPECTF(chk_patched32(b, (size_t)n, 52, SHF_WIRE_JOIN_RUNNING) == 0, "flags: RUNNING");
 	EXPECTF(chk_patched8(b, (size_t)n, 56 + 63, 'x') == -EBADMSG, "name not terminated");
 	EXPECTF(chk_patched8(b, (size_t)n, 56 + 10, 'x') == -EBADMSG, "junk after the NUL");
 	EXPECTF(chk(b, (size_t)n - 8, NULL) == -EBADMSG, "truncated join");
@@ -511,17 +514,83 @@ static void test_epoch_tree(void)
 	      "epoch tree kind names");
 }
 
+/* JOB_MAP and JOB_DENY (a job's home): layout, round trip, every rule. */
+static void test_map_deny(void)
+{
+	uint8_t b[512];
+	struct shf_wire_hdr h;
+	struct shf_wire_map m = {.world = 64, .uid = 1000, .flags = SHF_WIRE_MAP_FINAL};
+	snprintf(m.name, sizeof(m.name), "job.42");
+	struct shf_wire_map_ent e[3] = {{0, 4, 0}, {10, 1, 2}, {60, 4, 3}};
+	long n = shf_wire_enc_map(b, sizeof(b), SRC, DST, &m, e, 3);
+	EXPECTF(n == (long)shf_wire_map_bytes(3) && n == 120 + 48, "map length %ld", n);
+	EXPECTF(shf_wire_get64(b + 32) == shf_wire_job_hash("job.42") &&
+		      shf_wire_get32(b + 40) == 64 && shf_wire_get32(b + 44) == 3 &&
+		      shf_wire_get32(b + 48) == 1000 && shf_wire_get32(b + 52) == SHF_WIRE_MAP_FINAL &&
+		      !strcmp((const char *)b + 56, "job.42") && shf_wire_get32(b + 136) == 10 &&
+		      shf_wire_get32(b + 140) == 1 && shf_wire_get32(b + 144) == 2 &&
+		      shf_wire_get32(b + 148) == 0,
+	      "map body at 32..119, 16-byte entries from 120");
+	EXPECTF(chk(b, (size_t)n, &h) == 0, "map checks");
+	EXPECTF(h.kind == SHF_WIRE_JOB_MAP && h.u.map.world == 64 && h.u.map.uid == 1000 &&
+		      h.u.map.nents == 3 && h.u.map.flags == SHF_WIRE_MAP_FINAL &&
+		      !strcmp(h.u.map.name, "job.42"),
+	      "map fields");
+	for (uint32_t i = 0; i < 3; i++) {
+		struct shf_wire_map_ent x = shf_wire_map_entry(&h.u.map, i);
+		EXPECTF(x.first == e[i].first && x.count == e[i].count && x.node == e[i].node,
+			"map entry %u", i);
+	}
+	EXPECTF(shf_wire_enc_map(b, (size_t)n - 1, SRC, DST, &m, e, 3) == -ENOBUFS, "map cap");
+	struct shf_wire_map_ent overlap[2] = {{0, 4, 0}, {3, 2, 2}};
+	EXPECTF(shf_wire_enc_map(b, sizeof(b), SRC, DST, &m, overlap, 2) == -EINVAL, "map overlap");
+	struct shf_wire_map_ent beyond[1] = {{60, 5, 0}};
+	EXPECTF(shf_wire_enc_map(b, sizeof(b), SRC, DST, &m, beyond, 1) == -EINVAL, "map beyond");
+	EXPECTF(shf_wire_enc_map(b, sizeof(b), SRC, DST, &m, e, 0) == -EINVAL, "map empty");
+	n = shf_wire_enc_map(b, sizeof(b), SRC, DST, &m, e, 3);
+	EXPECTF(chk_patched32(b, (size_t)n, 52, 2) == -EBADMSG, "map flags");
+	EXPECTF(chk_patched32(b, (size_t)n, 44, 2) == -EBADMSG, "nents vs length");
+	EXPECTF(chk_patched32(b, (size_t)n, 120 + 16 + 8, NODES) == -EBADMSG, "entry node >= nodes");
+	EXPECTF(chk_patched32(b, (size_t)n, 120 + 16 + 12, 1) == -EBADMSG, "entry reserved");
+	EXPECTF(chk_patched64(b, (size_t)n, 32, 1) == -EBADMSG, "map hash mismatch");
+
+	struct shf_wire_deny dn = {.reason = -EACCES, .other_node = 3, .other_uid = 77,
+				   .other_world = 8};
+	snprintf(dn.name, sizeof(dn.name), "job.42");
+	n = shf_wire_enc_deny(b, sizeof(b), SRC, DST, &dn);
+	EXPECTF(n == SHF_WIRE_DENY_BYTES && n == 120, "deny length %ld", n);
+	EXPECTF((int32_t)shf_wire_get32(b + 40) == -EACCES && shf_wire_get32(b + 44) == 3 &&
+		      shf_wire_get32(b + 48) == 77 && shf_wire_get32(b + 52) == 8 &&
+		      !strcmp((const char *)b + 56, "job.42"),
+	      "deny body");
+	EXPECTF(chk(b, (size_t)n, &h) == 0 && h.kind == SHF_WIRE_JOB_DENY &&
+		      h.u.deny.reason == -EACCES && h.u.deny.other_node == 3 &&
+		      h.u.deny.other_uid == 77 && h.u.deny.other_world == 8 &&
+		      h.u.deny.job_hash == shf_wire_job_hash("job.42"),
+	      "deny fields");
+	EXPECTF(chk_patched32(b, (size_t)n, 40, (uint32_t)-ESRCH) == -EBADMSG, "deny reason");
+	EXPECTF(chk_patched32(b, (size_t)n, 40, (uint32_t)-EINVAL) == 0, "deny EINVAL");
+	EXPECTF(chk_patched32(b, (size_t)n, 40, (uint32_t)-EEXIST) == 0, "deny EEXIST");
+	EXPECTF(chk_patched32(b, (size_t)n, 44, DST) == -EBADMSG, "deny names the receiver");
+	EXPECTF(chk_patched32(b, (size_t)n, 44, NODES) == -EBADMSG, "deny other >= nodes");
+	EXPECTF(chk_patched32(b, (size_t)n, 52, 0) == -EBADMSG, "deny world 0");
+	EXPECTF(chk(b, (size_t)n - 8, NULL) == -EBADMSG, "truncated deny");
+	EXPECTF(!strcmp(shf_wire_kind_name(SHF_WIRE_JOB_MAP), "job-map") &&
+		      !strcmp(shf_wire_kind_name(SHF_WIRE_JOB_DENY), "job-deny"),
+	      "map and deny kind names");
+}
+
 static void test_stamp(void)
 {
 	_Static_assert(offsetof(struct shf_wire_raw_hdr, src_session) == 16 &&
 			       offsetof(struct shf_wire_raw_hdr, dst_session) == 24 &&
 			       sizeof(struct shf_wire_raw_hdr) == 32 && SHF_WIRE_HDR == 32,
 		       "v2 common header");
-	_Static_assert(SHF_WIRE_VERSION == 5 && SHF_WIRE_BATCH_HDR == 56 &&
+	_Static_assert(SHF_WIRE_VERSION == 6 && SHF_WIRE_BATCH_HDR == 56 &&
 			       SHF_WIRE_ACK_BYTES == 48 && SHF_WIRE_HEARTBEAT_BYTES == 120 &&
 			       SHF_WIRE_JOIN_FIXED == 120 && SHF_WIRE_LEAVE_BYTES == 48 &&
 			       SHF_WIRE_EPOCH_BYTES == 56 && SHF_WIRE_DROP_BYTES == 64,
-		       "v3-v5 sizes");
+		       "v3-v6 sizes");
 	uint8_t b[512];
 	struct shf_wire_batch_enc e;
 	EXPECTF(shf_wire_batch_begin(&e, b, sizeof(b), SRC, DST, 5) == 0 &&
@@ -753,8 +822,87 @@ static void test_bundle(void)
 	EXPECTF(!strcmp(shf_wire_kind_name(SHF_WIRE_FWD_BUNDLE), "fwd-bundle"), "bundle kind name");
 }
 
+/* Run records: the layout (one 16-byte record header, then the items as a
+ * ring holds them), the iterator's view, and each malformed variant
+ * refused by shf_run_check() and by the iterator. */
+static void test_runs(void)
+{
+	/* items: {type 7, len 3, "abc" + 5 zero}, {type 8, len 0}, {type 9, len 8} */
+	_Alignas(8) uint8_t items[48];
+	memset(items, 0, sizeof(items));
+	struct shf_run_item a = {7, 3}, b = {8, 0}, c = {9, 8};
+	memcpy(items, &a, 8);
+	memcpy(items + 8, "abc", 3);
+	memcpy(items + 16, &b, 8);
+	memcpy(items + 24, &c, 8);
+	memcpy(items + 32, "12345678", 8);
+	EXPECTF(shf_run_check(items, 40, 3, MAX_MSG) == 11, "a good run: 11 payload bytes");
+	EXPECTF(shf_run_check(items, 40, 0, MAX_MSG) == -EBADMSG, "count 0");
+	EXPECTF(shf_run_check(items, 40, 2, MAX_MSG) == -EBADMSG, "count short: bytes left");
+	EXPECTF(shf_run_check(items, 40, 4, MAX_MSG) == -EBADMSG, "count long");
+	EXPECTF(shf_run_check(items, 32, 3, MAX_MSG) == -EBADMSG, "bytes cut");
+	EXPECTF(shf_run_check(items, 40, 3, 7) == -EBADMSG, "an item over max_msg");
+	EXPECTF(shf_run_check(items, 40, SHF_RUN_MAX_COUNT + 1, MAX_MSG) == -EBADMSG,
+		"count over SHF_RUN_MAX_COUNT");
+	items[15] = 1;
+	EXPECTF(shf_run_check(items, 40, 3, MAX_MSG) == -EBADMSG, "padding not zero");
+	items[15] = 0;
+
+	uint8_t buf[512];
+	struct shf_wire_batch_enc e;
+	EXPECTF(shf_wire_batch_begin(&e, buf, sizeof(buf), SRC, DST, 77) == 0, "begin");
+	uint8_t *p = shf_wire_batch_add_run(&e, 5, 6, 3, 40);
+	EXPECTF(p != NULL, "add_run");
+	memcpy(p, items, 40);
+	EXPECTF(shf_wire_batch_add_run(&e, SHF_WIRE_DST_BCAST, 6, 3, 40) == NULL &&
+		      shf_wire_batch_add_run(&e, 5, 6, 0, 40) == NULL &&
+		      shf_wire_batch_add_run(&e, 5, 6, 3, 36) == NULL &&
+		      shf_wire_batch_add_run(&e, 5, 6, 3, SHF_RUN_MAX_BYTES + 8) == NULL,
+	      "add_run refuses a broadcast, count 0, an unaligned or oversized run");
+	EXPECTF(shf_wire_batch_put(&e, 5, 6, 1, "x", 1) == 0, "a plain record after it");
+	size_t n = shf_wire_batch_end(&e, 1);
+	EXPECTF(n == 56 + 16 + 40 + 16 + 8, "batch of a run and a record: %zu bytes", n);
+	EXPECTF(shf_wire_get32(p - 16) == 5 && shf_wire_get32(p - 12) == 6 &&
+		      shf_wire_get32(p - 8) == 3 && shf_wire_get32(p - 4) == (SHF_WIRE_REC_RUN | 40),
+	      "run header: dst, src, count, SHF_WIRE_REC_RUN | bytes");
+	struct shf_wire_hdr h;
+	struct shf_wire_iter it;
+	struct shf_wire_rec r;
+	EXPECTF(chk(buf, n, &h) == 0 && h.u.batch.count == 2, "check");
+	shf_wire_iter_init(&it, buf, &h, MAX_MSG);
+	EXPECTF(shf_wire_iter_next(&it, &r) == 1 && r.count == 3 && r.len == 40 && r.payload == 11 &&
+		      r.dst_rank == 5 && r.src_rank == 6 && r.type == 0 &&
+		      !memcmp(r.data, items, 40),
+	      "the run as the iterator gives it");
+	EXPECTF(shf_wire_iter_next(&it, &r) == 1 && r.count == 0 && r.len == 1 && r.payload == 1,
+		"the plain record after it");
+	EXPECTF(shf_wire_iter_next(&it, &r) == 0, "end");
+	/* malformed on the wire: each refused by the iterator and by verify */
+	static const struct {
+		size_t off;
+		uint32_t v;
+		const char *what;
+	} bad[] = {
+		{56 + 0, (uint32_t)SHF_WIRE_DST_BCAST, "a run to every rank"},
+		{56 + 8, 0, "count 0"},
+		{56 + 8, 4, "count beyond the items"},
+		{56 + 12, SHF_WIRE_REC_RUN | 48, "bytes beyond the items"},
+		{56 + 12, SHF_WIRE_REC_RUN | 32, "bytes cut"},
+		{56 + 16 + 4, MAX_MSG + 1, "an item over max_msg"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint8_t b2[512];
+		struct shf_wire_hdr h2;
+		memcpy(b2, buf, n);
+		shf_wire_put32(b2 + bad[i].off, bad[i].v);
+		EXPECTF(chk(b2, n, &h2) == 0 && shf_wire_batch_verify(b2, &h2, MAX_MSG) == -EBADMSG,
+			"refused: %s", bad[i].what);
+	}
+}
+
 int main(void)
 {
+	test_runs();
 	test_fwd();
 	test_bundle();
 	test_le_and_hash();
@@ -762,6 +910,7 @@ int main(void)
 	test_batch();
 	test_small_kinds();
 	test_join();
+	test_map_deny();
 	test_stamp();
 	test_epoch_tree();
 	test_fan();

@@ -238,6 +238,18 @@ static void ev_joined(struct shd_daemon *d, uint32_t node, const struct shf_wire
 	H.joined++;
 }
 
+static void ev_mapped(struct shd_daemon *d, uint32_t node, const struct shf_wire_map *m)
+{
+	H.seq++;
+	H.joined++;
+}
+
+static void ev_denied(struct shd_daemon *d, uint32_t node, const struct shf_wire_deny *dn)
+{
+	H.seq++;
+	H.joined++;
+}
+
 static void ev_left(struct shd_daemon *d, uint32_t node, uint64_t job_hash, int32_t rank)
 {
 	H.seq++;
@@ -296,6 +308,8 @@ static const struct shd_net_events h_ev = {
 	.peer_up = ev_peer_up,
 	.peer_lost = ev_peer_lost,
 	.joined = ev_joined,
+	.mapped = ev_mapped,
+	.denied = ev_denied,
 	.left = ev_left,
 	.epoch = ev_epoch,
 	.drops = ev_drops,

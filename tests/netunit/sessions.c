@@ -2,7 +2,7 @@
 /*
  * tests/netunit/sessions.c - the peer sessions of wire version 2 (net.c:
  * session_admit, join, become_up, on_heartbeat, shd_net_reap; net/tx.c:
- * shd_net_heartbeat, shd_net_session_reset, shd_net_announce_peer).
+ * shd_net_heartbeat, shd_net_session_reset).
  *
  *   A. stale messages: with node 1 UP, a BATCH, an ACK, a JOB_JOIN, a DROP
  *      and a HEARTBEAT whose src_session is 0, another tag of node 1's, or
@@ -25,10 +25,9 @@
  *      1000) and is probed (a heartbeat of the daemon's tag, dst 0) at most
  *      once a second, but regularly; with heartbeat_ms 1500, every 1.5 s;
  *      when it finally answers, the handshake brings it UP;
- *   D. on the handshake the daemon announces the local ranks of every job
- *      to the new peer, and to it only: JOB_JOINs with the exact ranges
- *      (17 ranges per message at most, so 20 ranges make two), stamped
- *      with the new session; nothing for a job without local ranks.
+ * (Announcing local ranks on a new session is no longer net's: the job
+ * layer sends them to each job's home, daemon/jobhome.c, tested by the
+ * multi suite's job-start.)
  */
 #include "tests/netunit/harness.h"
 
@@ -337,95 +336,11 @@ static void test_silent(uint32_t heartbeat_ms, uint64_t period_ms)
 
 /* ---------------------------------------------------------------- D */
 
-static void check_join(long i, const struct shd_job *j, const struct shf_wire_range *want,
-		       uint32_t nwant)
-{
-	CHECK(i >= 0);
-	struct shf_wire_hdr h;
-	h_decode((size_t)i, &h);
-	CHECK(h.kind == SHF_WIRE_JOB_JOIN);
-	CHECK_STR(h.u.join.name, j->name);
-	CHECK(h.u.join.job_hash == j->hash && h.u.join.world == j->world && h.u.join.uid == 1000);
-	CHECKF(h.u.join.nranges == nwant, "JOB_JOIN of %s: %u ranges, want %u", j->name,
-	       h.u.join.nranges, nwant);
-	for (uint32_t k = 0; k < nwant; k++) {
-		struct shf_wire_range r = shf_wire_join_range(&h.u.join, k);
-		CHECKF(r.first == want[k].first && r.count == want[k].count,
-		       "JOB_JOIN of %s range %u: %d+%d, want %d+%d", j->name, k, r.first, r.count,
-		       want[k].first, want[k].count);
-	}
-	CHECK(h.src_session == h_dtag(h.dst_node) && h.dst_session == h_tag(h.dst_node));
-}
-
-/* The JOB_JOINs to node: j's ranks 0-2, 5, 9-10 in one message; big's 20
- * single ranks in two (17 + 3); nothing else. */
-static void check_joins(uint32_t node, const struct shd_job *j, const struct shd_job *big)
-{
-	CHECKF(fake_count(node, SHF_WIRE_JOB_JOIN) == 3, "%zu JOB_JOINs to node %u",
-	       fake_count(node, SHF_WIRE_JOB_JOIN), node);
-	CHECK(fake_count(node, FAKE_NO_HEARTBEAT) == 3);
-	static const struct shf_wire_range want_j[] = {{0, 3}, {5, 1}, {9, 2}};
-	struct shf_wire_range want_big[20];
-	for (int32_t k = 0; k < 20; k++)
-		want_big[k] = (struct shf_wire_range){2 * k, 1};
-	unsigned seen_j = 0, seen_big = 0;
-	for (size_t k = 0; k < 3; k++) {
-		struct shf_wire_hdr h;
-		long i = fake_find(node, SHF_WIRE_JOB_JOIN, k);
-		h_decode((size_t)i, &h);
-		if (h.u.join.job_hash == j->hash) {
-			check_join(i, j, want_j, 3);
-			seen_j++;
-		} else {
-			CHECK(h.u.join.job_hash == big->hash);
-			if (seen_big++ == 0)
-				check_join(i, big, want_big, 17);
-			else
-				check_join(i, big, want_big + 17, 3);
-		}
-	}
-	CHECK(seen_j == 1 && seen_big == 2);
-}
-
-static void test_announce(void)
-{
-	struct h_opts o = h_defaults();
-	o.n_nodes = 3;
-	o.manual_up = true;
-	h_open(&o);
-	h_step("D: announcing to a new peer");
-	struct shd_job *j = h_job("annjob", 16);
-	static const int32_t local[] = {0, 1, 2, 5, 9, 10};
-	for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++)
-		h_client(j, local[i], 4096);
-	h_rank_on(j, 3, 2);
-	h_rank_on(j, 4, 2);
-	struct shd_job *big = h_job("annbig", 64);
-	for (int32_t r = 0; r < 40; r += 2)
-		h_client(big, r, 4096); /* 20 single-rank ranges */
-	struct shd_job *none = h_job("annnone", 4);
-	h_rank_on(none, 1, 2);
-	CHECK(fake_count(FAKE_ANY_NODE, SHF_WIRE_JOB_JOIN) == 0);
-
-	h_up(1);
-	CHECK(fake_count(2, FAKE_NO_HEARTBEAT) == 0); /* node 2 is not up */
-	check_joins(1, j, big);
-	/* the announcements follow the heartbeat that completes the handshake */
-	CHECK(h_last_send(1, SHF_WIRE_HEARTBEAT) < fake_find(1, SHF_WIRE_JOB_JOIN, 0));
-
-	/* node 2 later: its own announcements, none again to node 1 */
-	h_up(2);
-	check_joins(2, j, big);
-	CHECK(fake_count(1, SHF_WIRE_JOB_JOIN) == 3);
-	h_close();
-}
-
 int main(void)
 {
 	test_stale();
 	test_restart();
 	test_silent(200, 1000);
 	test_silent(1500, 1500);
-	test_announce();
 	return 0;
 }

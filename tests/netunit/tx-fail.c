@@ -174,7 +174,12 @@ int main(void)
 	CHECK(h_pool_check() == pool_max);
 	CHECK(H.peer_lost[3] == 1 && p3->state == PEER_DOWN);
 	size_t sends = fake_n_sends();
-	shd_net_announce(D, ja, 0, false);
+	for (uint32_t k = 1; k < 4; k++) {
+		uint8_t lb[SHF_WIRE_LEAVE_BYTES];
+		struct shf_wire_leave l = {ja->hash, 0, 0};
+		long ll = shf_wire_enc_leave(lb, sizeof(lb), D->node_id, k, &l);
+		CHECK(ll > 0 && shd_net_send_msg(D, k, lb, (size_t)ll) == -EHOSTDOWN);
+	}
 	for (uint32_t k = 1; k < 4; k++)
 		shd_net_epoch(D, k, SHF_WIRE_EPOCH_UP, ja, 1, SHF_WIRE_EPOCH_PLACED, 3);
 	shd_net_after_publish(D);

@@ -45,6 +45,17 @@
  *            had nobody to go to on node 2), and rank 1 must have got all
  *            N, once each, in order ("rank 1: got N").
  *
+ *   many-sizes  ops=N calls of shf_send_many() of 1..300 records each (so
+ *            some take two windows), to random ranks (itself too), of 16 B
+ *            to 20000 B (past a run's 16 KiB), every third call with
+ *            SHF_NONBLOCK (a short count is resent from there); after an
+ *            epoch, every rank has from every source exactly what it was
+ *            sent, each pair in order, every byte right.
+ *   many-to  world 2: rank 0 sends count=N records to rank 1 with
+ *            shf_send_many(), 32 per call, record k carrying k, flushes
+ *            (REMOTE) and closes; rank 1 is the driver's (rawclient
+ *            old-reader, a client that never said it reads runs).
+ *
  * Exit 0 when every check held, 1 otherwise (reasons on stderr), 2 for
  * usage errors.
  */
@@ -122,6 +133,16 @@ static void on_msg(void *arg, int src, int dst, uint32_t type, const void *data,
 			rx.got[src] = realloc(rx.got[src], (size_t)rx.cap[src] * sizeof(int64_t));
 			if (!rx.got[src])
 				abort();
+		}
+		/* many-sizes: the payload after the header is a pattern of k */
+		if (!strcmp(cfg.mode, "many-sizes")) {
+			const uint8_t *d = data;
+			for (uint32_t i = sizeof(m); i < len; i++)
+				if (d[i] != (uint8_t)(m.k * 7 + i) && !rx.bad++) {
+					snprintf(rx.why, sizeof(rx.why), "record %" PRId64 " from %d: "
+						 "byte %u of %u is wrong", m.k, src, i, len);
+					break;
+				}
 		}
 		/* the type must match the op's kind (exact mode) */
 		if (!strcmp(cfg.mode, "exact") &&
@@ -470,6 +491,127 @@ static int mode_many_threads(void)
 	return 0;
 }
 
+/* --------------------------------------------------------------- many-to */
+
+/* Rank 0 sends count records to rank 1 with shf_send_many(), 32 per call
+ * (so they travel as runs), record k carrying k; then flushes (REMOTE) and
+ * closes.  Rank 1 is whatever the driver runs (rawclient old-reader). */
+static int mode_many_to(void)
+{
+	struct shf_ctx *c = open_ctx(1, 0);
+	uint8_t bufs[32][sizeof(struct bmsg)];
+	struct shf_msg m[32];
+	for (long k = 0; k < cfg.count;) {
+		unsigned n = 0;
+		for (; n < 32 && k + n < cfg.count; n++) {
+			struct bmsg b = {BC_MAGIC, g_rank, k + n};
+			memcpy(bufs[n], &b, sizeof(b));
+			m[n] = (struct shf_msg){1, T_SEND, bufs[n], sizeof(b)};
+		}
+		int r = shf_send_many(c, m, n, 0);
+		if (r != (int)n)
+			tc_fail("shf_send_many: %d (%s)", r, shf_error_detail());
+		k += n;
+	}
+	int r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout);
+	if (r)
+		tc_fail("shf_flush: %s (%s)", shf_strerror(r), shf_error_detail());
+	printf("rank %d: many-to: sent %ld\n", g_rank, cfg.count);
+	fflush(stdout);
+	r = shf_close(c);
+	if (r)
+		tc_fail("shf_close: %s", shf_strerror(r));
+	return 0;
+}
+
+/* ------------------------------------------------------------ many-sizes */
+
+/* The records rank src sends in many-sizes, from a generator seeded with
+ * src: ops calls of 1..300 records (windows of up to 256, so some calls
+ * take two), each to a random rank, of a length from 16 B to 20000 B
+ * (past a run's 16 KiB: such records go alone), record k of a pair
+ * carrying k.  Every rank replays every source's generator to know what
+ * it must get. */
+static uint64_t ms_rng(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static const uint32_t ms_lens[] = {16, 16, 16, 24, 100, 5000, 20000};
+
+static int mode_many_sizes(void)
+{
+	struct shf_ctx *c = open_ctx(!cfg.poll, 0);
+	static uint8_t bufs[300][20000];
+	struct shf_msg m[300];
+	int64_t seq[MAX_WORLD] = {0};
+	uint64_t s = 0x9e3779b97f4a7c15ull ^ (uint64_t)g_rank;
+	long sent = 0, short_counts = 0;
+	for (long op = 0; op < cfg.ops; op++) {
+		unsigned n = 1 + (unsigned)(ms_rng(&s) % 300);
+		for (unsigned i = 0; i < n; i++) {
+			int dst = (int)(ms_rng(&s) % (uint64_t)g_world);
+			uint32_t len = ms_lens[ms_rng(&s) % 7];
+			int64_t k = seq[dst]++;
+			struct bmsg b = {BC_MAGIC, g_rank, k};
+			memcpy(bufs[i], &b, sizeof(b));
+			for (uint32_t j = sizeof(b); j < len; j++)
+				bufs[i][j] = (uint8_t)(k * 7 + j);
+			m[i] = (struct shf_msg){dst, T_SEND, bufs[i], len};
+		}
+		/* every third call without blocking: a short count must be a prefix */
+		unsigned flags = op % 3 == 0 ? SHF_NONBLOCK : 0, done = 0;
+		while (done < n) {
+			int r = shf_send_many(c, m + done, n - done, flags);
+			if (r == -EAGAIN && flags) {
+				shf_poll(c, 1); /* poll mode: make room by delivering */
+				continue;
+			}
+			if (r <= 0)
+				tc_fail("shf_send_many: %d (%s)", r, shf_error_detail());
+			short_counts += (unsigned)r < n - done;
+			done += (unsigned)r;
+		}
+		sent += n;
+	}
+	int r = shf_epoch(c, cfg.timeout);
+	if (r)
+		tc_fail("shf_epoch: %s (%s)", shf_strerror(r), shf_error_detail());
+	pthread_mutex_lock(&rx.mu);
+	if (rx.bad)
+		tc_fail("%ld bad deliveries, first: %s", rx.bad, rx.why);
+	long got = 0;
+	for (int src = 0; src < g_world; src++) {
+		uint64_t t = 0x9e3779b97f4a7c15ull ^ (uint64_t)src;
+		int64_t want = 0;
+		for (long op = 0; op < cfg.ops; op++) {
+			unsigned n = 1 + (unsigned)(ms_rng(&t) % 300);
+			for (unsigned i = 0; i < n; i++) {
+				want += (int)(ms_rng(&t) % (uint64_t)g_world) == g_rank;
+				(void)ms_rng(&t);
+			}
+		}
+		if (rx.n[src] != want)
+			tc_fail("from rank %d: %ld records, expected %" PRId64, src, rx.n[src], want);
+		for (long i = 0; i < rx.n[src]; i++)
+			if (rx.got[src][i] != i)
+				tc_fail("from rank %d: record %ld carries %" PRId64 " (order or loss)",
+					src, i, rx.got[src][i]);
+		got += rx.n[src];
+	}
+	pthread_mutex_unlock(&rx.mu);
+	printf("rank %d: many-sizes: ok (sent %ld, got %ld, %ld short counts)\n", g_rank, sent,
+	       got, short_counts);
+	fflush(stdout);
+	r = shf_close(c);
+	if (r)
+		tc_fail("shf_close: %s", shf_strerror(r));
+	return 0;
+}
+
 /* ------------------------------------------------------------------- lost */
 
 /* Rank 1 of modes lost and left: after "sent.0", every one of rank 0's
@@ -607,7 +749,7 @@ static int mode_left(void)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: bc-client exact|lost|left|many-check|many-threads [key=value ...]\n");
+		fprintf(stderr, "usage: bc-client exact|lost|left|many-check|many-threads|many-to|many-sizes [key=value ...]\n");
 		return 2;
 	}
 	cfg.mode = argv[1];
@@ -653,6 +795,10 @@ int main(int argc, char **argv)
 		return mode_many_check();
 	if (!strcmp(cfg.mode, "many-threads"))
 		return mode_many_threads();
+	if (!strcmp(cfg.mode, "many-to"))
+		return mode_many_to();
+	if (!strcmp(cfg.mode, "many-sizes"))
+		return mode_many_sizes();
 	if (!strcmp(cfg.mode, "lost"))
 		return mode_lost();
 	if (!strcmp(cfg.mode, "left"))

@@ -19,7 +19,8 @@
 
 static const char *const ring_modes[] = {
 	"bad-len", "huge-len", "bad-kind", "short-msg", "bad-dst", "neg-dst", "bad-mark-len",
-	"bad-mark-what", "bad-pad", "head-ahead", "head-back", "head-misaligned",
+	"bad-mark-what", "run-count0", "run-count2", "run-overlong", "run-pad", "run-rank",
+	"run-extra", "bad-pad", "head-ahead", "head-back", "head-misaligned",
 	"deliver-tail", "deliver-tail-ahead", "ctl-garbage", NULL,
 };
 static const char *const proto_modes[] = {"epoch-bogus", "register-twice", NULL};

@@ -11,8 +11,17 @@
  *   rawclient MODE JOB RANK WORLD
  *
  * MODE: bad-len huge-len bad-kind short-msg bad-dst neg-dst bad-mark-len
- *       bad-mark-what bad-pad head-ahead head-back head-misaligned
+ *       bad-mark-what run-count0 run-count2 run-overlong run-pad run-rank
+ *       run-extra bad-pad head-ahead head-back head-misaligned
  *       deliver-tail deliver-tail-ahead ctl-garbage epoch-bogus register-twice
+ *
+ * Or, without corrupting anything:
+ *
+ *   rawclient old-reader JOB RANK WORLD COUNT
+ *
+ * a client as old as the runs (it never says SHF_IPC_RUNS): it reads COUNT
+ * records from rank 0 (bc-client many-to, which sends them as runs), each
+ * a plain SHF_REC_MSG record, in order, record k carrying k.
  *
  * Exit 0 when the daemon reacted as required, 1 otherwise.
  */
@@ -219,6 +228,29 @@ static void corrupt(struct raw *w)
 	} else if (!strcmp(m, "bad-mark-what")) {
 		struct shf_mark k = {1, 99, 0};
 		put_raw(w, sizeof(k), SHF_REC_MARK, &k, sizeof(k), 8 + sizeof(k));
+	} else if (!strncmp(m, "run-", 4)) {
+		/* a run record to myself: {rank, count}, then items */
+		struct {
+			struct shf_run_hdr h;
+			struct shf_run_item it;
+			uint8_t data[8];
+		} run = {{w->rank, 1}, {7, 3}, {'a', 'b', 'c', 0, 0, 0, 0, 0}};
+		uint32_t len = sizeof(run);
+		if (!strcmp(m, "run-count0"))
+			run.h.count = 0;
+		else if (!strcmp(m, "run-count2"))
+			run.h.count = 2; /* one item only */
+		else if (!strcmp(m, "run-overlong"))
+			run.it.len = 100; /* past the record */
+		else if (!strcmp(m, "run-pad"))
+			run.data[6] = 1; /* padding not zero */
+		else if (!strcmp(m, "run-rank"))
+			run.h.rank = w->world + 5;
+		else if (!strcmp(m, "run-extra"))
+			len = sizeof(run) - 4; /* the item's padding cut: bytes left over */
+		else
+			DIE("unknown mode");
+		put_raw(w, len, SHF_REC_RUN, &run, sizeof(run), shf_ring_rec_bytes(len));
 	} else if (!strcmp(m, "bad-pad")) {
 		put_raw(w, 8, SHF_REC_PAD, "\0\0\0\0\0\0\0\0", 8, 16);
 	} else if (!strcmp(m, "head-ahead")) {
@@ -314,9 +346,47 @@ static void expect_cut_off(struct raw *w)
 		DIE("disconnected without an ERROR message");
 }
 
+/* old-reader: COUNT plain records from rank 0, in order (struct bmsg of
+ * bc-client: magic, src, k). */
+static void old_reader(struct raw *w, long count)
+{
+	int64_t end = now_ms() + 60000;
+	for (long k = 0; k < count;) {
+		struct shf_ring_view v;
+		int r = shf_ring_peek(&w->deliver, &v);
+		if (r < 0)
+			DIE("delivery ring corrupt (%d)", r);
+		if (r == 0) {
+			if (shf_ring_release(&w->deliver))
+				bell(w);
+			if (now_ms() > end)
+				DIE("only %ld of %ld records came", k, count);
+			usleep(1000);
+			continue;
+		}
+		struct shf_msg_hdr h;
+		struct {
+			uint32_t magic;
+			int32_t src;
+			int64_t k;
+		} m;
+		if (v.kind != SHF_REC_MSG || v.len != sizeof(h) + sizeof(m))
+			DIE("record %ld: kind %u, %u bytes: not a plain message", k, v.kind, v.len);
+		memcpy(&h, v.data, sizeof(h));
+		memcpy(&m, v.data + sizeof(h), sizeof(m));
+		if (h.rank != 0 || m.src != 0 || m.k != k)
+			DIE("record %ld: from rank %d, carries %lld", k, h.rank, (long long)m.k);
+		k++;
+	}
+	if (shf_ring_release(&w->deliver))
+		bell(w);
+	fprintf(stderr, "rawclient old-reader: %ld plain records in order\n", count);
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 5) {
+	bool reader = argc == 6 && !strcmp(argv[1], "old-reader");
+	if (argc != 5 && !reader) {
 		fprintf(stderr, "usage: rawclient MODE JOB RANK WORLD\n");
 		return 2;
 	}
@@ -326,6 +396,10 @@ int main(int argc, char **argv)
 	w.rank = atoi(argv[3]);
 	w.world = atoi(argv[4]);
 	raw_connect(&w, argv[2]);
+	if (reader) {
+		old_reader(&w, atol(argv[5]));
+		return 0;
+	}
 	self_check(&w);
 	corrupt(&w);
 	expect_cut_off(&w);

@@ -10,6 +10,14 @@
  *   threads  4 threads of one process call shf_send_many() at once
  *            (bc-client many-threads, batch callback): each thread's
  *            records arrive once each, in its order.  Also in the TSan build.
+ *   sizes    3 ranks (bc-client many-sizes), poll mode with the batch
+ *            callback, then thread mode: calls of 1..300 records of 16 B
+ *            to 20000 B to random ranks, every third with SHF_NONBLOCK;
+ *            every record once, each pair in order, every byte right.
+ *   old-reader  shf_send_many() to a client that never said it reads runs
+ *            (rawclient old-reader, as a client of 0.2 is): 5000 records,
+ *            each a plain record, in order (the daemon places the runs
+ *            item by item).
  * Mixed shf_send / shf_send_many / shf_bcast order across ranks is the
  * bcast driver's with many=1 (node-bcast-many-*, multi-bcast-many-2).
  */
@@ -41,6 +49,33 @@ int main(int argc, char **argv)
 		const char *a[] = {cl, "many-threads", "threads=4", "ops=2000", "batchcb=1",
 				   "timeout=60000", NULL};
 		CHECKF(run_one(e, "SHF_JOB=sm3", a) == 0, "many-threads");
+	} else if (!strcmp(what, "sizes")) {
+		/* runs cut at their limits, windows, short counts: 3 ranks, poll
+		 * mode with batches, then 3 ranks with the thread */
+		const char *a[] = {cl, "many-sizes", "ops=60", "poll=1", "batchcb=1", "timeout=30000",
+				   NULL};
+		const char *b[] = {cl, "many-sizes", "ops=60", "timeout=30000", NULL};
+		for (int pass = 0; pass < 2; pass++) {
+			pid_t pids[3];
+			for (int r = 0; r < 3; r++) {
+				char rank[16];
+				snprintf(rank, sizeof(rank), "SHF_RANK=%d", r);
+				const char *env[] = {pass ? "SHF_JOB=sm6" : "SHF_JOB=sm5", rank,
+						     "SHF_WORLD=3", NULL};
+				pids[r] = td_spawn(pass ? b : a, env, NULL, NULL);
+			}
+			CHECKF(td_wait_all(pids, 3, 90000, "client") == 0, "many-sizes, pass %d", pass);
+		}
+	} else if (!strcmp(what, "old-reader")) {
+		/* runs to a client that never said it reads them: item by item */
+		const char *raw = td_prog("SHF_TEST_RAWCLIENT");
+		const char *r1[] = {raw, "old-reader", "sm4", "1", "2", "5000", NULL};
+		const char *a0[] = {cl, "many-to", "count=5000", "timeout=30000", NULL};
+		const char *env0[] = {"SHF_JOB=sm4", "SHF_RANK=0", "SHF_WORLD=2", NULL};
+		pid_t pids[2];
+		pids[0] = td_spawn(r1, NULL, NULL, NULL);
+		pids[1] = td_spawn(a0, env0, NULL, NULL);
+		CHECKF(td_wait_all(pids, 2, 60000, "client") == 0, "old-reader");
 	} else {
 		CHECKF(0, "unknown case %s", what);
 	}

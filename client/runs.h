@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * client/runs.h - shf_send_many()'s runs: a window of records grouped by
+ * destination, sized, and written into the send ring as SHF_REC_RUN
+ * records (docs/ring.md, "Runs").  Called by data.c with the send side
+ * entered; calls nothing of the library.
+ */
+#ifndef SHC_RUNS_H
+#define SHC_RUNS_H
+
+#include <stdint.h>
+
+#include "client/client.h"
+
+#define SHC_RUN_WIN 256u   /* records per window (<= SHF_RUN_MAX_COUNT) */
+#define SHC_RUN_SLOTS 512u /* hash slots, a power of two >= 2 * SHC_RUN_WIN */
+
+struct shc_run_win {
+	unsigned n;                /* records in the window */
+	unsigned nruns;            /* groups */
+	uint64_t ring;             /* ring bytes the window takes */
+	uint64_t payload;          /* payload bytes */
+	uint32_t biggest;          /* largest ring record of the window */
+	uint16_t next[SHC_RUN_WIN];    /* next record of the same group, or SHC_RUN_WIN */
+	uint16_t first[SHC_RUN_WIN];   /* per group, in order of first appearance */
+	uint16_t last[SHC_RUN_WIN];
+	uint16_t count[SHC_RUN_WIN];   /* per group: records */
+	uint32_t bytes[SHC_RUN_WIN];   /* per group: item bytes, saturated at UINT32_MAX */
+	int32_t key[SHC_RUN_SLOTS];    /* destination, or -1 */
+	uint16_t slot[SHC_RUN_SLOTS];  /* its group */
+};
+
+/* Group msgs[0, n) (checked, n <= SHC_RUN_WIN) by destination and size
+ * the window: w->n records (a prefix of msgs, at least one) whose ring
+ * records take w->ring bytes, at most `budget` unless one record is more. */
+void shc_run_group(const struct shf_ctx *c, const struct shf_msg *msgs, unsigned n,
+		   uint64_t budget, struct shc_run_win *w);
+/* Write the window grouped by shc_run_group() into the send ring, whose
+ * room for w->ring + w->biggest bytes the caller has checked: one record
+ * per group (a run, or a plain record for a group of one), more where a
+ * group passes the run's limits. */
+void shc_run_write(struct shf_ctx *c, const struct shf_msg *msgs, const struct shc_run_win *w);
+
+#endif

@@ -1,0 +1,848 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * daemon/jobhome.c - job start through a home node (jobhome.h).
+ *
+ * Two roles, often on different nodes:
+ *   - a job node (ranks of the job registered here) announces its local
+ *     ranks to the job's home, waits for the home's map before READY, and
+ *     sends its leaves to its homes and, once confirmed, to the job's nodes;
+ *   - the home keeps a record per job it is the home of (struct shd_home):
+ *     the owner and world of the first announcement, each node's ranks as
+ *     sorted ranges.  A complete, consistent record is confirmed once: the
+ *     map goes to every node of the job.  A record that names two owners or
+ *     two worlds is denied: both sides hear of it (JOB_DENY), and it never
+ *     confirms.
+ * The home is the node with the highest hash of (job, node) among the nodes
+ * this daemon sees up, itself included (rendezvous hashing): nodes that see
+ * the same set pick the same home, and a node that comes or goes moves only
+ * the jobs it wins or held.  When a node's pick changes (a session began or
+ * ended), it announces its ranks again to the new home, and an unconfirmed
+ * job withdraws them from the old one; views converge with the sessions.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/job.h"
+#include "daemon/jobhome.h"
+#include "daemon/jobtab.h"
+#include "daemon/log.h"
+#include "daemon/loop.h"
+#include "daemon/net/fabric.h"
+#include "daemon/net/net.h"
+#include "daemon/net/tx.h"
+#include "daemon/sched.h"
+#include "proto/wire.h"
+
+/* One node's ranks of a job, at the home. */
+struct home_node {
+	uint32_t node;
+	uint32_t n;                  /* ranges */
+	struct shf_wire_range *rg;   /* sorted, disjoint, never adjacent */
+};
+
+/* A job this node is the home of. */
+struct shd_home {
+	struct shd_list link;        /* in d->homes */
+	char name[SHF_JOB_MAX];
+	uint64_t hash;
+	int32_t world;               /* of the first announcement */
+	uint32_t uid;                /* owner of the first announcement */
+	int deny;                    /* 0, or the conflict that failed it (-EACCES, -EINVAL) */
+	bool confirmed;              /* the map went out (or a node announced it running) */
+	int64_t ranks;               /* ranks held by its nodes */
+	uint32_t n;
+	struct home_node *nodes;     /* [n] */
+};
+
+static struct shd_ratelimit rl_home = SHD_RATELIMIT_INIT(1000, 5);
+
+/* ------------------------------------------------------------- the pick */
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= UINT64_C(0xbf58476d1ce4e5b9);
+	x ^= x >> 27;
+	x *= UINT64_C(0x94d049bb133111eb);
+	return x ^ (x >> 31);
+}
+
+/* The job's home as this node sees the set: O(nodes) hashes. */
+static uint32_t home_pick(struct shd_daemon *d, uint64_t hash)
+{
+	uint32_t best = d->node_id;
+	uint64_t bs = mix64(hash ^ mix64((uint64_t)d->node_id + 1));
+	if (!d->net)
+		return best;
+	for (uint32_t i = 0; i < d->n_nodes; i++) {
+		if (i == d->node_id || !shd_net_peer_is_up(d, i))
+			continue;
+		uint64_t s = mix64(hash ^ mix64((uint64_t)i + 1));
+		if (s > bs || (s == bs && i < best)) {
+			bs = s;
+			best = i;
+		}
+	}
+	return best;
+}
+
+/* ------------------------------------------------------------- sending */
+
+static void home_join(struct shd_daemon *d, uint32_t from, const char *name, int32_t world,
+		      uint32_t uid, uint32_t flags, const struct shf_wire_range *rg, uint32_t nr);
+static void home_leave(struct shd_daemon *d, uint32_t from, uint64_t hash, int32_t rank);
+static void map_apply(struct shd_daemon *d, uint32_t from, const char *name, uint64_t hash,
+		      int32_t world, uint32_t uid, uint32_t flags,
+		      const struct shf_wire_map_ent *e, uint32_t ne);
+static void deny_apply(struct shd_daemon *d, uint64_t hash, int reason, uint32_t other,
+		       uint32_t uid, int32_t world);
+
+/* Items of `item` bytes after `fixed` that fit one message: large (a pool
+ * buffer) or, when none is free, small (the fabric's copy). */
+static uint32_t per_msg(struct shd_daemon *d, bool small, uint32_t fixed, uint32_t item)
+{
+	uint32_t max = small ? SHD_FABRIC_SMALL : shd_net_msg_max(d);
+	return max > fixed + item ? (max - fixed) / item : 1;
+}
+
+static void leave_send(struct shd_daemon *d, uint32_t node, uint64_t hash, int32_t rank)
+{
+	if (node == d->node_id) {
+		home_leave(d, d->node_id, hash, rank);
+		return;
+	}
+	uint8_t buf[SHF_WIRE_LEAVE_BYTES];
+	struct shf_wire_leave l = {hash, rank, 0};
+	long len = shf_wire_enc_leave(buf, sizeof(buf), d->node_id, node, &l);
+	if (len > 0)
+		shd_net_send_msg(d, node, buf, (size_t)len);
+}
+
+/* The local ranks of j as ranges (*nr_p of them; NULL and 0: none or no
+ * memory). */
+static struct shf_wire_range *local_ranges(struct shd_daemon *d, const struct shd_job *j,
+					   uint32_t *nr_p)
+{
+	*nr_p = 0;
+	if (j->local <= 0)
+		return NULL;
+	struct shf_wire_range *rg = malloc(sizeof(*rg) * (size_t)j->local);
+	if (!rg) {
+		shd_err("out of memory announcing job %s", j->name);
+		return NULL;
+	}
+	uint32_t nr = 0, seen = 0;
+	for (int32_t r = shd_jobtab_next(j, 0); r < j->world && seen < (uint32_t)j->local;
+	     r = shd_jobtab_next(j, r + 1)) {
+		if (shd_jobtab_node(j, r) != d->node_id || !shd_jobtab_client(j, r))
+			continue;
+		seen++;
+		if (nr && rg[nr - 1].first + rg[nr - 1].count == r)
+			rg[nr - 1].count++;
+		else
+			rg[nr++] = (struct shf_wire_range){r, 1};
+	}
+	*nr_p = nr;
+	return rg;
+}
+
+/* JOB_JOIN of j's local ranks to home (several if they do not fit one). */
+static void join_send(struct shd_daemon *d, struct shd_job *j, uint32_t home)
+{
+	uint32_t nr;
+	struct shf_wire_range *rg = local_ranges(d, j, &nr);
+	uint32_t flags = j->ready ? SHF_WIRE_JOIN_RUNNING : 0;
+	if (nr && home == d->node_id) {
+		home_join(d, d->node_id, j->name, j->world, (uint32_t)j->uid, flags, rg, nr);
+	} else if (nr) {
+		struct shf_wire_join jn = {.world = j->world, .uid = (uint32_t)j->uid, .flags = flags};
+		snprintf(jn.name, sizeof(jn.name), "%s", j->name);
+		uint32_t cap = shd_net_msg_max(d);
+		uint8_t *buf = malloc(cap);
+		bool small = false;
+		for (uint32_t off = 0; buf && off < nr;) {
+			uint32_t k = per_msg(d, small, SHF_WIRE_JOIN_FIXED, SHF_WIRE_RANGE_BYTES);
+			if (k > nr - off)
+				k = nr - off;
+			long len = shf_wire_enc_join(buf, cap, d->node_id, home, &jn, rg + off, k);
+			int r = len > 0 ? shd_net_send_msg(d, home, buf, (size_t)len) : (int)len;
+			if (r == -ENOBUFS && !small) {
+				small = true;
+				continue;
+			}
+			if (r < 0) {
+				/* the home went down: the pick moves at the peers step */
+				shd_debug("job %s: join to home node %u not sent: %s", j->name, home,
+					  strerror(-r));
+				break;
+			}
+			d->st.join_msgs_out++;
+			off += k;
+		}
+		if (!buf)
+			shd_err("out of memory announcing job %s", j->name);
+		free(buf);
+	}
+	free(rg);
+}
+
+/* JOB_MAP of e[0..ne) to node (the last part FINAL when final). */
+static void map_send(struct shd_daemon *d, const struct shd_home *h, uint32_t node,
+		     const struct shf_wire_map_ent *e, uint32_t ne, bool final)
+{
+	if (node == d->node_id) {
+		map_apply(d, d->node_id, h->name, h->hash, h->world, h->uid,
+			  final ? SHF_WIRE_MAP_FINAL : 0, e, ne);
+		return;
+	}
+	struct shf_wire_map m = {.world = h->world, .uid = h->uid};
+	snprintf(m.name, sizeof(m.name), "%s", h->name);
+	uint32_t cap = shd_net_msg_max(d);
+	uint8_t *buf = malloc(cap);
+	bool small = false;
+	for (uint32_t off = 0; buf && off < ne;) {
+		uint32_t k = per_msg(d, small, SHF_WIRE_MAP_FIXED, SHF_WIRE_MAP_ENT_BYTES);
+		if (k > ne - off)
+			k = ne - off;
+		m.flags = final && off + k == ne ? SHF_WIRE_MAP_FINAL : 0;
+		long len = shf_wire_enc_map(buf, cap, d->node_id, node, &m, e + off, k);
+		int r = len > 0 ? shd_net_send_msg(d, node, buf, (size_t)len) : (int)len;
+		if (r == -ENOBUFS && !small) {
+			small = true;
+			continue;
+		}
+		if (r < 0) {
+			/* it went down: it loses its ranks everywhere anyway */
+			shd_debug("job %s: map to node %u not sent: %s", h->name, node, strerror(-r));
+			break;
+		}
+		d->st.join_msgs_out++;
+		off += k;
+	}
+	if (!buf)
+		shd_err("out of memory sending the map of job %s", h->name);
+	free(buf);
+}
+
+static void deny_send(struct shd_daemon *d, uint32_t node, const char *name, int reason,
+		      uint32_t other, uint32_t uid, int32_t world)
+{
+	if (node == d->node_id) {
+		deny_apply(d, shf_wire_job_hash(name), reason, other, uid, world);
+		return;
+	}
+	uint8_t buf[SHF_WIRE_DENY_BYTES];
+	struct shf_wire_deny dn = {.reason = reason, .other_node = other, .other_uid = uid,
+				   .other_world = world};
+	snprintf(dn.name, sizeof(dn.name), "%s", name);
+	long len = shf_wire_enc_deny(buf, sizeof(buf), d->node_id, node, &dn);
+	if (len > 0 && shd_net_send_msg(d, node, buf, (size_t)len) == 0)
+		d->st.join_msgs_out++;
+}
+
+/* ------------------------------------------------------------- job nodes */
+
+/* Registrations of one node's ranks coalesce into one JOB_JOIN: the first
+ * opens a window of JOIN_LINGER_MS, and what registered in it goes at its
+ * end.  Ranks started together (a job's launch) cost one message per node;
+ * each later window one more.  The latency it adds (10 ms) is small
+ * against a process start. */
+#define JOIN_LINGER_MS 10u
+
+static void join_timer_fired(int fd, void *arg)
+{
+	(void)fd;
+	shd_sched_pass(arg); /* the network step sends what is due */
+}
+
+/* Announce j at now + delay_ms (at once: 0) or earlier if already due. */
+static void mark(struct shd_daemon *d, struct shd_job *j, uint32_t delay_ms)
+{
+	uint64_t due = shd_now_ns() + (uint64_t)delay_ms * 1000000u;
+	if (!j->join_dirty) {
+		j->join_dirty = true;
+		d->joins_dirty++;
+		j->join_due_ns = due;
+	} else if (due < j->join_due_ns) {
+		j->join_due_ns = due;
+	}
+	if (!delay_ms || !d->loop) {
+		shd_sched_pass(d);
+		return;
+	}
+	if (!d->join_timer)
+		d->join_timer = shd_loop_timer(d->loop, join_timer_fired, d);
+	if (!d->join_timer) {
+		shd_sched_pass(d); /* no timer: at once rather than never */
+		return;
+	}
+	if (!shd_ev_armed(d->join_timer))
+		shd_ev_arm(d->join_timer, (uint64_t)delay_ms * 1000u);
+}
+
+void shd_home_announce(struct shd_daemon *d, struct shd_job *j)
+{
+	if (d->net)
+		mark(d, j, JOIN_LINGER_MS);
+}
+
+/* j's local ranks go to home h from now on. */
+static void home_move(struct shd_daemon *d, struct shd_job *j, uint32_t h)
+{
+	if (j->home != SHD_NODE_NONE && j->home != h && !j->ready) {
+		/* withdraw from the old home: its record must not count them */
+		leave_send(d, j->home, j->hash, -1);
+		for (uint8_t i = 0; i < j->n_homes; i++)
+			if (j->homes[i] == j->home) {
+				j->homes[i] = j->homes[--j->n_homes];
+				break;
+			}
+	}
+	j->home = h;
+	for (uint8_t i = 0; i < j->n_homes; i++)
+		if (j->homes[i] == h)
+			return;
+	if (j->n_homes == sizeof(j->homes) / sizeof(j->homes[0])) {
+		/* the oldest is forgotten: it keeps a record until those nodes
+		 * leave its view (docs/protocol-wire.md, "Job start") */
+		memmove(j->homes, j->homes + 1, sizeof(j->homes) - sizeof(j->homes[0]));
+		j->n_homes--;
+	}
+	j->homes[j->n_homes++] = h;
+}
+
+void shd_home_flush(struct shd_daemon *d)
+{
+	if (!d->joins_dirty)
+		return;
+	struct shd_list *q;
+	uint64_t now = shd_now_ns(), next = 0;
+	for (q = d->jobs.next; q != &d->jobs; q = q->next) {
+		struct shd_job *j = shd_container_of(q, struct shd_job, link);
+		if (!j->join_dirty)
+			continue;
+		if (j->join_due_ns > now) {
+			if (!next || j->join_due_ns < next)
+				next = j->join_due_ns;
+			continue;
+		}
+		j->join_dirty = false;
+		d->joins_dirty--;
+		if (j->local <= 0 || j->deny)
+			continue;
+		uint32_t h = home_pick(d, j->hash);
+		home_move(d, j, h);
+		join_send(d, j, h);
+	}
+	if (next && d->join_timer)
+		shd_ev_arm(d->join_timer, (next - now + 999) / 1000);
+}
+
+void shd_home_local_left(struct shd_daemon *d, struct shd_job *j, int32_t rank)
+{
+	if (!d->net)
+		return;
+	for (uint8_t i = 0; i < j->n_homes; i++)
+		leave_send(d, j->homes[i], j->hash, rank);
+	for (uint32_t i = 0; i < j->n_jnodes; i++) {
+		bool home = false;
+		for (uint8_t k = 0; k < j->n_homes; k++)
+			home |= j->homes[k] == j->jnodes[i];
+		if (!home)
+			leave_send(d, j->jnodes[i], j->hash, rank);
+	}
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* The home's map of a job this node has (or had) ranks of. */
+static void map_apply(struct shd_daemon *d, uint32_t from, const char *name, uint64_t hash,
+		      int32_t world, uint32_t uid, uint32_t flags,
+		      const struct shf_wire_map_ent *e, uint32_t ne)
+{
+	struct shd_job *j = shd_jobtab_find_hash(d, hash);
+	if (!j || j->deny) {
+		/* every rank of ours left before the map came: they left for
+		 * the job's nodes too (once; a later map part finds nothing) */
+		if (!j && (flags & SHF_WIRE_MAP_FINAL)) {
+			for (uint32_t i = 0; i < ne; i++)
+				if (e[i].node == d->node_id) {
+					for (uint32_t k = 0; k < ne; k++)
+						if (e[k].node != d->node_id)
+							leave_send(d, e[k].node, hash, -1);
+					if (from != d->node_id)
+						leave_send(d, from, hash, -1);
+					break;
+				}
+		}
+		return;
+	}
+	if ((uint32_t)j->uid != uid || j->world != world) {
+		/* the home saw another owner or world than ours: cannot be,
+		 * since it takes the first announcement's; refuse all the same */
+		shd_job_deny(d, j, (uint32_t)j->uid != uid ? -EACCES : -EINVAL, from, uid, world);
+		return;
+	}
+	for (uint32_t i = 0; i < ne; i++) {
+		if (e[i].node == d->node_id)
+			continue;
+		for (int32_t k = 0; k < e[i].count; k++)
+			shd_job_remote_rank(d, j, e[i].first + k, e[i].node, true, 0);
+	}
+	if (!(flags & SHF_WIRE_MAP_FINAL) || j->confirmed)
+		return;
+	/* ranks the home counts here that left meanwhile: gone for everyone */
+	int32_t *stale = NULL;
+	uint32_t nstale = 0, capstale = 0;
+	uint32_t *nodes = malloc(sizeof(*nodes) * (ne ? ne : 1));
+	uint32_t nn = 0;
+	for (uint32_t i = 0; i < ne; i++) {
+		if (e[i].node != d->node_id) {
+			if (nodes)
+				nodes[nn++] = e[i].node;
+			continue;
+		}
+		for (int32_t k = 0; k < e[i].count; k++) {
+			int32_t r = e[i].first + k;
+			if (shd_jobtab_node(j, r) != SHD_NODE_NONE)
+				continue;
+			if (nstale == capstale) {
+				capstale = capstale ? 2 * capstale : 16;
+				int32_t *s = realloc(stale, sizeof(*s) * capstale);
+				if (!s)
+					break;
+				stale = s;
+			}
+			if (shd_jobtab_set(d, j, r, SHD_NODE_GONE, NULL, true, NULL, 0) == 0) {
+				j->registered++;
+				j->gone++;
+				stale[nstale++] = r;
+			}
+		}
+	}
+	if (nodes) {
+		qsort(nodes, nn, sizeof(*nodes), cmp_u32);
+		uint32_t u = 0;
+		for (uint32_t i = 0; i < nn; i++)
+			if (!u || nodes[u - 1] != nodes[i])
+				nodes[u++] = nodes[i];
+		free(j->jnodes);
+		j->jnodes = nodes;
+		j->n_jnodes = u;
+	}
+	j->confirmed = true;
+	shd_job_check_ready(j);
+	for (uint32_t i = 0; i < nstale; i++)
+		shd_home_local_left(d, j, stale[i]);
+	free(stale);
+}
+
+static void deny_apply(struct shd_daemon *d, uint64_t hash, int reason, uint32_t other,
+		       uint32_t uid, int32_t world)
+{
+	struct shd_job *j = shd_jobtab_find_hash(d, hash);
+	if (j)
+		shd_job_deny(d, j, reason, other, uid, world);
+}
+
+void shd_home_on_map(struct shd_daemon *d, uint32_t node, const struct shf_wire_map *m)
+{
+	d->st.join_msgs_in++;
+	struct shf_wire_map_ent *e = malloc(sizeof(*e) * m->nents);
+	if (!e) {
+		shd_err("job %s: out of memory for the map from node %u", m->name, node);
+		return;
+	}
+	for (uint32_t i = 0; i < m->nents; i++)
+		e[i] = shf_wire_map_entry(m, i);
+	map_apply(d, node, m->name, m->job_hash, m->world, m->uid, m->flags, e, m->nents);
+	free(e);
+}
+
+void shd_home_on_deny(struct shd_daemon *d, uint32_t node, const struct shf_wire_deny *dn)
+{
+	(void)node;
+	d->st.join_msgs_in++;
+	deny_apply(d, dn->job_hash, dn->reason, dn->other_node, dn->other_uid, dn->other_world);
+}
+
+/* ------------------------------------------------------------- the home */
+
+static struct shd_home *home_find(struct shd_daemon *d, uint64_t hash)
+{
+	struct shd_list *q;
+	for (q = d->homes.next; q != &d->homes; q = q->next) {
+		struct shd_home *h = shd_container_of(q, struct shd_home, link);
+		if (h->hash == hash)
+			return h;
+	}
+	return NULL;
+}
+
+static struct home_node *hn_find(struct shd_home *h, uint32_t node)
+{
+	for (uint32_t i = 0; i < h->n; i++)
+		if (h->nodes[i].node == node)
+			return &h->nodes[i];
+	return NULL;
+}
+
+static void home_free(struct shd_daemon *d, struct shd_home *h)
+{
+	shd_list_del(&h->link);
+	for (uint32_t i = 0; i < h->n; i++)
+		free(h->nodes[i].rg);
+	free(h->nodes);
+	free(h);
+	d->st.home_jobs--;
+}
+
+void shd_home_free_all(struct shd_daemon *d)
+{
+	shd_ev_free(d->join_timer);
+	d->join_timer = NULL;
+	while (d->homes.next && !shd_list_empty(&d->homes))
+		home_free(d, shd_container_of(d->homes.next, struct shd_home, link));
+}
+
+uint32_t shd_home_count(const struct shd_daemon *d)
+{
+	return (uint32_t)d->st.home_jobs;
+}
+
+/* Add [a, a + c) to hn's ranges; returns the ranks newly added (-1: no
+ * memory). */
+static int64_t rs_add(struct home_node *hn, int32_t a, int32_t c)
+{
+	int64_t lo = a, hi = (int64_t)a + c, had = 0;
+	struct shf_wire_range *out = malloc(sizeof(*out) * (hn->n + 1));
+	if (!out)
+		return -1;
+	uint32_t k = 0, i = 0;
+	while (i < hn->n && (int64_t)hn->rg[i].first + hn->rg[i].count < lo)
+		out[k++] = hn->rg[i++];
+	while (i < hn->n && hn->rg[i].first <= hi) {
+		int64_t f = hn->rg[i].first, e = f + hn->rg[i].count;
+		int64_t ov = (e < (int64_t)a + c ? e : (int64_t)a + c) - (f > a ? f : a);
+		if (ov > 0)
+			had += ov;
+		if (f < lo)
+			lo = f;
+		if (e > hi)
+			hi = e;
+		i++;
+	}
+	out[k++] = (struct shf_wire_range){(int32_t)lo, (int32_t)(hi - lo)};
+	while (i < hn->n)
+		out[k++] = hn->rg[i++];
+	free(hn->rg);
+	hn->rg = out;
+	hn->n = k;
+	return c - had;
+}
+
+/* Take rank out of hn's ranges: 1 if it was there. */
+static int rs_del(struct home_node *hn, int32_t rank)
+{
+	for (uint32_t i = 0; i < hn->n; i++) {
+		struct shf_wire_range r = hn->rg[i];
+		if (rank < r.first || rank >= r.first + r.count)
+			continue;
+		if (r.count == 1) {
+			memmove(hn->rg + i, hn->rg + i + 1, sizeof(*hn->rg) * (hn->n - i - 1));
+			hn->n--;
+		} else if (rank == r.first) {
+			hn->rg[i].first++;
+			hn->rg[i].count--;
+		} else if (rank == r.first + r.count - 1) {
+			hn->rg[i].count--;
+		} else {
+			struct shf_wire_range *g = realloc(hn->rg, sizeof(*g) * (hn->n + 1));
+			if (!g)
+				return 0; /* kept: the record only ends later */
+			hn->rg = g;
+			memmove(g + i + 2, g + i + 1, sizeof(*g) * (hn->n - i - 1));
+			g[i].count = rank - r.first;
+			g[i + 1] = (struct shf_wire_range){rank + 1, r.first + r.count - rank - 1};
+			hn->n++;
+		}
+		return 1;
+	}
+	return 0;
+}
+
+/* The node (not `not`) of another side of h, for a refusal's text. */
+static uint32_t other_node(const struct shd_home *h, uint32_t not)
+{
+	for (uint32_t i = 0; i < h->n; i++)
+		if (h->nodes[i].node != not)
+			return h->nodes[i].node;
+	return SHD_NODE_NONE;
+}
+
+/* Is any rank of [a, a + c) held by a node other than node? (*who_p: one) */
+static bool held_elsewhere(const struct shd_home *h, uint32_t node, int32_t a, int32_t c,
+			   uint32_t *who_p)
+{
+	for (uint32_t i = 0; i < h->n; i++) {
+		if (h->nodes[i].node == node)
+			continue;
+		for (uint32_t k = 0; k < h->nodes[i].n; k++) {
+			struct shf_wire_range r = h->nodes[i].rg[k];
+			if ((int64_t)r.first < (int64_t)a + c && (int64_t)r.first + r.count > a) {
+				*who_p = h->nodes[i].node;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/* The whole map of h (sorted by rank): *ne_p entries, NULL on no memory. */
+static struct shf_wire_map_ent *map_of(const struct shd_home *h, uint32_t *ne_p)
+{
+	uint32_t ne = 0;
+	for (uint32_t i = 0; i < h->n; i++)
+		ne += h->nodes[i].n;
+	struct shf_wire_map_ent *e = malloc(sizeof(*e) * (ne ? ne : 1));
+	if (!e)
+		return NULL;
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < h->n; i++)
+		for (uint32_t x = 0; x < h->nodes[i].n; x++)
+			e[k++] = (struct shf_wire_map_ent){h->nodes[i].rg[x].first,
+							   h->nodes[i].rg[x].count, h->nodes[i].node};
+	/* insertion sort by first: a job's nodes' ranges are few and mostly sorted */
+	for (uint32_t i = 1; i < k; i++) {
+		struct shf_wire_map_ent t = e[i];
+		uint32_t x = i;
+		while (x && e[x - 1].first > t.first) {
+			e[x] = e[x - 1];
+			x--;
+		}
+		e[x] = t;
+	}
+	*ne_p = k;
+	return e;
+}
+
+/* h is complete and consistent: its map to every node of the job. */
+static void confirm(struct shd_daemon *d, struct shd_home *h, uint32_t only)
+{
+	h->confirmed = true;
+	uint32_t ne;
+	struct shf_wire_map_ent *e = map_of(h, &ne);
+	if (!e) {
+		shd_err("job %s: out of memory for its map", h->name);
+		return;
+	}
+	shd_info("job %s: home of the job: world of %d confirmed on %u node(s)", h->name, h->world,
+		 h->n);
+	/* what the sends need, copied: taking the map here may make a rank of
+	 * ours leave (map_apply), and its leave may free h */
+	struct shd_home hc = *h;
+	bool self = false;
+	for (uint32_t i = 0; i < hc.n; i++) {
+		uint32_t node = hc.nodes[i].node;
+		if (only != SHD_NODE_NONE && node != only)
+			continue;
+		/* a node that holds the whole world is ready without a map */
+		if (hc.n == 1 && node != d->node_id)
+			continue;
+		if (node == d->node_id)
+			self = true; /* last: h is not used after it */
+		else
+			map_send(d, &hc, node, e, ne, true);
+	}
+	if (self)
+		map_send(d, &hc, d->node_id, e, ne, true);
+	free(e);
+}
+
+/* from announced another owner or world than h's. */
+static void conflict(struct shd_daemon *d, struct shd_home *h, uint32_t from, uint32_t uid,
+		     int32_t world, bool running)
+{
+	int reason = h->uid != uid ? -EACCES : -EINVAL;
+	uint32_t other = other_node(h, from);
+	shd_log_rl(&rl_home, SHD_LOG_WARN,
+		   "job %s: node %u announced it with owner uid %u and world %d, node %u with "
+		   "uid %u and world %d: %s", h->name, from, uid, world, other, h->uid, h->world,
+		   h->confirmed && !running ? "the newcomer is refused"
+					     : "both sides are refused");
+	if (other == SHD_NODE_NONE)
+		return;
+	char name[SHF_JOB_MAX];
+	memcpy(name, h->name, sizeof(name));
+	uint32_t huid = h->uid;
+	int32_t hworld = h->world;
+	uint32_t *nodes = NULL, nn = 0;
+	/* a late registration never fails a job that runs */
+	if (!(h->confirmed && !running) && !h->deny) {
+		h->deny = reason;
+		nodes = malloc(sizeof(*nodes) * h->n);
+		if (!nodes)
+			shd_err("job %s: out of memory refusing its nodes", name);
+		for (uint32_t i = 0; nodes && i < h->n; i++)
+			nodes[nn++] = h->nodes[i].node;
+	}
+	/* h may be freed from here on: refusing this node's own side makes
+	 * its ranks leave, and their leaves empty the record */
+	deny_send(d, from, name, reason, other, huid, hworld);
+	for (uint32_t i = 0; i < nn; i++)
+		deny_send(d, nodes[i], name, reason, from, uid, world);
+	free(nodes);
+}
+
+static void home_join(struct shd_daemon *d, uint32_t from, const char *name, int32_t world,
+		      uint32_t uid, uint32_t flags, const struct shf_wire_range *rg, uint32_t nr)
+{
+	uint64_t hash = shf_wire_job_hash(name);
+	bool running = flags & SHF_WIRE_JOIN_RUNNING;
+	struct shd_home *h = home_find(d, hash);
+	if (h && h->n == 1 && h->nodes[0].node == from && (h->uid != uid || h->world != world)) {
+		/* its own earlier job of that name, whose leave is late */
+		home_free(d, h);
+		h = NULL;
+	}
+	if (!h) {
+		h = calloc(1, sizeof(*h));
+		if (!h) {
+			shd_err("job %s: out of memory for its home record", name);
+			return;
+		}
+		snprintf(h->name, sizeof(h->name), "%s", name);
+		h->hash = hash;
+		h->world = world;
+		h->uid = uid;
+		shd_list_add_tail(&d->homes, &h->link);
+		d->st.home_jobs++;
+	} else if (h->uid != uid || h->world != world) {
+		conflict(d, h, from, uid, world, running);
+		return;
+	} else if (h->deny) {
+		uint32_t other = other_node(h, from);
+		if (other != SHD_NODE_NONE)
+			deny_send(d, from, h->name, h->deny, other, h->uid, h->world);
+		return;
+	}
+	struct home_node *hn = hn_find(h, from);
+	if (!hn && h->confirmed && !running) {
+		/* the job runs without this node: its ranks came too late */
+		uint32_t other = other_node(h, from);
+		if (other != SHD_NODE_NONE)
+			deny_send(d, from, h->name, -EEXIST, other, h->uid, h->world);
+		return;
+	}
+	if (!hn) {
+		struct home_node *g = realloc(h->nodes, sizeof(*g) * (h->n + 1));
+		if (!g) {
+			shd_err("job %s: out of memory for its home record", name);
+			return;
+		}
+		h->nodes = g;
+		hn = &g[h->n++];
+		*hn = (struct home_node){from, 0, NULL};
+	}
+	for (uint32_t i = 0; i < nr; i++) {
+		uint32_t who;
+		if (!held_elsewhere(h, from, rg[i].first, rg[i].count, &who)) {
+			int64_t added = rs_add(hn, rg[i].first, rg[i].count);
+			if (added > 0)
+				h->ranks += added;
+			continue;
+		}
+		shd_log_rl(&rl_home, SHD_LOG_WARN,
+			   "job %s: node %u announced ranks %d-%d, some of them held by node %u: "
+			   "those are not taken", h->name, from, rg[i].first,
+			   rg[i].first + rg[i].count - 1, who);
+		for (int32_t k = 0; k < rg[i].count; k++)
+			if (!held_elsewhere(h, from, rg[i].first + k, 1, &who)) {
+				int64_t added = rs_add(hn, rg[i].first + k, 1);
+				if (added > 0)
+					h->ranks += added;
+			}
+	}
+	if (running) {
+		h->confirmed = true; /* announced again to a new home: it runs */
+		return;
+	}
+	if (h->ranks == h->world)
+		confirm(d, h, h->confirmed ? from : SHD_NODE_NONE);
+}
+
+static void home_leave(struct shd_daemon *d, uint32_t from, uint64_t hash, int32_t rank)
+{
+	struct shd_home *h = home_find(d, hash);
+	if (!h)
+		return;
+	struct home_node *hn = hn_find(h, from);
+	if (!hn)
+		return;
+	if (rank >= 0) {
+		h->ranks -= rs_del(hn, rank);
+	} else {
+		for (uint32_t i = 0; i < hn->n; i++)
+			h->ranks -= hn->rg[i].count;
+		hn->n = 0;
+	}
+	if (hn->n == 0) {
+		free(hn->rg);
+		*hn = h->nodes[--h->n];
+	}
+	if (h->n == 0)
+		home_free(d, h);
+}
+
+void shd_home_on_join(struct shd_daemon *d, uint32_t node, const struct shf_wire_join *jn)
+{
+	d->st.join_msgs_in++;
+	struct shf_wire_range *rg = malloc(sizeof(*rg) * jn->nranges);
+	if (!rg) {
+		shd_err("job %s: out of memory for the join of node %u", jn->name, node);
+		return;
+	}
+	for (uint32_t i = 0; i < jn->nranges; i++)
+		rg[i] = shf_wire_join_range(jn, i);
+	home_join(d, node, jn->name, jn->world, jn->uid, jn->flags, rg, jn->nranges);
+	free(rg);
+}
+
+void shd_home_on_leave(struct shd_daemon *d, uint32_t node, uint64_t job_hash, int32_t rank)
+{
+	home_leave(d, node, job_hash, rank);
+}
+
+void shd_home_peer_up(struct shd_daemon *d, uint32_t node)
+{
+	struct shd_list *q;
+	for (q = d->jobs.next; q != &d->jobs; q = q->next) {
+		struct shd_job *j = shd_container_of(q, struct shd_job, link);
+		if (j->local <= 0 || j->deny || j->home == SHD_NODE_NONE)
+			continue; /* (not announced yet: its first window picks the home) */
+		/* a new session with the home shares nothing with the old one:
+		 * announce again; and a node that comes may win the pick */
+		if (j->home == node || home_pick(d, j->hash) != j->home)
+			mark(d, j, 0);
+	}
+}
+
+void shd_home_peer_lost(struct shd_daemon *d, uint32_t node)
+{
+	struct shd_list *q, *t;
+	shd_list_for_each_safe(q, t, &d->homes) {
+		struct shd_home *h = shd_container_of(q, struct shd_home, link);
+		home_leave(d, node, h->hash, -1);
+	}
+	for (q = d->jobs.next; q != &d->jobs; q = q->next) {
+		struct shd_job *j = shd_container_of(q, struct shd_job, link);
+		if (j->local > 0 && !j->deny && j->home == node)
+			mark(d, j, 0);
+	}
+}
