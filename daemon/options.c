@@ -252,7 +252,7 @@ const struct shd_opt shd_opts[SHD_OPT_MAX] = {
 	[SHD_OPT_MAX_NODES] = {
 		"max_nodes", "SHF_MAX_NODES", SHD_OPT_T_UINT, 0, FIELD(max_nodes), 2, 1048576, "1024", "N",
 		"tcp and dir without N: the most nodes the set can hold (node ids below N); costs "
-		"about 1.3 KiB per node in every daemon. The other kinds size the set "
+		"about 0.8 KiB per node in every daemon. The other kinds size the set "
 		"themselves.", NULL,
 		.group = SHD_OPT_G_NETWORK },
 	[SHD_OPT_PEER_TIMEOUT_MS] = {
