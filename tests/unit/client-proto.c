@@ -18,7 +18,10 @@
  *     delivery flushes, BYE on close;
  *   - a dead or broken daemon: unsolicited ERROR (-ECANCELED: a drained
  *     job, kept as every later call's result), a reply to a mark never
- *     sent, a corrupt delivery record, death while a send is blocked.
+ *     sent, a corrupt delivery record, corrupt runs (count 0, a rank
+ *     outside the world, an item past the record, bytes left over: the
+ *     items before the bad one are delivered, then the context is dead),
+ *     death while a send is blocked.
  * Every wait is bounded; the fakes run under alarm().
  */
 #include <dirent.h>
@@ -799,6 +802,84 @@ static void corrupt_record(int thread)
 	fake_end(p);
 }
 
+/* A run record from rank 1: `count` in its header, items {type 5 + i,
+ * "r<i>"} of 2 bytes each, `n` of them written; `cut` bytes taken off the
+ * record's end, `len_of` (>= 0) the length item `len_of` claims. */
+static void fk_deliver_run(struct fake *f, int32_t src, uint32_t count, uint32_t n, uint32_t cut,
+			   int len_of)
+{
+	uint32_t bytes = SHF_RUN_HDR_BYTES + n * shf_run_item_bytes(2) - cut;
+	uint8_t *p = shf_ring_reserve(&f->deliver, bytes, SHF_REC_RUN);
+	if (!p)
+		FAKE_FAIL("delivery ring full");
+	memset(p, 0, bytes);
+	struct shf_run_hdr h = {src, count};
+	memcpy(p, &h, sizeof(h));
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t at = SHF_RUN_HDR_BYTES + i * shf_run_item_bytes(2);
+		struct shf_run_item it = {5 + i, (int)i == len_of ? 100u : 2u};
+		if (at + 10 > bytes)
+			break;
+		memcpy(p + at, &it, sizeof(it));
+		p[at + 8] = 'r';
+		p[at + 9] = (uint8_t)('0' + i);
+	}
+	if (shf_ring_publish(&f->deliver))
+		shf_bell_ring(f->bell_deliver);
+}
+
+/* A good run of 2, then a bad one (which_bad): 0 count 0, 1 rank outside
+ * the world, 2 its second item's length past the record, 3 bytes left
+ * over after its count.  The items before the bad one are delivered. */
+static int which_bad;
+
+static void fk_corrupt_run(struct fake *f)
+{
+	fk_open(f);
+	fk_deliver_run(f, 1, 2, 2, 0, -1);
+	switch (which_bad) {
+	case 0: fk_deliver_run(f, 1, 0, 1, 0, -1); break;
+	case 1: fk_deliver_run(f, 9, 1, 1, 0, -1); break;
+	case 2: fk_deliver_run(f, 1, 2, 2, 0, 1); break;
+	default: fk_deliver_run(f, 1, 1, 2, 0, -1); break;
+	}
+	fk_expect_eof(f, false);
+}
+
+static void corrupt_run(int thread, int bad, int want)
+{
+	static const char *const names[] = {"count0", "rank", "overlong", "leftover"};
+	char sc[64];
+	snprintf(sc, sizeof(sc), "corrupt-run-%s-%s", names[bad], thread ? "thread" : "poll");
+	scenario = sc;
+	which_bad = bad;
+	atomic_store(&got, 0);
+	struct shf_opts o;
+	opts(&o, thread);
+	pid_t p = fake_start(fk_corrupt_run);
+	struct shf_ctx *c = NULL;
+	EXPECT(shf_open(&o, on_msg, NULL, &c) == 0);
+	if (c) {
+		int r = 0;
+		double end = now_s() + 5;
+		while ((r >= 0 || r == -EAGAIN) && now_s() < end) {
+			if (thread) {
+				usleep(1000);
+				r = shf_send(c, 1, 0, "x", 1, SHF_NONBLOCK);
+			} else {
+				r = shf_poll(c, 100);
+			}
+		}
+		EXPECT(r == -ENOTCONN);
+		EXPECT(strstr(shf_error_detail(), "protocol error") != NULL);
+		EXPECT(atomic_load(&got) == want); /* the good items before the bad one */
+		EXPECT(got_type[0] == 5 && got_type[1] == 6 && !memcmp(got_data[1], "r1", 2) &&
+		       got_len[1] == 2 && got_src[0] == 1);
+		EXPECT(shf_close(c) == -ENOTCONN);
+	}
+	fake_end(p);
+}
+
 static void fk_die_later(struct fake *f)
 {
 	fk_open(f);
@@ -887,6 +968,12 @@ int main(void)
 		node_info(lie);
 	corrupt_record(1);
 	corrupt_record(0);
+	for (int thread = 0; thread <= 1; thread++) {
+		corrupt_run(thread, 0, 2);
+		corrupt_run(thread, 1, 2);
+		corrupt_run(thread, 2, 3);
+		corrupt_run(thread, 3, 3);
+	}
 	death_blocked_send(1);
 	death_blocked_send(0);
 
