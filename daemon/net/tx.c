@@ -693,36 +693,38 @@ static inline void appended(struct shd_daemon *d, struct shd_peer *p)
 		close_open(p, CLOSE_SIZE);
 }
 
-int shd_net_append(struct shd_daemon *d, struct shd_client *src, uint32_t node,
-		   const struct shd_job *j, int32_t dst, uint32_t type, const void *data,
-		   uint32_t len)
+/* One record for rank dst into node's batch: a message (type, len bytes
+ * of data) or, with count > 0, a run of count messages (len bytes of
+ * checked items). */
+static int append(struct shd_daemon *d, struct shd_client *src, uint32_t node,
+		  const struct shd_job *j, int32_t dst, uint32_t type, uint32_t count,
+		  const void *data, uint32_t len)
 {
 	int e;
 	struct shd_peer *p = batch_for(d, src, node, j, len, &e);
 	if (!p)
 		return e;
-	void *to = shf_wire_batch_add(&p->enc, dst, src->rank, type, len);
+	void *to = count ? shf_wire_batch_add_run(&p->enc, dst, src->rank, count, len)
+			 : shf_wire_batch_add(&p->enc, dst, src->rank, type, len);
 	if (!to)
-		return -EHOSTDOWN; /* cannot happen: fits() was checked, ranks are bounded */
+		return -EHOSTDOWN; /* cannot happen: fits() was checked, ranks and run are */
 	memcpy(to, data, len);
 	appended(d, p);
 	return 0;
+}
+
+int shd_net_append(struct shd_daemon *d, struct shd_client *src, uint32_t node,
+		   const struct shd_job *j, int32_t dst, uint32_t type, const void *data,
+		   uint32_t len)
+{
+	return append(d, src, node, j, dst, type, 0, data, len);
 }
 
 int shd_net_append_run(struct shd_daemon *d, struct shd_client *src, uint32_t node,
 		       const struct shd_job *j, int32_t dst, uint32_t count, const void *items,
 		       uint32_t bytes)
 {
-	int e;
-	struct shd_peer *p = batch_for(d, src, node, j, bytes, &e);
-	if (!p)
-		return e;
-	void *to = shf_wire_batch_add_run(&p->enc, dst, src->rank, count, bytes);
-	if (!to)
-		return -EHOSTDOWN; /* cannot happen: fits() was checked, the run was */
-	memcpy(to, items, bytes);
-	appended(d, p);
-	return 0;
+	return append(d, src, node, j, dst, 0, count, items, bytes);
 }
 
 static void fwd_close(struct shd_peer *q);

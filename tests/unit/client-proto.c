@@ -774,13 +774,17 @@ static void fk_corrupt_record(struct fake *f)
 	fk_expect_eof(f, false);
 }
 
-static void corrupt_record(int thread)
+/* Open against fake fk and use the context until it dies (sends in thread
+ * mode, shf_poll in poll mode): it must die of a protocol error after
+ * exactly `want` deliveries; then check() (if any) looks at them. */
+static void until_dead(const char *sc, void (*fk)(struct fake *), int thread, int want,
+		       void (*check)(void))
 {
-	scenario = thread ? "corrupt-record-thread" : "corrupt-record-poll";
+	scenario = sc;
 	atomic_store(&got, 0);
 	struct shf_opts o;
 	opts(&o, thread);
-	pid_t p = fake_start(fk_corrupt_record);
+	pid_t p = fake_start(fk);
 	struct shf_ctx *c = NULL;
 	EXPECT(shf_open(&o, on_msg, NULL, &c) == 0);
 	if (c) {
@@ -796,10 +800,18 @@ static void corrupt_record(int thread)
 		}
 		EXPECT(r == -ENOTCONN);
 		EXPECT(strstr(shf_error_detail(), "protocol error") != NULL);
-		EXPECT(atomic_load(&got) == 1); /* the good record before it */
+		EXPECT(atomic_load(&got) == want); /* the good records before the bad one */
+		if (check)
+			check();
 		EXPECT(shf_close(c) == -ENOTCONN);
 	}
 	fake_end(p);
+}
+
+static void corrupt_record(int thread)
+{
+	until_dead(thread ? "corrupt-record-thread" : "corrupt-record-poll", fk_corrupt_record,
+		   thread, 1, NULL);
 }
 
 /* A run record from rank 1: `count` in its header, items {type 5 + i,
@@ -846,38 +858,20 @@ static void fk_corrupt_run(struct fake *f)
 	fk_expect_eof(f, false);
 }
 
+/* The good run's two items came as sent. */
+static void run_items_ok(void)
+{
+	EXPECT(got_type[0] == 5 && got_type[1] == 6 && !memcmp(got_data[1], "r1", 2) &&
+	       got_len[1] == 2 && got_src[0] == 1);
+}
+
 static void corrupt_run(int thread, int bad, int want)
 {
 	static const char *const names[] = {"count0", "rank", "overlong", "leftover"};
-	char sc[64];
+	static char sc[64];
 	snprintf(sc, sizeof(sc), "corrupt-run-%s-%s", names[bad], thread ? "thread" : "poll");
-	scenario = sc;
 	which_bad = bad;
-	atomic_store(&got, 0);
-	struct shf_opts o;
-	opts(&o, thread);
-	pid_t p = fake_start(fk_corrupt_run);
-	struct shf_ctx *c = NULL;
-	EXPECT(shf_open(&o, on_msg, NULL, &c) == 0);
-	if (c) {
-		int r = 0;
-		double end = now_s() + 5;
-		while ((r >= 0 || r == -EAGAIN) && now_s() < end) {
-			if (thread) {
-				usleep(1000);
-				r = shf_send(c, 1, 0, "x", 1, SHF_NONBLOCK);
-			} else {
-				r = shf_poll(c, 100);
-			}
-		}
-		EXPECT(r == -ENOTCONN);
-		EXPECT(strstr(shf_error_detail(), "protocol error") != NULL);
-		EXPECT(atomic_load(&got) == want); /* the good items before the bad one */
-		EXPECT(got_type[0] == 5 && got_type[1] == 6 && !memcmp(got_data[1], "r1", 2) &&
-		       got_len[1] == 2 && got_src[0] == 1);
-		EXPECT(shf_close(c) == -ENOTCONN);
-	}
-	fake_end(p);
+	until_dead(sc, fk_corrupt_run, thread, want, run_items_ok);
 }
 
 static void fk_die_later(struct fake *f)
