@@ -275,6 +275,10 @@ struct shf_ctx {
 	/* ids of other requests (NODE_INFO): SHC_REQ_ID_BASE + n, apart from
 	 * mark ids, which an ERROR reply could otherwise be matched to */
 	_Atomic uint32_t req_seq;
+	/* shf_send(SHF_MORE)'s held records (data.c, "Held records"); NULL
+	 * until first used.  Only the opener thread (send_owner) holds and
+	 * pushes them, inside the send side; shf_close() frees them. */
+	struct shc_hold *hold;
 	bool check_sock;           /* poll mode: look for a hang-up at the next send */
 	unsigned send_count;       /* poll mode: sends since the last hang-up check */
 

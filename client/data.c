@@ -270,9 +270,123 @@ static inline int send_reserve(struct shf_ctx *c, uint32_t kind, uint32_t plen, 
 	return r;
 }
 
-/* One message record: rank is the destination, or SHF_MSG_BCAST[_SELF]. */
+/* ------------------------------------------------------- held records */
+
+/*
+ * shf_send(SHF_MORE): "more sends follow".  The record is copied into
+ * c->hold, and the held records go together, grouped by destination into
+ * runs with one publication (one [P1], one [D2]: the fence per burst of
+ * docs/ring.md), as shf_send_many()'s records do.  They go before
+ * anything else the thread sends or waits for: its next shf_send()
+ * without the flag, shf_send_many(), shf_bcast(), shf_flush(),
+ * shf_epoch(), shf_poll(), shf_close(); and when the hold is full (a
+ * window: SHC_RUN_WIN records or SHC_HOLD_CAP bytes).  So per-pair order
+ * is kept, and nothing is held across a wait.
+ *
+ * Only the opener thread holds (and pushes) records, outside delivery
+ * callbacks: another thread's or a callback's SHF_MORE record goes at
+ * once, so no thread ever depends on another to push its records, and a
+ * push that waits for room (the send lock dropped) is never joined by a
+ * second one.  The copy is the price: 8 B-aligned payload bytes, once.
+ */
+static unsigned send_runs(struct shf_ctx *c, const struct shf_msg *msgs, unsigned n,
+			  bool nonblock, int64_t deadline, bool *fast, uint64_t *bytes_out,
+			  int *err);
+static void send_push(struct shf_ctx *c);
+
+/* May this thread hold and push records here? */
+static inline bool hold_mine(const struct shf_ctx *c)
+{
+	return c->runs && shc_in_cb != c && pthread_equal(pthread_self(), c->send_owner);
+}
+
+/* Has this thread held records to push? */
+static inline bool hold_pending(const struct shf_ctx *c)
+{
+	return c->hold && c->hold->n && hold_mine(c);
+}
+
+/* Send the held records (send side entered, hold_mine()): 0 when none is
+ * left, else the error (-EAGAIN, -ETIMEDOUT, dead) with the rest still
+ * held, in order. */
+static int hold_push(struct shf_ctx *c, bool nonblock, int64_t deadline, bool *fast)
+{
+	struct shc_hold *h = c->hold;
+	if (!h || !h->n || h->pushing)
+		return 0;
+	h->pushing = true;
+	uint64_t bytes = 0;
+	int err = 0;
+	unsigned done = send_runs(c, h->msgs, h->n, nonblock, deadline, fast, &bytes, &err);
+	h->pushing = false;
+	if (done) {
+		send_push(c);
+		shc_stat_add1w(&c->st.sent_msgs, done);
+		shc_stat_add1w(&c->st.sent_bytes, bytes);
+		shc_hold_shift(h, done);
+		if (!c->thread_mode && (c->send_count += done) >= 256) {
+			c->send_count = 0;
+			c->check_sock = true; /* as shf_send_many() */
+		}
+	}
+	return h->n ? (err ? err : -EAGAIN) : 0;
+}
+
+/* shf_send(SHF_MORE) (send side entered, hold_mine()): 0 held, 1 not
+ * held (send it at once: too big to hold, or no memory; what was held
+ * went first), or the error of pushing a full hold. */
+static int hold_record(struct shf_ctx *c, int32_t rank, uint32_t type, const void *data,
+		       uint32_t len, bool nonblock, bool *fast)
+{
+	struct shc_hold *h = c->hold;
+	if (!h) {
+		uint32_t cap = c->send.size / 8 < SHC_HOLD_CAP ? (uint32_t)(c->send.size / 8)
+							      : SHC_HOLD_CAP;
+		h = c->hold = shc_hold_new(cap);
+		if (!h)
+			return 1;
+	}
+	if (len > h->cap) {
+		int r = hold_push(c, nonblock, SEND_DEADLINE_LAZY, fast);
+		return r ? r : 1;
+	}
+	if (!shc_hold_fits(h, len)) {
+		int r = hold_push(c, nonblock, SEND_DEADLINE_LAZY, fast);
+		if (r)
+			return r;
+	}
+	shc_hold_add(h, rank, type, data, len);
+	return 0;
+}
+
+int shc_hold_flush(struct shf_ctx *c, int64_t deadline)
+{
+	if (!hold_pending(c))
+		return 0;
+	bool fast = send_enter(c);
+	int r = hold_push(c, false, deadline, &fast);
+	send_leave(c, fast);
+	return r;
+}
+
+int shc_hold_close(struct shf_ctx *c, int64_t deadline)
+{
+	struct shc_hold *h = c->hold;
+	if (!h || !h->n)
+		return 0;
+	bool fast = send_enter(c); /* any thread: the context is going */
+	int r = hold_push(c, false, deadline, &fast);
+	send_leave(c, fast);
+	if (!h->n)
+		return 0;
+	return shc_fail(r, "%u record(s) sent with SHF_MORE could not go before the close: %s",
+			h->n, shf_strerror(r));
+}
+
+/* One message record: rank is the destination, or SHF_MSG_BCAST[_SELF];
+ * more: shf_send(SHF_MORE), held when it can be. */
 static int send_record(struct shf_ctx *c, int32_t rank, uint32_t type, const void *data,
-		       uint32_t len, bool nonblock)
+		       uint32_t len, bool nonblock, bool more)
 {
 	bool fast = send_enter(c);
 	if (c->check_sock) {
@@ -280,13 +394,27 @@ static int send_record(struct shf_ctx *c, int32_t rank, uint32_t type, const voi
 		c->check_sock = false;
 		shc_sock_check(c);
 	}
+	int r;
+	if (more && hold_mine(c)) {
+		r = hold_record(c, rank, type, data, len, nonblock, &fast);
+		if (r <= 0) {
+			send_leave(c, fast);
+			return r;
+		}
+	} else if (hold_pending(c)) {
+		r = hold_push(c, nonblock, SEND_DEADLINE_LAZY, &fast);
+		if (r) {
+			send_leave(c, fast);
+			return r;
+		}
+	}
 	/* A full ring waits up to the context's timeout (-1: for ever), like
 	 * every other wait: a hung daemon or a consumer that stopped reading
 	 * must not hold this thread for good.  -ETIMEDOUT reserved nothing:
 	 * the message was not sent and may be sent again. */
 	void *p;
-	int r = send_reserve(c, SHF_REC_MSG, SHF_MSG_HDR_BYTES + len, nonblock,
-			     SEND_DEADLINE_LAZY, &p, &fast);
+	r = send_reserve(c, SHF_REC_MSG, SHF_MSG_HDR_BYTES + len, nonblock, SEND_DEADLINE_LAZY, &p,
+			 &fast);
 	if (r) {
 		send_leave(c, fast);
 		return r;
@@ -312,14 +440,14 @@ static int send_record(struct shf_ctx *c, int32_t rank, uint32_t type, const voi
 }
 
 /* The checks every send makes of its context and flags (0 or the error). */
-static int check_send(struct shf_ctx *c, unsigned flags)
+static int check_send(struct shf_ctx *c, unsigned flags, unsigned known)
 {
 	if (!c)
 		return shc_fail(-EINVAL, "no context");
 	if (shc_is_dead(c))
 		return shc_dead_err(c);
-	if (flags & ~SHF_NONBLOCK)
-		return shc_fail(-EINVAL, "unknown flags 0x%x", flags & ~SHF_NONBLOCK);
+	if (flags & ~known)
+		return shc_fail(-EINVAL, "unknown flags 0x%x", flags & ~known);
 	return 0;
 }
 
@@ -353,12 +481,12 @@ static inline int check_record(const struct shf_ctx *c, int dst, const void *dat
 SHF_EXPORT int shf_send(struct shf_ctx *c, int dst, uint32_t type, const void *data, uint32_t len,
 			unsigned flags)
 {
-	int r = check_send(c, flags);
+	int r = check_send(c, flags, SHF_NONBLOCK | SHF_MORE);
 	if (!r)
 		r = check_record(c, dst, data, len, -1);
 	if (r)
 		return r;
-	return send_record(c, dst, type, data, len, flags & SHF_NONBLOCK);
+	return send_record(c, dst, type, data, len, flags & SHF_NONBLOCK, flags & SHF_MORE);
 }
 
 /* Publish what is written so far; ring the daemon's bell if it sleeps. */
@@ -376,10 +504,11 @@ static void send_push(struct shf_ctx *c)
  * records sent are always a prefix of msgs: a short count (SHF_NONBLOCK, a
  * timeout) means msgs[0, count) went and the rest did not.
  */
-/* Records of msgs[0, n) (checked) as runs.  Returns the count sent, or
- * the error when none was; send side entered. */
-static int send_runs(struct shf_ctx *c, const struct shf_msg *msgs, unsigned n, bool nonblock,
-		     bool *fast, uint64_t *bytes_out)
+/* Records of msgs[0, n) (checked) as runs.  Returns the count written
+ * (not yet published), with *err set when it is short; send side entered. */
+static unsigned send_runs(struct shf_ctx *c, const struct shf_msg *msgs, unsigned n,
+			  bool nonblock, int64_t deadline, bool *fast, uint64_t *bytes_out,
+			  int *err)
 {
 	struct shc_run_win w;
 	/* a window fits a quarter of the ring, so that it always fits once
@@ -394,7 +523,7 @@ static int send_runs(struct shf_ctx *c, const struct shf_msg *msgs, unsigned n, 
 		struct send_want sw = {SHF_REC_RUN, 0, w.ring + w.biggest, NULL};
 		if (shf_ring_prod_free(&c->send) < sw.need) {
 			send_push(c); /* what is written goes first: the daemon makes room */
-			r = send_wait(c, &sw, nonblock, SEND_DEADLINE_LAZY, fast);
+			r = send_wait(c, &sw, nonblock, deadline, fast);
 			if (r)
 				break;
 		}
@@ -407,7 +536,8 @@ static int send_runs(struct shf_ctx *c, const struct shf_msg *msgs, unsigned n, 
 		done += w.n;
 		*bytes_out += w.payload;
 	}
-	return done ? (int)done : r;
+	*err = r;
+	return done;
 }
 
 /* Records of msgs[0, n) (checked) one by one. */
@@ -441,7 +571,7 @@ static int send_plain(struct shf_ctx *c, const struct shf_msg *msgs, unsigned n,
 SHF_EXPORT int shf_send_many(struct shf_ctx *c, const struct shf_msg *msgs, unsigned n,
 			     unsigned flags)
 {
-	int e = check_send(c, flags);
+	int e = check_send(c, flags, SHF_NONBLOCK);
 	if (e)
 		return e;
 	if (n == 0)
@@ -462,8 +592,17 @@ SHF_EXPORT int shf_send_many(struct shf_ctx *c, const struct shf_msg *msgs, unsi
 		shc_sock_check(c);
 	}
 	uint64_t bytes = 0;
-	int r = c->runs ? send_runs(c, msgs, n, nonblock, &fast, &bytes)
-			: send_plain(c, msgs, n, nonblock, &fast, &bytes);
+	int r = 0;
+	if (hold_pending(c))
+		r = hold_push(c, nonblock, SEND_DEADLINE_LAZY, &fast);
+	if (!r && c->runs) {
+		int err = 0;
+		unsigned done = send_runs(c, msgs, n, nonblock, SEND_DEADLINE_LAZY, &fast, &bytes,
+					  &err);
+		r = done ? (int)done : err;
+	} else if (!r) {
+		r = send_plain(c, msgs, n, nonblock, &fast, &bytes);
+	}
 	unsigned i = r > 0 ? (unsigned)r : 0;
 	if (i)
 		send_push(c);
@@ -493,7 +632,32 @@ SHF_EXPORT int shf_bcast(struct shf_ctx *c, uint32_t type, const void *data, uin
 	if (!data && len)
 		return shc_fail(-EINVAL, "data is NULL and len is %u", len);
 	return send_record(c, (flags & SHF_BCAST_SELF) ? SHF_MSG_BCAST_SELF : SHF_MSG_BCAST, type,
-			   data, len, flags & SHF_NONBLOCK);
+			   data, len, flags & SHF_NONBLOCK, false);
+}
+
+/* ----------------------------------------------------------------- poll */
+
+/* Here, not in deliver.c, because the held records go first. */
+SHF_EXPORT int shf_poll(struct shf_ctx *c, int timeout_ms)
+{
+	if (!c)
+		return shc_fail(-EINVAL, "no context");
+	if (c->thread_mode)
+		return shc_fail(-EINVAL, "shf_poll() needs opts.delivery_thread = 0");
+	if (shc_in_cb == c)
+		return shc_fail(-EDEADLK, "shf_poll() from a delivery callback of the same context");
+	if (timeout_ms < -1)
+		return shc_fail(-EINVAL, "timeout_ms %d: use >= 0 or -1 (forever)", timeout_ms);
+	if (shc_is_dead(c))
+		return shc_dead_err(c);
+	int64_t deadline = shc_deadline(timeout_ms); /* 0: look, do not wait */
+	/* SHF_MORE's held records go before this thread waits for anything
+	 * (a wait for room delivers meanwhile); what finds no room by the
+	 * deadline stays held for the next call */
+	int r = shc_hold_flush(c, deadline);
+	if (r < 0 && r != -ETIMEDOUT)
+		return r;
+	return shc_poll(c, deadline);
 }
 
 /* ---------------------------------------------------------------- flush */
@@ -501,10 +665,12 @@ SHF_EXPORT int shf_bcast(struct shf_ctx *c, uint32_t type, const void *data, uin
 int shc_flush_origin(struct shf_ctx *c, int64_t deadline)
 {
 	bool fast = send_enter(c);
+	int r = hold_pending(c) ? hold_push(c, false, deadline, &fast) : 0;
 	uint64_t target = c->send.done; /* everything published so far */
 	send_leave(c, fast);
+	if (r)
+		return r;
 	bool waited = false;
-	int r = 0;
 	for (;;) {
 		uint64_t gen = shc_wait_gen(c);
 		if (shc_is_dead(c)) {
@@ -537,6 +703,12 @@ static int mark_publish(struct shf_ctx *c, uint32_t what, struct shc_waiter *w,
 			int64_t deadline, uint64_t *id_p)
 {
 	bool fast = send_enter(c);
+	/* held records go first: they were sent before this mark */
+	int r = hold_pending(c) ? hold_push(c, false, deadline, &fast) : 0;
+	if (r) {
+		send_leave(c, fast);
+		return r;
+	}
 	/* One sequence for flushes and epochs; the low 32 bits (the reply's
 	 * header id) are never 0, which means "unsolicited". */
 	uint64_t id = atomic_load_explicit(&c->mark_seq, memory_order_relaxed) + 1;
@@ -546,8 +718,7 @@ static int mark_publish(struct shf_ctx *c, uint32_t what, struct shc_waiter *w,
 	atomic_store_explicit(&c->mark_seq, id, memory_order_relaxed);
 	shc_waiter_add(c, w, SHF_IPC_FLUSH_DONE, id);
 	void *p;
-	int r = send_reserve(c, SHF_REC_MARK, sizeof(struct shf_mark), false, deadline, &p,
-			     &fast);
+	r = send_reserve(c, SHF_REC_MARK, sizeof(struct shf_mark), false, deadline, &p, &fast);
 	if (r) {
 		shc_waiter_del(c, w);
 		send_leave(c, fast);
@@ -684,7 +855,9 @@ SHF_EXPORT int shf_flush(struct shf_ctx *c, unsigned what, int timeout_ms)
 		if (shc_in_cb == c)
 			return shc_fail(-EDEADLK, "SHF_FLUSH_DELIVERY from a delivery callback would "
 					"wait for itself");
-		r = flush_delivery(c, deadline);
+		r = shc_hold_flush(c, deadline);
+		if (!r)
+			r = flush_delivery(c, deadline);
 		break;
 	default:
 		return shc_fail(-EINVAL, "unknown flush target %u", what);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * client/data.h - the send side (client/data.c) as the rest of the library
- * sees it: the send lock's set-up and the origin flush shf_close() runs.
- * Included by open.c only.
+ * sees it: the send lock's set-up, the origin flush shf_close() runs, and
+ * the push of SHF_MORE's held records (data.c, "Held records").
+ * Included by open.c and deliver.c.
  */
 #ifndef SHC_DATA_H
 #define SHC_DATA_H
@@ -16,5 +17,13 @@ void shc_send_lock_init(struct shf_ctx *c);
 
 /* Wait until the daemon took every record published so far. */
 int shc_flush_origin(struct shf_ctx *c, int64_t deadline);
+
+/* Push the calling thread's held records (if it holds any) before it
+ * waits: 0, or the error with the rest still held. */
+int shc_hold_flush(struct shf_ctx *c, int64_t deadline);
+
+/* shf_close(): push the held records, from any thread: 0, or an error
+ * that counts those that could not go. */
+int shc_hold_close(struct shf_ctx *c, int64_t deadline);
 
 #endif /* SHC_DATA_H */

@@ -278,19 +278,8 @@ void *shc_delivery_main(void *arg)
 	return NULL;
 }
 
-SHF_EXPORT int shf_poll(struct shf_ctx *c, int timeout_ms)
+int shc_poll(struct shf_ctx *c, int64_t deadline)
 {
-	if (!c)
-		return shc_fail(-EINVAL, "no context");
-	if (c->thread_mode)
-		return shc_fail(-EINVAL, "shf_poll() needs opts.delivery_thread = 0");
-	if (shc_in_cb == c)
-		return shc_fail(-EDEADLK, "shf_poll() from a delivery callback of the same context");
-	if (timeout_ms < -1)
-		return shc_fail(-EINVAL, "timeout_ms %d: use >= 0 or -1 (forever)", timeout_ms);
-	if (shc_is_dead(c))
-		return shc_dead_err(c);
-	int64_t deadline = shc_deadline(timeout_ms); /* 0: look, do not wait */
 	for (;;) {
 		uint64_t gen = shc_wait_gen(c);
 		if (shc_lock_until(&c->deliver_lock, deadline))

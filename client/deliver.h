@@ -19,6 +19,9 @@ int shc_poll_progress(struct shf_ctx *c);
 /* Poll mode: after an internal wait may have consumed the DELIVER bell,
  * leave either an armed consumer or a readable event fd behind. */
 void shc_poll_restore(struct shf_ctx *c);
+/* shf_poll()'s loop (its checks done): deliver a batch, or wait for one
+ * until the deadline.  Count delivered, 0 at the deadline, or the error. */
+int shc_poll(struct shf_ctx *c, int64_t deadline);
 /* The delivery thread (thread mode); starts once c->go is set. */
 void *shc_delivery_main(void *arg);
 

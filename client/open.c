@@ -95,6 +95,7 @@ static void ctx_free(struct shf_ctx *c)
 	close_fd(&c->space_bell);
 	if (c->base)
 		munmap(c->base, c->region_bytes);
+	free(c->hold);
 	pthread_cond_destroy(&c->dcond);
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->mu);
@@ -510,9 +511,13 @@ SHF_EXPORT int shf_close(struct shf_ctx *c)
 	if (shc_is_dead(c)) {
 		ret = shc_dead_err(c);
 	} else {
-		ret = shc_flush_origin(c, shc_deadline(c->timeout_ms > 0 &&
-						       c->timeout_ms < SHC_CLOSE_FLUSH_MS ?
-						       c->timeout_ms : SHC_CLOSE_FLUSH_MS));
+		int64_t deadline = shc_deadline(c->timeout_ms > 0 &&
+						c->timeout_ms < SHC_CLOSE_FLUSH_MS ?
+						c->timeout_ms : SHC_CLOSE_FLUSH_MS);
+		ret = shc_hold_close(c, deadline);
+		int r = shc_flush_origin(c, deadline);
+		if (!ret)
+			ret = r;
 		if (!shc_is_dead(c))
 			shf_ipc_send(c->sock, SHF_IPC_BYE, 0, NULL, 0, NULL, 0);
 	}

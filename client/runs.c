@@ -6,6 +6,7 @@
  * goes as one run, cut where a run would pass SHF_RUN_MAX_COUNT items or
  * min(max_msg, SHF_RUN_MAX_BYTES) bytes.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "client/runs.h"
@@ -153,4 +154,39 @@ void shc_run_write(struct shf_ctx *c, const struct shf_msg *msgs, const struct s
 			run_put(c, msgs, w, at, k, b, after);
 		}
 	}
+}
+
+/* ------------------------------------------------------------------ hold */
+
+struct shc_hold *shc_hold_new(uint32_t cap)
+{
+	struct shc_hold *h = malloc(sizeof(*h) + cap);
+	if (h) {
+		h->n = 0;
+		h->used = 0;
+		h->cap = cap;
+		h->pushing = false;
+	}
+	return h;
+}
+
+void shc_hold_add(struct shc_hold *h, int dst, uint32_t type, const void *data, uint32_t len)
+{
+	unsigned char *p = h->buf + h->used;
+	if (len)
+		memcpy(p, data, len);
+	h->msgs[h->n++] = (struct shf_msg){.dst = dst, .type = type, .data = p, .len = len};
+	h->used += (len + 7u) & ~7u;
+}
+
+void shc_hold_shift(struct shc_hold *h, unsigned k)
+{
+	h->n -= k;
+	if (h->n == 0) {
+		h->used = 0; /* the payloads are copied; buf is free again */
+		return;
+	}
+	/* the rest keep their payloads where they are (buf is not compacted:
+	 * used only falls back to 0 once all went) */
+	memmove(h->msgs, h->msgs + k, h->n * sizeof(h->msgs[0]));
 }

@@ -8,6 +8,7 @@
 #ifndef SHC_RUNS_H
 #define SHC_RUNS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "client/client.h"
@@ -40,5 +41,33 @@ void shc_run_group(const struct shf_ctx *c, const struct shf_msg *msgs, unsigned
  * per group (a run, or a plain record for a group of one), more where a
  * group passes the run's limits. */
 void shc_run_write(struct shf_ctx *c, const struct shf_msg *msgs, const struct shc_run_win *w);
+
+/*
+ * Records held by shf_send(SHF_MORE) (data.c, "Held records"): at most a
+ * window of them, their payloads copied, waiting to go as runs with one
+ * publication.  Touched only by the thread that opened the context.
+ */
+#define SHC_HOLD_CAP (16u << 10) /* payload bytes held, at most */
+
+struct shc_hold {
+	unsigned n;    /* records held, <= SHC_RUN_WIN */
+	uint32_t used; /* bytes of buf taken (payloads padded to 8) */
+	uint32_t cap;  /* bytes of buf */
+	bool pushing;  /* a push is under way (it may wait for room) */
+	struct shf_msg msgs[SHC_RUN_WIN]; /* data points into buf */
+	unsigned char buf[];
+};
+
+/* A hold of cap payload bytes, or NULL without memory. */
+struct shc_hold *shc_hold_new(uint32_t cap);
+/* Has the hold room for one more record of len bytes? */
+static inline bool shc_hold_fits(const struct shc_hold *h, uint32_t len)
+{
+	return h->n < SHC_RUN_WIN && ((len + 7u) & ~7u) <= h->cap - h->used;
+}
+/* Hold one record (room checked). */
+void shc_hold_add(struct shc_hold *h, int dst, uint32_t type, const void *data, uint32_t len);
+/* The first k held records went: forget them. */
+void shc_hold_shift(struct shc_hold *h, unsigned k);
 
 #endif

@@ -23,6 +23,15 @@ extern "C" {
 /* shf_send() flags */
 #define SHF_NONBLOCK 0x1u /* return -EAGAIN instead of waiting for ring space */
 
+/* shf_send() flag, since 1.2: more sends follow.  The record may be held
+ * in the library (its data copied) and go with later ones in one
+ * publication, grouped by destination: at the latest with this thread's
+ * next shuffle call without SHF_MORE (shf_send, shf_send_many, shf_bcast,
+ * shf_flush, shf_epoch, shf_poll, shf_close), or when a window of records
+ * is full.  Honoured on the thread that opened the context, outside
+ * delivery callbacks; elsewhere the record goes at once. */
+#define SHF_MORE 0x4u
+
 /* shf_bcast() flags (with SHF_NONBLOCK) */
 #define SHF_BCAST_SELF 0x2u /* the sender gets its own broadcast too */
 

@@ -5,8 +5,9 @@
 # limits and mix with records that go alone; every third call with
 # SHF_NONBLOCK (a short count resent from there).  Every rank must get every
 # record once, each pair in order, every byte right; no daemon counts a bad
-# wire message.
-T=multi-many-sizes-2
+# wire message.  ARGV: more bc-client arguments (more=1: the records go
+# one by one with shf_send(SHF_MORE), held and grouped by the library).
+T=multi-many-sizes-2${1:+-${1%%=*}}
 # shellcheck source=tests/multi/common.sh
 . "$(dirname "$0")/common.sh"
 BCCLIENT=${SHF_TEST_BCCLIENT:-$NODES_BUILD/tests/node/bc-client}
@@ -15,7 +16,7 @@ t_up --mode loopback -n 2
 export SHF_JOB=msizes
 for r in 0 1 2 3; do
   SHF_RANK=$r SHF_WORLD=4 nodes_client $((r / 2 + 1)) "rank$r" "$BCCLIENT" many-sizes \
-    ops=40 batchcb=1 timeout=60000
+    ops=40 batchcb=1 timeout=60000 "$@"
 done
 nodes_wait_all || t_fail "a rank failed"
 out=$(cat "$NODES_TMP"/logs/rank*.log)

@@ -51,6 +51,10 @@
  *            SHF_NONBLOCK (a short count is resent from there); after an
  *            epoch, every rank has from every source exactly what it was
  *            sent, each pair in order, every byte right.
+ *            more=1: the records go one by one with shf_send(SHF_MORE)
+ *            (held, then grouped), mixed with calls of shf_send_many(),
+ *            plain sends, SHF_NONBLOCK, flushes, and bursts left for the
+ *            next call to push.
  *   many-to  world 2: rank 0 sends count=N records to rank 1 with
  *            shf_send_many(), 32 per call, record k carrying k, flushes
  *            (REMOTE) and closes; rank 1 is the driver's (rawclient
@@ -87,6 +91,7 @@ static struct {
 	int timeout;
 	int info; /* exact: check shf_node_info() first */
 	int many;    /* exact: half the sends go as one shf_send_many() per op */
+	int more;    /* exact, many-sizes: plain sends with SHF_MORE (held) */
 	int batchcb; /* deliver through opts.deliver_many */
 	int poll;    /* poll mode (delivery_thread 0) */
 	int threads; /* many-threads: sending threads */
@@ -267,9 +272,13 @@ static int mode_exact(void)
 					tc_fail("op %ld: shf_send_many sent %d of %u", k, r, n);
 				break;
 			}
+			/* more=1: held, and sent by the broadcast, the
+			 * shf_send_many() or the flush that follows (buf is
+			 * filled anew by then: the library copied it) */
 			for (int d = 0; d < g_world && !r; d++)
 				if (d != g_rank)
-					r = shf_send(c, d, T_SEND, buf, cfg.size, 0);
+					r = shf_send(c, d, T_SEND, buf, cfg.size,
+						     cfg.more ? SHF_MORE : 0);
 		}
 		if (r)
 			tc_fail("op %ld: %s (%s)", k, shf_strerror(r), shf_error_detail());
@@ -545,6 +554,7 @@ static const uint32_t ms_lens[] = {16, 16, 16, 24, 100, 5000, 20000};
 static int mode_many_sizes(void)
 {
 	struct shf_ctx *c = open_ctx(!cfg.poll, 0);
+	int r;
 	static uint8_t bufs[300][20000];
 	struct shf_msg m[300];
 	int64_t seq[MAX_WORLD] = {0};
@@ -564,8 +574,32 @@ static int mode_many_sizes(void)
 		}
 		/* every third call without blocking: a short count must be a prefix */
 		unsigned flags = op % 3 == 0 ? SHF_NONBLOCK : 0, done = 0;
+		if (cfg.more && op % 5 != 4) {
+			/* one by one, held; some bursts end with a plain send,
+			 * some with a flush, the rest with nothing (the next
+			 * op's first call, or the epoch, pushes them) */
+			for (unsigned i = 0; i < n; i++) {
+				bool last = i + 1 == n;
+				unsigned f = flags | (last && op % 5 == 1 ? 0 : SHF_MORE);
+				while ((r = shf_send(c, m[i].dst, m[i].type, m[i].data, m[i].len, f)) ==
+					       -EAGAIN &&
+				       (f & SHF_NONBLOCK)) {
+					short_counts++;
+					shf_poll(c, 1);
+				}
+				if (r)
+					tc_fail("op %ld: shf_send %u of %u: %d (%s)", op, i, n, r,
+						shf_error_detail());
+				/* the library copied it: spoil the buffer */
+				memset(bufs[i], 0xee, m[i].len);
+			}
+			if (op % 5 == 2 && (r = shf_flush(c, SHF_FLUSH_ORIGIN, cfg.timeout)))
+				tc_fail("op %ld: shf_flush: %d (%s)", op, r, shf_error_detail());
+			sent += n;
+			continue;
+		}
 		while (done < n) {
-			int r = shf_send_many(c, m + done, n - done, flags);
+			r = shf_send_many(c, m + done, n - done, flags);
 			if (r == -EAGAIN && flags) {
 				shf_poll(c, 1); /* poll mode: make room by delivering */
 				continue;
@@ -577,7 +611,7 @@ static int mode_many_sizes(void)
 		}
 		sent += n;
 	}
-	int r = shf_epoch(c, cfg.timeout);
+	r = shf_epoch(c, cfg.timeout);
 	if (r)
 		tc_fail("shf_epoch: %s (%s)", shf_strerror(r), shf_error_detail());
 	pthread_mutex_lock(&rx.mu);
@@ -775,6 +809,8 @@ int main(int argc, char **argv)
 			cfg.timeout = (int)v;
 		else if (!strncmp(a, "many=", 5))
 			cfg.many = (int)v;
+		else if (!strncmp(a, "more=", 5))
+			cfg.more = (int)v;
 		else if (!strncmp(a, "batchcb=", 8))
 			cfg.batchcb = (int)v;
 		else if (!strncmp(a, "poll=", 5))

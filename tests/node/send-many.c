@@ -14,6 +14,9 @@
  *            callback, then thread mode: calls of 1..300 records of 16 B
  *            to 20000 B to random ranks, every third with SHF_NONBLOCK;
  *            every record once, each pair in order, every byte right.
+ *   more     as sizes, the records sent one by one with shf_send(SHF_MORE)
+ *            (bc-client many-sizes more=1): held, then grouped; mixed
+ *            with shf_send_many(), plain sends, SHF_NONBLOCK and flushes.
  *   old-reader  shf_send_many() to a client that never said it reads runs
  *            (rawclient old-reader, as a client of 0.2 is): 5000 records,
  *            each a plain record, in order (the daemon places the runs
@@ -49,12 +52,13 @@ int main(int argc, char **argv)
 		const char *a[] = {cl, "many-threads", "threads=4", "ops=2000", "batchcb=1",
 				   "timeout=60000", NULL};
 		CHECKF(run_one(e, "SHF_JOB=sm3", a) == 0, "many-threads");
-	} else if (!strcmp(what, "sizes")) {
+	} else if (!strcmp(what, "sizes") || !strcmp(what, "more")) {
 		/* runs cut at their limits, windows, short counts: 3 ranks, poll
 		 * mode with batches, then 3 ranks with the thread */
+		const char *more = !strcmp(what, "more") ? "more=1" : "more=0";
 		const char *a[] = {cl, "many-sizes", "ops=60", "poll=1", "batchcb=1", "timeout=30000",
-				   NULL};
-		const char *b[] = {cl, "many-sizes", "ops=60", "timeout=30000", NULL};
+				   more, NULL};
+		const char *b[] = {cl, "many-sizes", "ops=60", "timeout=30000", more, NULL};
 		for (int pass = 0; pass < 2; pass++) {
 			pid_t pids[3];
 			for (int r = 0; r < 3; r++) {
