@@ -283,21 +283,24 @@ static inline int send_reserve(struct shf_ctx *c, uint32_t kind, uint32_t plen, 
  * window: SHC_RUN_WIN records or SHC_HOLD_CAP bytes).  So per-pair order
  * is kept, and nothing is held across a wait.
  *
- * Only the opener thread holds (and pushes) records, outside delivery
- * callbacks: another thread's or a callback's SHF_MORE record goes at
- * once, so no thread ever depends on another to push its records, and a
- * push that waits for room (the send lock dropped) is never joined by a
- * second one.  The copy is the price: 8 B-aligned payload bytes, once.
+ * Only the opener thread holds (and pushes) records: another thread's
+ * SHF_MORE record (the delivery thread's callbacks, say) goes at once, so
+ * no thread ever depends on another to push its records.  In poll mode
+ * callbacks run on the opener thread, inside its waits, a push's wait for
+ * room too: their sends hold or push like any other (a push nested in a
+ * push is safe, send_runs() regroups after every wait, and records leave
+ * the hold only from its front), so none overtakes a held record.  The
+ * copy is the price: the payload bytes, once.
  */
 static unsigned send_runs(struct shf_ctx *c, const struct shf_msg *msgs, unsigned n,
-			  bool nonblock, int64_t deadline, bool *fast, uint64_t *bytes_out,
-			  int *err);
+			  struct shc_hold *hold, bool nonblock, int64_t deadline, bool *fast,
+			  uint64_t *bytes_out, int *err);
 static void send_push(struct shf_ctx *c);
 
 /* May this thread hold and push records here? */
 static inline bool hold_mine(const struct shf_ctx *c)
 {
-	return c->runs && shc_in_cb != c && pthread_equal(pthread_self(), c->send_owner);
+	return c->runs && pthread_equal(pthread_self(), c->send_owner);
 }
 
 /* Has this thread held records to push? */
@@ -312,18 +315,15 @@ static inline bool hold_pending(const struct shf_ctx *c)
 static int hold_push(struct shf_ctx *c, bool nonblock, int64_t deadline, bool *fast)
 {
 	struct shc_hold *h = c->hold;
-	if (!h || !h->n || h->pushing)
+	if (!h || !h->n)
 		return 0;
-	h->pushing = true;
 	uint64_t bytes = 0;
 	int err = 0;
-	unsigned done = send_runs(c, h->msgs, h->n, nonblock, deadline, fast, &bytes, &err);
-	h->pushing = false;
+	unsigned done = send_runs(c, NULL, 0, h, nonblock, deadline, fast, &bytes, &err);
 	if (done) {
 		send_push(c);
 		shc_stat_add1w(&c->st.sent_msgs, done);
 		shc_stat_add1w(&c->st.sent_bytes, bytes);
-		shc_hold_shift(h, done);
 		if (!c->thread_mode && (c->send_count += done) >= 256) {
 			c->send_count = 0;
 			c->check_sock = true; /* as shf_send_many() */
@@ -504,11 +504,15 @@ static void send_push(struct shf_ctx *c)
  * records sent are always a prefix of msgs: a short count (SHF_NONBLOCK, a
  * timeout) means msgs[0, count) went and the rest did not.
  */
-/* Records of msgs[0, n) (checked) as runs.  Returns the count written
- * (not yet published), with *err set when it is short; send side entered. */
+/* Records of msgs[0, n) (checked) as runs, or (hold != NULL) the held
+ * records, each window dropped from the hold as it is written.  Returns
+ * the count written (not yet published), with *err set when it is short;
+ * send side entered.  After a wait for room the window is grouped again:
+ * in poll mode a callback on this thread may meanwhile have pushed held
+ * records (a nested push) or held more, always at the hold's end. */
 static unsigned send_runs(struct shf_ctx *c, const struct shf_msg *msgs, unsigned n,
-			  bool nonblock, int64_t deadline, bool *fast, uint64_t *bytes_out,
-			  int *err)
+			  struct shc_hold *hold, bool nonblock, int64_t deadline, bool *fast,
+			  uint64_t *bytes_out, int *err)
 {
 	struct shc_run_win w;
 	/* a window fits a quarter of the ring, so that it always fits once
@@ -516,9 +520,12 @@ static unsigned send_runs(struct shf_ctx *c, const struct shf_msg *msgs, unsigne
 	uint64_t budget = c->send.size / 4;
 	unsigned done = 0;
 	int r = 0;
-	while (done < n) {
-		unsigned want = n - done < SHC_RUN_WIN ? n - done : SHC_RUN_WIN;
-		shc_run_group(c, msgs + done, want, budget, &w);
+	for (;;) {
+		const struct shf_msg *m = hold ? hold->msgs : msgs + done;
+		unsigned left = hold ? hold->n : n - done;
+		if (!left)
+			break;
+		shc_run_group(c, m, left < SHC_RUN_WIN ? left : SHC_RUN_WIN, budget, &w);
 		/* room for the window and a pad in front of its biggest record */
 		struct send_want sw = {SHF_REC_RUN, 0, w.ring + w.biggest, NULL};
 		if (shf_ring_prod_free(&c->send) < sw.need) {
@@ -526,8 +533,9 @@ static unsigned send_runs(struct shf_ctx *c, const struct shf_msg *msgs, unsigne
 			r = send_wait(c, &sw, nonblock, deadline, fast);
 			if (r)
 				break;
+			continue;
 		}
-		shc_run_write(c, msgs + done, &w);
+		shc_run_write(c, m, &w);
 		if (c->send.err) {
 			shc_protocol_error(c, "send ring: the daemon's tail index is corrupt");
 			r = shc_dead_err(c);
@@ -535,6 +543,8 @@ static unsigned send_runs(struct shf_ctx *c, const struct shf_msg *msgs, unsigne
 		}
 		done += w.n;
 		*bytes_out += w.payload;
+		if (hold)
+			shc_hold_shift(hold, w.n);
 	}
 	*err = r;
 	return done;
@@ -597,8 +607,8 @@ SHF_EXPORT int shf_send_many(struct shf_ctx *c, const struct shf_msg *msgs, unsi
 		r = hold_push(c, nonblock, SEND_DEADLINE_LAZY, &fast);
 	if (!r && c->runs) {
 		int err = 0;
-		unsigned done = send_runs(c, msgs, n, nonblock, SEND_DEADLINE_LAZY, &fast, &bytes,
-					  &err);
+		unsigned done = send_runs(c, msgs, n, NULL, nonblock, SEND_DEADLINE_LAZY, &fast,
+					  &bytes, &err);
 		r = done ? (int)done : err;
 	} else if (!r) {
 		r = send_plain(c, msgs, n, nonblock, &fast, &bytes);

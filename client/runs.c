@@ -138,8 +138,7 @@ static void run_put(struct shf_ctx *c, const struct shf_msg *msgs, const struct 
 		uint32_t sz = shf_run_item_bytes(it.len);
 		memset(p + sz - 8, 0, 8); /* the padding (or a whole word) */
 		memcpy(p, &it, sizeof(it));
-		if (it.len)
-			memcpy(p + SHF_RUN_ITEM_BYTES, msgs[i].data, it.len);
+		shc_copy(p + SHF_RUN_ITEM_BYTES, msgs[i].data, it.len);
 		p += sz;
 	}
 }
@@ -165,18 +164,8 @@ struct shc_hold *shc_hold_new(uint32_t cap)
 		h->n = 0;
 		h->used = 0;
 		h->cap = cap;
-		h->pushing = false;
 	}
 	return h;
-}
-
-void shc_hold_add(struct shc_hold *h, int dst, uint32_t type, const void *data, uint32_t len)
-{
-	unsigned char *p = h->buf + h->used;
-	if (len)
-		memcpy(p, data, len);
-	h->msgs[h->n++] = (struct shf_msg){.dst = dst, .type = type, .data = p, .len = len};
-	h->used += (len + 7u) & ~7u;
 }
 
 void shc_hold_shift(struct shc_hold *h, unsigned k)

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "client/client.h"
 
@@ -53,7 +54,6 @@ struct shc_hold {
 	unsigned n;    /* records held, <= SHC_RUN_WIN */
 	uint32_t used; /* bytes of buf taken (payloads padded to 8) */
 	uint32_t cap;  /* bytes of buf */
-	bool pushing;  /* a push is under way (it may wait for room) */
 	struct shf_msg msgs[SHC_RUN_WIN]; /* data points into buf */
 	unsigned char buf[];
 };
@@ -65,8 +65,33 @@ static inline bool shc_hold_fits(const struct shc_hold *h, uint32_t len)
 {
 	return h->n < SHC_RUN_WIN && ((len + 7u) & ~7u) <= h->cap - h->used;
 }
+/* Copy n bytes; small ones without a call (overlapping word copies). */
+static inline void shc_copy(unsigned char *d, const unsigned char *src, uint32_t n)
+{
+	if (n > 32) {
+		memcpy(d, src, n);
+	} else if (n >= 8) {
+		for (uint32_t i = 0; i + 8 < n; i += 8)
+			memcpy(d + i, src + i, 8);
+		memcpy(d + n - 8, src + n - 8, 8);
+	} else if (n >= 4) {
+		memcpy(d, src, 4);
+		memcpy(d + n - 4, src + n - 4, 4);
+	} else {
+		for (uint32_t i = 0; i < n; i++)
+			d[i] = src[i];
+	}
+}
+
 /* Hold one record (room checked). */
-void shc_hold_add(struct shc_hold *h, int dst, uint32_t type, const void *data, uint32_t len);
+static inline void shc_hold_add(struct shc_hold *h, int dst, uint32_t type, const void *data,
+				uint32_t len)
+{
+	unsigned char *p = h->buf + h->used;
+	shc_copy(p, data, len);
+	h->msgs[h->n++] = (struct shf_msg){.dst = dst, .type = type, .data = p, .len = len};
+	h->used += (len + 7u) & ~7u;
+}
 /* The first k held records went: forget them. */
 void shc_hold_shift(struct shc_hold *h, unsigned k);
 

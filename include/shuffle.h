@@ -28,8 +28,8 @@ extern "C" {
  * publication, grouped by destination: at the latest with this thread's
  * next shuffle call without SHF_MORE (shf_send, shf_send_many, shf_bcast,
  * shf_flush, shf_epoch, shf_poll, shf_close), or when a window of records
- * is full.  Honoured on the thread that opened the context, outside
- * delivery callbacks; elsewhere the record goes at once. */
+ * is full.  Honoured on the thread that opened the context (poll mode's
+ * callbacks run there too); on other threads the record goes at once. */
 #define SHF_MORE 0x4u
 
 /* shf_bcast() flags (with SHF_NONBLOCK) */

@@ -108,7 +108,7 @@ static void send_batch(struct bench *b, unsigned n)
 
 static void send_one(struct bench *b, int dst)
 {
-	unsigned flags = b->o.nonblock ? SHF_NONBLOCK : 0;
+	unsigned flags = (b->o.nonblock ? SHF_NONBLOCK : 0) | (b->o.more ? SHF_MORE : 0);
 	for (;;) {
 		int r = shf_send(ctx, dst, MSG_TYPE, msgbuf, b->o.size, flags);
 		if (r == 0)

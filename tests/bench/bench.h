@@ -62,6 +62,7 @@ struct bench_opts {
 	double rate;           /* messages per second per rank, paced (0: as fast as possible) */
 	uint32_t lat_every;    /* timestamp one message in N (1: all); the others carry 0 */
 	bool nonblock;         /* shuffle: SHF_NONBLOCK, retry on -EAGAIN */
+	bool more;             /* shuffle: shf_send(SHF_MORE): the library holds and groups */
 	bool poll_mode;        /* shuffle: delivery_thread = 0, shf_poll() */
 	uint32_t ring_bytes;   /* shuffle: per-direction ring size (0: daemon default) */
 	uint32_t batch;        /* shuffle: shf_send_many() of this many records and batch

@@ -104,6 +104,8 @@ static void usage(FILE *f)
 		"                       every message is still checked for order and loss\n"
 		"  -b, --blocking       shuffle: blocking sends (default)\n"
 		"      --nonblock       shuffle: SHF_NONBLOCK, retry on -EAGAIN\n"
+		"      --more           shuffle: shf_send(SHF_MORE) (the library holds records\n"
+		"                       and sends them grouped; the epoch at the end pushes)\n"
 		"      --poll           shuffle: delivery_thread = 0, deliveries in shf_poll()\n"
 		"      --ring BYTES     shuffle: ring size per direction (default: the daemon's)\n"
 		"  -m, --mode M         shuffle | mpi-isend | mpi-agg | mpi-alltoallv | bcast\n"
@@ -152,7 +154,7 @@ static int parse_name(const char *s, const char *const *names, int n, const char
 static void parse_opts(struct bench_opts *o, int argc, char **argv)
 {
 	enum { O_NONBLOCK = 256, O_POLL, O_RING, O_AGG_BYTES, O_AGG_INFLIGHT, O_ROUND, O_SEED,
-	       O_LABEL, O_JSON, O_BATCH };
+	       O_LABEL, O_JSON, O_BATCH, O_MORE };
 	static const struct option lo[] = {
 		{"count", required_argument, NULL, 'n'},
 		{"seconds", required_argument, NULL, 't'},
@@ -165,6 +167,7 @@ static void parse_opts(struct bench_opts *o, int argc, char **argv)
 		{"lat-every", required_argument, NULL, 'l'},
 		{"blocking", no_argument, NULL, 'b'},
 		{"nonblock", no_argument, NULL, O_NONBLOCK},
+		{"more", no_argument, NULL, O_MORE},
 		{"poll", no_argument, NULL, O_POLL},
 		{"ring", required_argument, NULL, O_RING},
 		{"mode", required_argument, NULL, 'm'},
@@ -217,6 +220,7 @@ static void parse_opts(struct bench_opts *o, int argc, char **argv)
 			break;
 		case 'b': o->nonblock = false; break;
 		case O_NONBLOCK: o->nonblock = true; break;
+		case O_MORE: o->more = true; break;
 		case O_POLL: o->poll_mode = true; break;
 		case O_RING: o->ring_bytes = (uint32_t)parse_u64(optarg, "ring size"); break;
 		case 'm': o->mode = parse_name(optarg, mode_names, MODE_MAX, "mode"); break;
@@ -253,6 +257,11 @@ static void parse_opts(struct bench_opts *o, int argc, char **argv)
 				      o->poll_mode)) {
 		fprintf(stderr, "shuffle-bench: -m bcast takes a count (-n), and neither -f, -e "
 			"nor --poll\n");
+		exit(2);
+	}
+	if (o->more && (o->batch || o->mode == MODE_BCAST)) {
+		fprintf(stderr, "shuffle-bench: --more is for shf_send(): not with --batch or "
+			"-m bcast\n");
 		exit(2);
 	}
 	if (o->batch > 65536 || (o->batch && o->mode == MODE_BCAST)) {
@@ -586,6 +595,7 @@ static void print_json(const struct bench *b, const struct summary *s)
 	json_object_set_new(op, "rate", json_real(o->rate));
 	json_object_set_new(op, "lat_every", json_integer(o->lat_every));
 	json_object_set_new(op, "nonblock", json_boolean(o->nonblock));
+	json_object_set_new(op, "more", json_boolean(o->more));
 	json_object_set_new(op, "poll", json_boolean(o->poll_mode));
 	json_object_set_new(op, "ring_bytes", json_integer(o->ring_bytes));
 	json_object_set_new(op, "window", json_integer(o->window));

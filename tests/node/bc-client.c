@@ -55,6 +55,12 @@
  *            (held, then grouped), mixed with calls of shf_send_many(),
  *            plain sends, SHF_NONBLOCK, flushes, and bursts left for the
  *            next call to push.
+ *   more-echo  poll mode, a 128 KiB ring, ops records with SHF_MORE to
+ *            random other ranks; callbacks answer every third record with
+ *            SHF_MORE | SHF_NONBLOCK, so they send while the rank's held
+ *            records wait for room (nested pushes).  Each pair's records
+ *            are numbered when taken: every rank gets 0, 1, 2, ... from
+ *            each source, as many as its T_END says.
  *   many-to  world 2: rank 0 sends count=N records to rank 1 with
  *            shf_send_many(), 32 per call, record k carrying k, flushes
  *            (REMOTE) and closes; rank 1 is the driver's (rawclient
@@ -82,6 +88,8 @@
 #define BC_MAGIC 0x54534342u /* "BCST" */
 #define T_SEND 1u
 #define T_BCAST 2u
+#define T_REPLY 3u /* more-echo: a callback's answer */
+#define T_END 4u   /* more-echo: how many records the sender sent me */
 
 static struct {
 	const char *mode;
@@ -114,13 +122,90 @@ static struct {
 	char why[256];
 } rx = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
+/*
+ * more-echo: two streams per pair, the main loop's records (T_SEND) and
+ * the callbacks' answers (T_REPLY).  A record carries its number in its
+ * stream and how many of the other stream's records to the same rank had
+ * returned from shf_send() when it was sent (a nested answer is sent
+ * while the main record around it has not returned, so it is not
+ * counted).  The receiver checks each stream in order, and that every
+ * record comes after the other stream's records it counted: a held
+ * record overtaken by a later one fails.
+ */
+struct me_msg {
+	struct bmsg b; /* b.k: number in its stream */
+	int64_t other; /* records of the other stream sent before it */
+};
+static int64_t me_sent[2][MAX_WORLD]; /* [0] main, [1] answers: per destination */
+static int64_t me_got[2][MAX_WORLD];  /* per source */
+static int64_t me_end[2][MAX_WORLD];  /* per source: its T_END */
+static struct shf_ctx *me_ctx;
+
+static int me_send(int dst, int stream, unsigned flags)
+{
+	struct me_msg m = {{BC_MAGIC, g_rank, me_sent[stream][dst]}, me_sent[!stream][dst]};
+	int r = shf_send(me_ctx, dst, stream ? T_REPLY : T_SEND, &m, sizeof(m), flags);
+	if (r == 0)
+		me_sent[stream][dst]++; /* counted once it returned */
+	return r;
+}
+
+static void me_bad(const char *fmt, ...)
+{
+	pthread_mutex_lock(&rx.mu);
+	if (!rx.bad++) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(rx.why, sizeof(rx.why), fmt, ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&rx.mu);
+}
+
+/* more-echo's callback (poll mode: on the rank's own thread) */
+static void me_on_msg(int src, uint32_t type, const void *data, uint32_t len)
+{
+	struct me_msg m;
+	if (len != sizeof(m) || src < 0 || src >= g_world || src == g_rank) {
+		me_bad("bad delivery: src %d type %u len %u", src, type, len);
+		return;
+	}
+	memcpy(&m, data, sizeof(m));
+	if (type == T_END) {
+		me_end[0][src] = m.b.k;
+		me_end[1][src] = m.other;
+		return;
+	}
+	int st = type == T_REPLY;
+	if (m.b.magic != BC_MAGIC || m.b.src != src || (type != T_SEND && type != T_REPLY))
+		me_bad("bad payload from %d (type %u)", src, type);
+	else if (m.b.k != me_got[st][src])
+		me_bad("from rank %d: %s record %" PRId64 " came as number %" PRId64
+		       " (order or loss)", src, st ? "answer" : "main", m.b.k, me_got[st][src]);
+	else if (m.other > me_got[!st][src])
+		me_bad("from rank %d: %s record %" PRId64 " overtook %s record %" PRId64, src,
+		       st ? "answer" : "main", m.b.k, st ? "main" : "answer", me_got[!st][src]);
+	me_got[st][src]++;
+	/* answer every third main record: held, never blocking (a full ring
+	 * means no answer; it was never counted) */
+	if (!st && m.b.k % 3 == 0) {
+		int r = me_send(src, 1, SHF_MORE | SHF_NONBLOCK);
+		if (r && r != -EAGAIN)
+			me_bad("answer to %d: %s (%s)", src, shf_strerror(r), shf_error_detail());
+	}
+}
+
 static void on_msg(void *arg, int src, int dst, uint32_t type, const void *data, uint32_t len)
 {
+	if (me_ctx) {
+		me_on_msg(src, type, data, len);
+		return;
+	}
 	(void)arg;
 	struct bmsg m;
 	pthread_mutex_lock(&rx.mu);
 	if (len < sizeof(m) || dst != g_rank || src < 0 || src >= g_world ||
-	    (type != T_SEND && type != T_BCAST)) {
+	    (type != T_SEND && type != T_BCAST && type != T_REPLY && type != T_END)) {
 		if (!rx.bad++)
 			snprintf(rx.why, sizeof(rx.why), "bad delivery: src %d dst %d type %u len %u",
 				 src, dst, type, len);
@@ -646,6 +731,60 @@ static int mode_many_sizes(void)
 	return 0;
 }
 
+/* ------------------------------------------------------------ more-echo */
+
+/* Poll mode, the smallest ring the daemon allows: ops records to random other ranks with
+ * SHF_MORE (every 7th plain), and callbacks that answer every third
+ * record they get, held too: so callbacks send while this rank's held
+ * records wait for room (pushes nested in pushes).  Every record carries
+ * its pair's number: each rank must get 0, 1, 2, ... from every source,
+ * as many as that source's T_END (sent after an epoch) says. */
+static int mode_more_echo(void)
+{
+	me_ctx = open_ctx(0, 128u << 10);
+	uint64_t s = 0x2545f4914f6cdd1dull ^ (uint64_t)g_rank;
+	int r;
+	for (long op = 0; op < cfg.ops; op++) {
+		int dst = (int)(ms_rng(&s) % (uint64_t)(g_world - 1));
+		dst += dst >= g_rank;
+		if ((r = me_send(dst, 0, op % 7 == 6 ? 0 : SHF_MORE)))
+			tc_fail("op %ld: shf_send: %s (%s)", op, shf_strerror(r), shf_error_detail());
+		if (op % 64 == 0 && (r = shf_poll(me_ctx, 0)) < 0)
+			tc_fail("shf_poll: %s (%s)", shf_strerror(r), shf_error_detail());
+	}
+	if ((r = shf_epoch(me_ctx, cfg.timeout)))
+		tc_fail("shf_epoch: %s (%s)", shf_strerror(r), shf_error_detail());
+	for (int d = 0; d < g_world; d++) {
+		struct me_msg m = {{BC_MAGIC, g_rank, me_sent[0][d]}, me_sent[1][d]};
+		if (d != g_rank && (r = shf_send(me_ctx, d, T_END, &m, sizeof(m), 0)))
+			tc_fail("end to %d: %s (%s)", d, shf_strerror(r), shf_error_detail());
+	}
+	if ((r = shf_epoch(me_ctx, cfg.timeout)))
+		tc_fail("shf_epoch: %s (%s)", shf_strerror(r), shf_error_detail());
+	long got = 0;
+	pthread_mutex_lock(&rx.mu);
+	if (rx.bad)
+		tc_fail("%ld bad deliveries, first: %s", rx.bad, rx.why);
+	for (int src = 0; src < g_world; src++) {
+		if (src == g_rank)
+			continue;
+		for (int st = 0; st < 2; st++)
+			if (me_got[st][src] != me_end[st][src])
+				tc_fail("from rank %d: %" PRId64 " %s records, it sent %" PRId64, src,
+					me_got[st][src], st ? "answer" : "main", me_end[st][src]);
+		got += me_got[0][src] + me_got[1][src];
+	}
+	pthread_mutex_unlock(&rx.mu);
+	struct shf_stats st;
+	shf_stats_get(me_ctx, &st);
+	printf("rank %d: more-echo: ok (got %ld; waited for room %.1f ms, %" PRIu64 " -EAGAIN)\n",
+	       g_rank, got, st.send_blocked_ns / 1e6, st.send_eagain);
+	fflush(stdout);
+	if ((r = shf_close(me_ctx)))
+		tc_fail("shf_close: %s", shf_strerror(r));
+	return 0;
+}
+
 /* ------------------------------------------------------------------- lost */
 
 /* Rank 1 of modes lost and left: after "sent.0", every one of rank 0's
@@ -783,7 +922,7 @@ static int mode_left(void)
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
-		fprintf(stderr, "usage: bc-client exact|lost|left|many-check|many-threads|many-to|many-sizes [key=value ...]\n");
+		fprintf(stderr, "usage: bc-client exact|lost|left|many-check|many-threads|many-to|many-sizes|more-echo [key=value ...]\n");
 		return 2;
 	}
 	cfg.mode = argv[1];
@@ -835,6 +974,8 @@ int main(int argc, char **argv)
 		return mode_many_to();
 	if (!strcmp(cfg.mode, "many-sizes"))
 		return mode_many_sizes();
+	if (!strcmp(cfg.mode, "more-echo"))
+		return mode_more_echo();
 	if (!strcmp(cfg.mode, "lost"))
 		return mode_lost();
 	if (!strcmp(cfg.mode, "left"))

@@ -17,6 +17,8 @@
  *   more     as sizes, the records sent one by one with shf_send(SHF_MORE)
  *            (bc-client many-sizes more=1): held, then grouped; mixed
  *            with shf_send_many(), plain sends, SHF_NONBLOCK and flushes.
+ *   more-echo  3 ranks (bc-client more-echo): poll-mode callbacks send
+ *            with SHF_MORE while their rank's held records wait for room.
  *   old-reader  shf_send_many() to a client that never said it reads runs
  *            (rawclient old-reader, as a client of 0.2 is): 5000 records,
  *            each a plain record, in order (the daemon places the runs
@@ -70,6 +72,16 @@ int main(int argc, char **argv)
 			}
 			CHECKF(td_wait_all(pids, 3, 90000, "client") == 0, "many-sizes, pass %d", pass);
 		}
+	} else if (!strcmp(what, "more-echo")) {
+		const char *a[] = {cl, "more-echo", "ops=200000", "timeout=30000", NULL};
+		pid_t pids[3];
+		for (int r = 0; r < 3; r++) {
+			char rank[16];
+			snprintf(rank, sizeof(rank), "SHF_RANK=%d", r);
+			const char *env[] = {"SHF_JOB=sm7", rank, "SHF_WORLD=3", NULL};
+			pids[r] = td_spawn(a, env, NULL, NULL);
+		}
+		CHECKF(td_wait_all(pids, 3, 90000, "client") == 0, "more-echo");
 	} else if (!strcmp(what, "old-reader")) {
 		/* runs to a client that never said it reads them: item by item */
 		const char *raw = td_prog("SHF_TEST_RAWCLIENT");
