@@ -306,7 +306,7 @@ static inline bool hold_mine(const struct shf_ctx *c)
 /* Has this thread held records to push? */
 static inline bool hold_pending(const struct shf_ctx *c)
 {
-	return c->hold && c->hold->n && hold_mine(c);
+	return hold_mine(c) && c->hold && c->hold->n; /* the owner first: only it touches the hold */
 }
 
 /* Send the held records (send side entered, hold_mine()): 0 when none is
@@ -481,6 +481,15 @@ static inline int check_record(const struct shf_ctx *c, int dst, const void *dat
 SHF_EXPORT int shf_send(struct shf_ctx *c, int dst, uint32_t type, const void *data, uint32_t len,
 			unsigned flags)
 {
+	/* SHF_MORE with room in the hold: a copy, nothing else (the hold is
+	 * the opener thread's alone: no send lock for it) */
+	if ((flags & ~SHF_NONBLOCK) == SHF_MORE && c && hold_mine(c) && c->hold &&
+	    shc_hold_fits(c->hold, len) && !shc_is_dead(c)) {
+		int r = check_record(c, dst, data, len, -1);
+		if (!r)
+			shc_hold_add(c->hold, dst, type, data, len);
+		return r;
+	}
 	int r = check_send(c, flags, SHF_NONBLOCK | SHF_MORE);
 	if (!r)
 		r = check_record(c, dst, data, len, -1);

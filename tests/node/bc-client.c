@@ -525,6 +525,16 @@ static void *mt_sender(void *arg)
 			m[i] = (struct shf_msg){(int)((k + i) % g_world), T_SEND, bufs[i],
 						sizeof(b)};
 		}
+		/* more=1: every other group as shf_send(SHF_MORE), held on the
+		 * opener thread (the last sender), sent at once on the others */
+		if (cfg.more && k % 2) {
+			for (int i = 0; i < 7; i++) {
+				int r = shf_send(mt_ctx, m[i].dst, T_SEND, m[i].data, m[i].len, SHF_MORE);
+				if (r)
+					tc_fail("thread %ld: shf_send: %d (%s)", t, r, shf_error_detail());
+			}
+			continue;
+		}
 		int r = shf_send_many(mt_ctx, m, 7, 0);
 		if (r != 7)
 			tc_fail("thread %ld: shf_send_many: %d (%s)", t, r, shf_error_detail());
@@ -538,10 +548,14 @@ static int mode_many_threads(void)
 	if (cfg.threads < 1 || cfg.threads > 16)
 		tc_fail("threads=%d", cfg.threads);
 	pthread_t th[16];
-	for (long t = 0; t < cfg.threads; t++)
+	/* more=1: the opener thread is the last sender */
+	int spawn = cfg.more ? cfg.threads - 1 : cfg.threads;
+	for (long t = 0; t < spawn; t++)
 		if (pthread_create(&th[t], NULL, mt_sender, (void *)(intptr_t)t))
 			tc_fail("pthread_create");
-	for (int t = 0; t < cfg.threads; t++)
+	if (spawn < cfg.threads)
+		mt_sender((void *)(intptr_t)spawn);
+	for (int t = 0; t < spawn; t++)
 		pthread_join(th[t], NULL);
 	int r = shf_epoch(mt_ctx, cfg.timeout);
 	if (r)

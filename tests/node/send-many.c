@@ -17,6 +17,9 @@
  *   more     as sizes, the records sent one by one with shf_send(SHF_MORE)
  *            (bc-client many-sizes more=1): held, then grouped; mixed
  *            with shf_send_many(), plain sends, SHF_NONBLOCK and flushes.
+ *   more-threads  as threads, every other call 7 x shf_send(SHF_MORE)
+ *            instead, the opener thread one of the senders (its records
+ *            are held; the others' go at once).  Also in the TSan build.
  *   more-echo  3 ranks (bc-client more-echo): poll-mode callbacks send
  *            with SHF_MORE while their rank's held records wait for room.
  *   old-reader  shf_send_many() to a client that never said it reads runs
@@ -54,6 +57,11 @@ int main(int argc, char **argv)
 		const char *a[] = {cl, "many-threads", "threads=4", "ops=2000", "batchcb=1",
 				   "timeout=60000", NULL};
 		CHECKF(run_one(e, "SHF_JOB=sm3", a) == 0, "many-threads");
+	} else if (!strcmp(what, "more-threads")) {
+		/* 3 threads and the opener: shf_send_many() and shf_send(SHF_MORE) */
+		const char *a[] = {cl, "many-threads", "threads=4", "ops=2000", "more=1",
+				   "timeout=60000", NULL};
+		CHECKF(run_one(e, "SHF_JOB=sm8", a) == 0, "more-threads");
 	} else if (!strcmp(what, "sizes") || !strcmp(what, "more")) {
 		/* runs cut at their limits, windows, short counts: 3 ranks, poll
 		 * mode with batches, then 3 ranks with the thread */
