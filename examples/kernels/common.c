@@ -39,7 +39,7 @@ double k_now(void)
 
 static void usage(const char *name, struct kopt *opts, const char *why)
 {
-	fprintf(stderr, "%s: %s\nusage: %s --impl shuffle|shuffle-batch|mpi [--seed N] [--agg N]",
+	fprintf(stderr, "%s: %s\nusage: %s --impl shuffle|shuffle-more|shuffle-batch|mpi [--seed N] [--agg N]",
 		name, why,
 		name);
 	for (struct kopt *o = opts; o && o->name; o++)
@@ -69,10 +69,12 @@ void k_init(struct kern *k, const char *name, int *argc, char ***argv, struct ko
 				impl = K_SHUFFLE;
 			else if (!strcmp(v, "shuffle-batch"))
 				impl = K_BATCH;
+			else if (!strcmp(v, "shuffle-more"))
+				impl = K_MORE;
 			else if (!strcmp(v, "mpi"))
 				impl = K_MPI;
 			else
-				usage(name, opts, "--impl is shuffle, shuffle-batch or mpi");
+				usage(name, opts, "--impl is shuffle, shuffle-more, shuffle-batch or mpi");
 			continue;
 		}
 		long n = strtol(v, &end, 0);
@@ -110,7 +112,10 @@ void k_init(struct kern *k, const char *name, int *argc, char ***argv, struct ko
 
 const char *k_impl_name(const struct kern *k)
 {
-	return k->impl == K_SHUFFLE ? "shuffle" : k->impl == K_BATCH ? "shuffle-batch" : "mpi";
+	return k->impl == K_SHUFFLE ? "shuffle"
+	       : k->impl == K_MORE  ? "shuffle-more"
+	       : k->impl == K_BATCH ? "shuffle-batch"
+				    : "mpi";
 }
 
 void k_open_shuffle(struct kern *k, shf_deliver_fn fn, shf_deliver_many_fn many, void *arg)
@@ -176,7 +181,7 @@ static void shf_cb(void *arg, int src, int dst, uint32_t type, const void *data,
 /* One non-blocking send: true when sent, false on a full ring. */
 static bool shf_try(struct kern *k, int dst, uint32_t type, uint64_t v)
 {
-	int r = shf_send(k->shf, dst, type, &v, 8, SHF_NONBLOCK);
+	int r = shf_send(k->shf, dst, type, &v, 8, SHF_NONBLOCK | k_send_flags(k->impl));
 	if (r == -EAGAIN)
 		return false;
 	if (r)
@@ -546,7 +551,7 @@ void k_send8(struct kern *k, int dst, uint32_t type, uint64_t val)
 		k->handler(k, dst, type, val); /* mine: no message, in both */
 		return;
 	}
-	if (k->impl == K_SHUFFLE) {
+	if (k->impl == K_SHUFFLE || k->impl == K_MORE) {
 		shf_send8(k, dst, type, val);
 		return;
 	}

@@ -8,6 +8,11 @@
  *   impl shuffle   k_send8() is one shf_send(); the handler runs in the
  *                  delivery callback (poll mode: inside shuffle calls on
  *                  the kernel's thread); k_phase_end() is shf_epoch().
+ *   impl shuffle-more
+ *                  the same code as impl shuffle, every shf_send() with
+ *                  SHF_MORE: the library holds the records and sends them
+ *                  grouped by destination, as the batch API does; the
+ *                  epoch (or the next call without the flag) pushes them.
  *   impl shuffle-batch
  *                  the batch API: k_send8() stages the message (up to
  *                  K_BATCH) and shf_send_many() sends the stage when it is
@@ -43,7 +48,14 @@
 
 #include "shuffle.h"
 
-enum k_impl { K_SHUFFLE, K_BATCH, K_MPI };
+enum k_impl { K_SHUFFLE, K_BATCH, K_MPI, K_MORE };
+
+/* The shuffle implementations that send with shf_send() (shuffle-more:
+ * with SHF_MORE, the library holds and groups): its flags. */
+static inline unsigned k_send_flags(enum k_impl impl)
+{
+	return impl == K_MORE ? SHF_MORE : 0;
+}
 
 /* shuffle-batch: records per shf_send_many() call (the stage's size). */
 #define K_BATCH_MAX 256

@@ -141,7 +141,8 @@ int main(int argc, char **argv)
 					k_stage(&k, o, 0, &part[i], PBYTES);
 					continue;
 				}
-				int r = shf_send(k.shf, o, 0, &part[i], PBYTES, 0);
+				int r = shf_send(k.shf, o, 0, &part[i], PBYTES,
+						 k_send_flags(k.impl));
 				if (r)
 					k_die(&k, "shf_send: %s (%s)", shf_strerror(r), shf_error_detail());
 			}

@@ -77,8 +77,8 @@ static uint64_t packet_out(struct kern *k, struct sortk *s, struct packets *p, l
 		on_packet(s, o, o, 0, b, len);
 		return 0;
 	}
-	if (k->impl == K_SHUFFLE) {
-		int r = shf_send(k->shf, o, 0, b, len, 0);
+	if (k->impl == K_SHUFFLE || k->impl == K_MORE) {
+		int r = shf_send(k->shf, o, 0, b, len, k_send_flags(k->impl));
 		if (r)
 			k_die(k, "shf_send: %s (%s)", shf_strerror(r), shf_error_detail());
 		return 1;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/kernels/kernel.sh NODES PER_NODE KERNEL [ARGS...] - one kernel of
 # examples/kernels at a small size, every implementation (shuffle,
-# shuffle-batch, mpi; or $KERNEL_IMPLS), on NODES loopback simulated nodes
+# shuffle-more, shuffle-batch, mpi; or $KERNEL_IMPLS), on NODES loopback simulated nodes
 # x PER_NODE ranks (scripts/nodes mpirun): each must exit 0 and print a
 # JSON line with "validation":"ok".  Validation only: never a speed.
 T=kernel-$3
@@ -14,7 +14,7 @@ t_need "$bin"
 command -v mpirun >/dev/null || t_skip "mpirun is not installed"
 t_up --mode loopback -n "$n"
 export NODES=$n
-for impl in ${KERNEL_IMPLS:-shuffle shuffle-batch mpi}; do
+for impl in ${KERNEL_IMPLS:-shuffle shuffle-more shuffle-batch mpi}; do
   out=$(nodes mpirun -npernode "$per" --timeout 60 -x NODES -- "$bin" --impl "$impl" "$@" \
         2>"$NODES_TMP/logs/$impl.err")
   rc=$?
