@@ -278,7 +278,7 @@ struct shf_ctx {
 	/* shf_send(SHF_MORE)'s held records (data.c, "Held records"); NULL
 	 * until first used.  Only the opener thread (send_owner) holds and
 	 * pushes them, inside the send side; shf_close() frees them. */
-	struct shc_hold *hold;
+	_Atomic(struct shc_hold *) hold; /* relaxed: stored once, by the opener */
 	bool check_sock;           /* poll mode: look for a hang-up at the next send */
 	unsigned send_count;       /* poll mode: sends since the last hang-up check */
 

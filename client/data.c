@@ -297,6 +297,13 @@ static unsigned send_runs(struct shf_ctx *c, const struct shf_msg *msgs, unsigne
 			  uint64_t *bytes_out, int *err);
 static void send_push(struct shf_ctx *c);
 
+/* The hold, or NULL (relaxed: the pointer is stored once, by the opener
+ * thread, and only that thread uses what it points to). */
+static inline struct shc_hold *hold_of(const struct shf_ctx *c)
+{
+	return atomic_load_explicit(&((struct shf_ctx *)c)->hold, memory_order_relaxed);
+}
+
 /* May this thread hold and push records here? */
 static inline bool hold_mine(const struct shf_ctx *c)
 {
@@ -306,7 +313,8 @@ static inline bool hold_mine(const struct shf_ctx *c)
 /* Has this thread held records to push? */
 static inline bool hold_pending(const struct shf_ctx *c)
 {
-	return hold_mine(c) && c->hold && c->hold->n; /* the owner first: only it touches the hold */
+	struct shc_hold *h = hold_of(c);
+	return h && hold_mine(c) && h->n; /* the owner only reads n */
 }
 
 /* Send the held records (send side entered, hold_mine()): 0 when none is
@@ -314,7 +322,7 @@ static inline bool hold_pending(const struct shf_ctx *c)
  * held, in order. */
 static int hold_push(struct shf_ctx *c, bool nonblock, int64_t deadline, bool *fast)
 {
-	struct shc_hold *h = c->hold;
+	struct shc_hold *h = hold_of(c);
 	if (!h || !h->n)
 		return 0;
 	uint64_t bytes = 0;
@@ -338,13 +346,14 @@ static int hold_push(struct shf_ctx *c, bool nonblock, int64_t deadline, bool *f
 static int hold_record(struct shf_ctx *c, int32_t rank, uint32_t type, const void *data,
 		       uint32_t len, bool nonblock, bool *fast)
 {
-	struct shc_hold *h = c->hold;
+	struct shc_hold *h = hold_of(c);
 	if (!h) {
 		uint32_t cap = c->send.size / 8 < SHC_HOLD_CAP ? (uint32_t)(c->send.size / 8)
 							      : SHC_HOLD_CAP;
-		h = c->hold = shc_hold_new(cap);
+		h = shc_hold_new(cap);
 		if (!h)
 			return 1;
+		atomic_store_explicit(&c->hold, h, memory_order_relaxed);
 	}
 	if (len > h->cap) {
 		int r = hold_push(c, nonblock, SEND_DEADLINE_LAZY, fast);
@@ -371,7 +380,7 @@ int shc_hold_flush(struct shf_ctx *c, int64_t deadline)
 
 int shc_hold_close(struct shf_ctx *c, int64_t deadline)
 {
-	struct shc_hold *h = c->hold;
+	struct shc_hold *h = hold_of(c);
 	if (!h || !h->n)
 		return 0;
 	bool fast = send_enter(c); /* any thread: the context is going */
@@ -383,10 +392,9 @@ int shc_hold_close(struct shf_ctx *c, int64_t deadline)
 			h->n, shf_strerror(r));
 }
 
-/* One message record: rank is the destination, or SHF_MSG_BCAST[_SELF];
- * more: shf_send(SHF_MORE), held when it can be. */
+/* One message record: rank is the destination, or SHF_MSG_BCAST[_SELF]. */
 static int send_record(struct shf_ctx *c, int32_t rank, uint32_t type, const void *data,
-		       uint32_t len, bool nonblock, bool more)
+		       uint32_t len, bool nonblock)
 {
 	bool fast = send_enter(c);
 	if (c->check_sock) {
@@ -395,13 +403,7 @@ static int send_record(struct shf_ctx *c, int32_t rank, uint32_t type, const voi
 		shc_sock_check(c);
 	}
 	int r;
-	if (more && hold_mine(c)) {
-		r = hold_record(c, rank, type, data, len, nonblock, &fast);
-		if (r <= 0) {
-			send_leave(c, fast);
-			return r;
-		}
-	} else if (hold_pending(c)) {
+	if (__builtin_expect(hold_pending(c), 0)) {
 		r = hold_push(c, nonblock, SEND_DEADLINE_LAZY, &fast);
 		if (r) {
 			send_leave(c, fast);
@@ -440,7 +442,7 @@ static int send_record(struct shf_ctx *c, int32_t rank, uint32_t type, const voi
 }
 
 /* The checks every send makes of its context and flags (0 or the error). */
-static int check_send(struct shf_ctx *c, unsigned flags, unsigned known)
+static inline int check_send(struct shf_ctx *c, unsigned flags, unsigned known)
 {
 	if (!c)
 		return shc_fail(-EINVAL, "no context");
@@ -478,16 +480,31 @@ static inline int check_record(const struct shf_ctx *c, int dst, const void *dat
 	return record_error(c, dst, data, len, idx);
 }
 
+/* shf_send(SHF_MORE) (flags checked, the record too) when the hold has no
+ * room or does not exist yet: held, or sent at once when it cannot be
+ * (another thread, too big, no memory). */
+static __attribute__((noinline)) int send_more(struct shf_ctx *c, int32_t dst, uint32_t type,
+					       const void *data, uint32_t len, bool nonblock)
+{
+	if (!hold_mine(c))
+		return send_record(c, dst, type, data, len, nonblock);
+	bool fast = send_enter(c);
+	int r = hold_record(c, dst, type, data, len, nonblock, &fast);
+	send_leave(c, fast);
+	return r <= 0 ? r : send_record(c, dst, type, data, len, nonblock);
+}
+
 SHF_EXPORT int shf_send(struct shf_ctx *c, int dst, uint32_t type, const void *data, uint32_t len,
 			unsigned flags)
 {
-	/* SHF_MORE with room in the hold: a copy, nothing else (the hold is
-	 * the opener thread's alone: no send lock for it) */
-	if ((flags & ~SHF_NONBLOCK) == SHF_MORE && c && hold_mine(c) && c->hold &&
-	    shc_hold_fits(c->hold, len) && !shc_is_dead(c)) {
+	/* SHF_MORE on the opener thread with room in its hold: a copy and
+	 * nothing else (the hold is that thread's alone: no send lock) */
+	struct shc_hold *h;
+	if ((flags & ~SHF_NONBLOCK) == SHF_MORE && c && (h = hold_of(c)) && hold_mine(c) &&
+	    shc_hold_fits(h, len) && !shc_is_dead(c)) {
 		int r = check_record(c, dst, data, len, -1);
 		if (!r)
-			shc_hold_add(c->hold, dst, type, data, len);
+			shc_hold_add(h, dst, type, data, len);
 		return r;
 	}
 	int r = check_send(c, flags, SHF_NONBLOCK | SHF_MORE);
@@ -495,7 +512,9 @@ SHF_EXPORT int shf_send(struct shf_ctx *c, int dst, uint32_t type, const void *d
 		r = check_record(c, dst, data, len, -1);
 	if (r)
 		return r;
-	return send_record(c, dst, type, data, len, flags & SHF_NONBLOCK, flags & SHF_MORE);
+	if (flags & SHF_MORE)
+		return send_more(c, dst, type, data, len, flags & SHF_NONBLOCK);
+	return send_record(c, dst, type, data, len, flags & SHF_NONBLOCK);
 }
 
 /* Publish what is written so far; ring the daemon's bell if it sleeps. */
@@ -651,7 +670,7 @@ SHF_EXPORT int shf_bcast(struct shf_ctx *c, uint32_t type, const void *data, uin
 	if (!data && len)
 		return shc_fail(-EINVAL, "data is NULL and len is %u", len);
 	return send_record(c, (flags & SHF_BCAST_SELF) ? SHF_MSG_BCAST_SELF : SHF_MSG_BCAST, type,
-			   data, len, flags & SHF_NONBLOCK, false);
+			   data, len, flags & SHF_NONBLOCK);
 }
 
 /* ----------------------------------------------------------------- poll */

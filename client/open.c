@@ -95,7 +95,7 @@ static void ctx_free(struct shf_ctx *c)
 	close_fd(&c->space_bell);
 	if (c->base)
 		munmap(c->base, c->region_bytes);
-	free(c->hold);
+	free(atomic_load_explicit(&c->hold, memory_order_relaxed));
 	pthread_cond_destroy(&c->dcond);
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->mu);
