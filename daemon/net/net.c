@@ -32,7 +32,9 @@
 
 #include "daemon/net/net.h"
 #include "daemon/jobtab.h"
+#include "daemon/net/fwd.h"
 #include "daemon/net/int.h"
+#include "daemon/net/post.h"
 #include "daemon/stats.h"
 
 /* foreign senders: a line now and then, not one per probe */
