@@ -144,7 +144,7 @@ struct shd_peer_cold {
 	struct shf_peer_stats st;
 };
 
-/* The FWD_BUNDLE this node gathers for a next hop (routing=2d, net/tx.c):
+/* The FWD_BUNDLE this node gathers for a next hop (routing=2d, net/fwd.c):
  * the FWDs of other pairs it passes on to that peer. */
 struct shd_peer_fwd {
 	struct shd_peer *peer;      /* the next hop */
