@@ -417,13 +417,9 @@ static void wake(struct shd_peer *p, bool hold)
 	shd_net_heartbeat(p, now); /* heartbeats resume (HB_WAKE while waking) */
 }
 
-void shd_net_use(struct shd_peer *p)
+void shd_net_use_wake(struct shd_peer *p)
 {
-	/* per appended message: a flag, no clock read (the heartbeat tick
-	 * turns it into last_used_ns) */
-	p->used = true;
-	if (p->idle || p->quiet || p->released)
-		wake(p, true);
+	wake(p, true);
 }
 
 void shd_net_woken(struct shd_peer *p)

@@ -67,8 +67,16 @@ void shd_net_heartbeat(struct shd_peer *p, uint64_t now);
 /* The wake (docs/protocol-wire.md, "Idle peers").
  * p (up) is used: a message other than a heartbeat goes to it now.  An
  * idle or quiet peer is woken: heartbeats resume, and it must answer
- * within peer_timeout_ms like any active peer. */
-void shd_net_use(struct shd_peer *p);
+ * within peer_timeout_ms like any active peer.  Inline: the batches call
+ * it per appended message (a flag, no clock read: the heartbeat tick
+ * turns it into last_used_ns). */
+void shd_net_use_wake(struct shd_peer *p); /* (its slow half) */
+static inline void shd_net_use(struct shd_peer *p)
+{
+	p->used = true;
+	if (p->idle || p->quiet || p->released)
+		shd_net_use_wake(p);
+}
 /* A message other than an HB_IDLE heartbeat came from p (up), idle, quiet
  * or released here: it is awake, so we are too (a heartbeat answers it at
  * once); nothing of ours is held for this wake (it started it). */
