@@ -3,12 +3,12 @@
  * daemon/config.c - loading the options of the table (daemon/options.c):
  * command line, environment, INI file (inih), defaults, derived values and
  * cross-checks; and --help, print and JSON from the same table.  See
- * config.h.
+ * config.h.  One option's value (parsing, checks, formatting) is
+ * daemon/optval.c's.
  */
 #include "daemon/config.h"
 
 #include <assert.h>
-#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <ini.h>
@@ -21,6 +21,7 @@
 
 #include "daemon/errbuf.h"
 #include "daemon/log.h"
+#include "daemon/optval.h"
 #include "daemon/rdv/rdv.h"
 #include "proto/ring.h"
 #include "proto/shm.h"
@@ -33,10 +34,6 @@
 #error "SHF_SYSTEM_USER (meson option system_user) must be set by the build"
 #endif
 
-#define KiB (UINT64_C(1) << 10)
-#define MiB (UINT64_C(1) << 20)
-#define GiB (UINT64_C(1) << 30)
-
 const char *shd_config_default_file(void)
 {
 	return SHD_CONFIG_DEFAULT;
@@ -47,220 +44,6 @@ const char *shd_config_opt_name(int opt)
 	return opt >= 0 && opt < SHD_OPT_MAX ? shd_opts[opt].name : NULL;
 }
 
-/* ---- formatting helpers ---- */
-
-/* "1 MiB" when v is a whole number of KiB/MiB/GiB (or 0), else "3000". */
-static void fmt_size(uint64_t v, char *buf, size_t n)
-{
-	if (v != 0 && v % GiB == 0)
-		snprintf(buf, n, "%llu GiB", (unsigned long long)(v / GiB));
-	else if (v != 0 && v % MiB == 0)
-		snprintf(buf, n, "%llu MiB", (unsigned long long)(v / MiB));
-	else if (v != 0 && v % KiB == 0)
-		snprintf(buf, n, "%llu KiB", (unsigned long long)(v / KiB));
-	else
-		snprintf(buf, n, "%llu", (unsigned long long)v);
-}
-
-static void fmt_num(const struct shd_opt *o, uint64_t v, char *buf, size_t n)
-{
-	if (o->type == SHD_OPT_T_SIZE)
-		fmt_size(v, buf, n);
-	else
-		snprintf(buf, n, "%llu", (unsigned long long)v);
-}
-
-/* "a power of two in [4 KiB, 256 MiB]" / "an integer in [1, 1024]" */
-static void fmt_limits(const struct shd_opt *o, char *buf, size_t n)
-{
-	char lo[32], hi[32];
-	fmt_num(o, o->min, lo, sizeof(lo));
-	fmt_num(o, o->max, hi, sizeof(hi));
-	const char *what = o->flags & SHD_OPT_F_POW2 ? "a power of two"
-			   : o->type == SHD_OPT_T_SIZE ? "a size" : "an integer";
-	snprintf(buf, n, "%s in [%s, %s]", what, lo, hi);
-}
-
-/* A value quoted back in a message: at most 64 bytes (then "..."), control
- * characters shown as '?'.  n >= 4. */
-static void fmt_value(const char *v, char *buf, size_t n)
-{
-	size_t keep = n - 4 < 64 ? n - 4 : 64;
-	size_t i;
-	for (i = 0; v[i] && i < keep; i++) {
-		unsigned char ch = (unsigned char)v[i];
-		buf[i] = ch < 0x20 || ch == 0x7f ? '?' : (char)ch;
-	}
-	if (v[i]) {
-		memcpy(buf + i, "...", 3);
-		i += 3;
-	}
-	buf[i] = '\0';
-}
-
-static uint64_t get_num(const struct shd_config *c, const struct shd_opt *o)
-{
-	const char *p = (const char *)c + o->off;
-	if (o->size == sizeof(uint32_t)) {
-		uint32_t v;
-		memcpy(&v, p, sizeof(v));
-		return v;
-	}
-	uint64_t v;
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-static void put_num(struct shd_config *c, const struct shd_opt *o, uint64_t v)
-{
-	char *p = (char *)c + o->off;
-	if (o->size == sizeof(uint32_t)) {
-		uint32_t w = (uint32_t)v;
-		memcpy(p, &w, sizeof(w));
-	} else {
-		memcpy(p, &v, sizeof(v));
-	}
-}
-
-/* ---- parsing ---- */
-
-/*
- * Decimal number, optionally followed (after optional blanks) by a binary
- * suffix when `suffix`: k/K/KiB, m/M/MiB, g/G/GiB (case-insensitive).
- * No sign, no hex, no fraction.  0, -EINVAL (syntax) or -ERANGE (overflow).
- */
-static int parse_u64(const char *s, bool suffix, uint64_t *out)
-{
-	if (!isdigit((unsigned char)s[0]))
-		return -EINVAL;
-	errno = 0;
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno == ERANGE)
-		return -ERANGE;
-	uint64_t mult = 1;
-	if (suffix) {
-		while (*end == ' ' || *end == '\t')
-			end++;
-		static const struct { const char *s; uint64_t m; } sfx[] = {
-			{ "k", KiB }, { "kib", KiB }, { "m", MiB },
-			{ "mib", MiB }, { "g", GiB }, { "gib", GiB },
-		};
-		if (*end) {
-			size_t i;
-			for (i = 0; i < sizeof(sfx) / sizeof(sfx[0]); i++)
-				if (!strcasecmp(end, sfx[i].s))
-					break;
-			if (i == sizeof(sfx) / sizeof(sfx[0]))
-				return -EINVAL;
-			mult = sfx[i].m;
-			end += strlen(end);
-		}
-	}
-	if (*end)
-		return -EINVAL;
-	if (v > UINT64_MAX / mult)
-		return -ERANGE;
-	*out = (uint64_t)v * mult;
-	return 0;
-}
-
-/* Parse `v` for option `o` into c.  0, or -EINVAL with the reason in why
- * (without the "name=value: " prefix). */
-static int parse_value(struct shd_config *c, const struct shd_opt *o, const char *v, char *why,
-		       size_t whylen)
-{
-	char lim[96];
-
-	switch (o->type) {
-	case SHD_OPT_T_UINT:
-	case SHD_OPT_T_SIZE: {
-		uint64_t x;
-		int r = parse_u64(v, o->type == SHD_OPT_T_SIZE, &x);
-		fmt_limits(o, lim, sizeof(lim));
-		if (r == -EINVAL) {
-			shd_errf(why, whylen, "not a valid %s; must be %s%s",
-				o->type == SHD_OPT_T_SIZE ? "size" : "integer", lim,
-				o->type == SHD_OPT_T_SIZE ? " (suffixes k/KiB, m/MiB, g/GiB)" : "");
-			return -EINVAL;
-		}
-		if ((o->flags & SHD_OPT_F_POW2) && (r < 0 || x < o->min || x > o->max || (x & (x - 1)))) {
-			shd_errf(why, whylen, "must be %s", lim);
-			return -EINVAL;
-		}
-		if (r < 0 || x < o->min || x > o->max) {
-			shd_errf(why, whylen, "out of range; must be %s", lim);
-			return -EINVAL;
-		}
-		put_num(c, o, x);
-		return 0;
-	}
-	case SHD_OPT_T_LEVEL: {
-		int l = shd_log_level_parse(v);
-		if (l < 0) {
-			shd_errf(why, whylen, "must be one of err, warn, notice, info, debug (or 3..7)");
-			return -EINVAL;
-		}
-		memcpy((char *)c + o->off, &l, sizeof(l));
-		return 0;
-	}
-	case SHD_OPT_T_STR: {
-		size_t len = strlen(v);
-		if (len >= o->size) {
-			shd_errf(why, whylen, "too long (%zu bytes, at most %zu)", len, o->size - 1);
-			return -EINVAL;
-		}
-		for (size_t i = 0; i < len; i++) {
-			unsigned char ch = (unsigned char)v[i];
-			if (ch < 0x20 || ch == 0x7f) {
-				shd_errf(why, whylen, "contains a control character");
-				return -EINVAL;
-			}
-		}
-		if (o->check && o->check(v, why, whylen) < 0)
-			return -EINVAL;
-		memcpy((char *)c + o->off, v, len + 1);
-		return 0;
-	}
-	}
-	return -EINVAL;
-}
-
-/* Set option i from source src; `where` names the source in messages
- * ("command line", "env SHF_X", "file F line N"). */
-static int set_opt(struct shd_config *c, int i, const char *v, enum shd_config_src src,
-		   const char *where, char *err, size_t errlen)
-{
-	char why[256], val[80];
-	if (parse_value(c, &shd_opts[i], v, why, sizeof(why)) < 0) {
-		fmt_value(v, val, sizeof(val));
-		shd_errf(err, errlen, "%s=%s: %s (%s)", shd_opts[i].name, val, why, where);
-		return -EINVAL;
-	}
-	c->source[i] = (uint8_t)src;
-	return 0;
-}
-
-/* Option by name; '-' and '_' are the same.  -1 if none.  len: bytes of
- * name to compare (the name may continue with "=value"). */
-static int find_opt(const char *name, size_t len)
-{
-	for (int i = 0; i < SHD_OPT_MAX; i++) {
-		const char *o = shd_opts[i].name;
-		size_t k;
-		if (strlen(o) != len)
-			continue;
-		for (k = 0; k < len; k++) {
-			char a = name[k] == '-' ? '_' : name[k];
-			if (a != o[k])
-				break;
-		}
-		if (k == len)
-			return i;
-	}
-	return -1;
-}
-
 /* ---- defaults ---- */
 
 void shd_config_defaults(struct shd_config *c)
@@ -269,7 +52,7 @@ void shd_config_defaults(struct shd_config *c)
 	memset(c, 0, sizeof(*c));
 	c->system_uid = -1;
 	for (int i = 0; i < SHD_OPT_MAX; i++) {
-		int r = parse_value(c, &shd_opts[i], shd_opts[i].def, why, sizeof(why));
+		int r = shd_optval_parse(c, &shd_opts[i], shd_opts[i].def, why, sizeof(why));
 		assert(r == 0 && "option table default does not pass its own checks");
 		(void)r;
 		c->source[i] = SHD_CONFIG_SRC_DEFAULT;
@@ -341,7 +124,7 @@ static int parse_argv(int argc, char **argv, struct arg *out, int *n_out, char *
 		if (ch == '?')
 			goto unknown;
 		if (ch == ':') {
-			int o = is_long ? find_opt(text + 2, name_len - 2) : -1;
+			int o = is_long ? shd_optval_find(text + 2, name_len - 2) : -1;
 			if (o < 0)
 				goto unknown; /* an abbreviation without its value */
 			shd_errf(err, errlen, "option --%s needs a value", shd_opts[o].name);
@@ -357,7 +140,7 @@ unknown:
 		if (!is_long && optopt && ch == '?')
 			snprintf(shown, sizeof(shown), "-%c", optopt);
 		else {
-			fmt_value(text, shown, sizeof(shown));
+			shd_optval_fmt_quoted(text, shown, sizeof(shown));
 			if (name_len < strlen(shown))
 				shown[name_len] = '\0';
 		}
@@ -365,7 +148,7 @@ unknown:
 		return -EINVAL;
 	}
 	if (optind < argc && argv[optind]) {
-		fmt_value(argv[optind], shown, sizeof(shown));
+		shd_optval_fmt_quoted(argv[optind], shown, sizeof(shown));
 		shd_errf(err, errlen, "unexpected argument '%s': shuffled takes no positional "
 			"arguments (options are --name=value)", shown);
 		return -EINVAL;
@@ -433,7 +216,7 @@ static int file_handler(void *user, const char *section, const char *name, const
 	for (size_t i = 0; i < sizeof(retired) / sizeof(retired[0]); i++)
 		if (!strcmp(name, retired[i]))
 			return 1;
-	int o = find_opt(name, strlen(name));
+	int o = shd_optval_find(name, strlen(name));
 	if (o < 0) {
 		shd_errf(fc->err, fc->errlen, "config file %s line %u: unknown key '%s' in "
 			"[shuffled] (see shuffled --help)", fc->path, fc->lineno, name);
@@ -454,7 +237,7 @@ static int file_handler(void *user, const char *section, const char *name, const
 	}
 	fc->line_of[o] = fc->lineno;
 	snprintf(where, sizeof(where), "config file %s line %u", fc->path, fc->lineno);
-	if (set_opt(fc->c, o, value, SHD_CONFIG_SRC_FILE, where, fc->err, fc->errlen) < 0) {
+	if (shd_optval_set(fc->c, o, value, SHD_CONFIG_SRC_FILE, where, fc->err, fc->errlen) < 0) {
 		fc->r = -EINVAL;
 		return 0;
 	}
@@ -515,7 +298,7 @@ static int derive(struct shd_config *c, char *err, size_t errlen)
 		if (strlen(host) >= sizeof(c->node_name) || !host[0] ||
 		    shd_opts[SHD_OPT_NODE_NAME].check(host, why, sizeof(why)) < 0) {
 			char shown[80];
-			fmt_value(host, shown, sizeof(shown));
+			shd_optval_fmt_quoted(host, shown, sizeof(shown));
 			shd_errf(err, errlen, "node_name: the host name '%s' is not usable as a node "
 				"name; set --node_name or SHF_NODE", shown);
 			return -EINVAL;
@@ -566,7 +349,7 @@ static int derive(struct shd_config *c, char *err, size_t errlen)
 		size_t len = strlen(c->runtime_dir) + sizeof(name) - 1;
 		if (len >= sizeof(c->socket_path)) {
 			char shown[80];
-			fmt_value(c->runtime_dir, shown, sizeof(shown));
+			shd_optval_fmt_quoted(c->runtime_dir, shown, sizeof(shown));
 			shd_errf(err, errlen, "socket: %s%s would be %zu bytes, more than the %zu a "
 				"UNIX socket path allows; set a shorter runtime_dir or socket",
 				shown, name, len, sizeof(c->socket_path) - 1);
@@ -580,29 +363,6 @@ static int derive(struct shd_config *c, char *err, size_t errlen)
 	return 0;
 }
 
-static void fmt_source(const struct shd_config *c, int i, char *buf, size_t n)
-{
-	switch (c->source[i]) {
-	case SHD_CONFIG_SRC_COMPUTED:
-		snprintf(buf, n, "computed");
-		break;
-	case SHD_CONFIG_SRC_FILE:
-		snprintf(buf, n, "file %s", c->config);
-		break;
-	case SHD_CONFIG_SRC_ENV:
-		snprintf(buf, n, "env %s", shd_opts[i].env);
-		break;
-	case SHD_CONFIG_SRC_CLI:
-		snprintf(buf, n, "command line");
-		break;
-	case SHD_CONFIG_SRC_RUNTIME:
-		snprintf(buf, n, "runtime (shufflectl)");
-		break;
-	default:
-		snprintf(buf, n, "default");
-		break;
-	}
-}
 
 /*
  * Relations between options.  max_msg must fit a ring record: a message is
@@ -639,20 +399,20 @@ static int cross_check(struct shd_config *c, char *err, size_t errlen)
 		c->source[SHD_OPT_MAX_MSG] = SHD_CONFIG_SRC_COMPUTED;
 	}
 	if (c->max_msg > fit) {
-		fmt_size(c->max_msg, a, sizeof(a));
-		fmt_size(c->ring_bytes, b, sizeof(b));
-		fmt_source(c, SHD_OPT_MAX_MSG, sa, sizeof(sa));
-		fmt_source(c, SHD_OPT_RING_BYTES, sb, sizeof(sb));
+		shd_optval_fmt_size(c->max_msg, a, sizeof(a));
+		shd_optval_fmt_size(c->ring_bytes, b, sizeof(b));
+		shd_optval_fmt_source(c, SHD_OPT_MAX_MSG, sa, sizeof(sa));
+		shd_optval_fmt_source(c, SHD_OPT_RING_BYTES, sb, sizeof(sb));
 		shd_errf(err, errlen, "max_msg=%u (%s) does not fit ring_bytes=%u (%s): max_msg must "
 			"be at most ring_bytes/2 - 16 = %llu (max_msg from %s, ring_bytes from %s)",
 			c->max_msg, a, c->ring_bytes, b, (unsigned long long)fit, sa, sb);
 		return -EINVAL;
 	}
 	if (c->batch_budget < c->batch_bytes) {
-		fmt_size(c->batch_budget, a, sizeof(a));
-		fmt_size(c->batch_bytes, b, sizeof(b));
-		fmt_source(c, SHD_OPT_BATCH_BUDGET, sa, sizeof(sa));
-		fmt_source(c, SHD_OPT_BATCH_BYTES, sb, sizeof(sb));
+		shd_optval_fmt_size(c->batch_budget, a, sizeof(a));
+		shd_optval_fmt_size(c->batch_bytes, b, sizeof(b));
+		shd_optval_fmt_source(c, SHD_OPT_BATCH_BUDGET, sa, sizeof(sa));
+		shd_optval_fmt_source(c, SHD_OPT_BATCH_BYTES, sb, sizeof(sb));
 		shd_errf(err, errlen, "batch_budget=%llu (%s) is smaller than batch_bytes=%u (%s): "
 			"the budget must hold at least one batch (batch_budget from %s, "
 			"batch_bytes from %s)", (unsigned long long)c->batch_budget, a,
@@ -660,8 +420,8 @@ static int cross_check(struct shd_config *c, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	if (c->heartbeat_ms >= c->peer_timeout_ms) {
-		fmt_source(c, SHD_OPT_HEARTBEAT_MS, sa, sizeof(sa));
-		fmt_source(c, SHD_OPT_PEER_TIMEOUT_MS, sb, sizeof(sb));
+		shd_optval_fmt_source(c, SHD_OPT_HEARTBEAT_MS, sa, sizeof(sa));
+		shd_optval_fmt_source(c, SHD_OPT_PEER_TIMEOUT_MS, sb, sizeof(sb));
 		shd_errf(err, errlen, "heartbeat_ms=%u must be less than peer_timeout_ms=%u, or "
 			"idle peers would be declared down between heartbeats (heartbeat_ms from "
 			"%s, peer_timeout_ms from %s)", c->heartbeat_ms, c->peer_timeout_ms, sa, sb);
@@ -675,9 +435,9 @@ static int cross_check(struct shd_config *c, char *err, size_t errlen)
 	}
 	char why[256], vb[80];
 	if (shd_rdv_bind_check(c->bind, c->rendezvous, why, sizeof(why)) < 0) {
-		fmt_value(c->bind, vb, sizeof(vb));
-		fmt_source(c, SHD_OPT_BIND, sa, sizeof(sa));
-		fmt_source(c, SHD_OPT_RENDEZVOUS, sb, sizeof(sb));
+		shd_optval_fmt_quoted(c->bind, vb, sizeof(vb));
+		shd_optval_fmt_source(c, SHD_OPT_BIND, sa, sizeof(sa));
+		shd_optval_fmt_source(c, SHD_OPT_RENDEZVOUS, sb, sizeof(sb));
 		shd_errf(err, errlen, "bind=%s: %s (bind from %s, rendezvous from %s)", vb, why, sa,
 			 sb);
 		return -EINVAL;
@@ -735,10 +495,10 @@ int shd_config_load(struct shd_config *c, int argc, char **argv, char *err, size
 	 * when it exists */
 	const char *env_cfg = getenv(shd_opts[SHD_OPT_CONFIG].env);
 	if (cfg_val)
-		r = set_opt(c, SHD_OPT_CONFIG, cfg_val, SHD_CONFIG_SRC_CLI, "command line", err,
+		r = shd_optval_set(c, SHD_OPT_CONFIG, cfg_val, SHD_CONFIG_SRC_CLI, "command line", err,
 			    errlen);
 	else if (env_cfg && *env_cfg)
-		r = set_opt(c, SHD_OPT_CONFIG, env_cfg, SHD_CONFIG_SRC_ENV,
+		r = shd_optval_set(c, SHD_OPT_CONFIG, env_cfg, SHD_CONFIG_SRC_ENV,
 			    "env SHF_CONFIG", err, errlen);
 	else if (c->config[0] && access(c->config, F_OK) < 0 && errno == ENOENT) {
 		c->config[0] = '\0';
@@ -757,11 +517,11 @@ int shd_config_load(struct shd_config *c, int argc, char **argv, char *err, size
 		if (!v || !*v)
 			continue;
 		snprintf(where, sizeof(where), "env %s", shd_opts[o].env);
-		r = set_opt(c, o, v, SHD_CONFIG_SRC_ENV, where, err, errlen);
+		r = shd_optval_set(c, o, v, SHD_CONFIG_SRC_ENV, where, err, errlen);
 	}
 	for (i = 0; r == 0 && i < n_args; i++)
 		if (args[i].opt != SHD_OPT_CONFIG)
-			r = set_opt(c, args[i].opt, args[i].val, SHD_CONFIG_SRC_CLI, "command line",
+			r = shd_optval_set(c, args[i].opt, args[i].val, SHD_CONFIG_SRC_CLI, "command line",
 				    err, errlen);
 	free(args);
 	if (r < 0)
@@ -807,10 +567,10 @@ static void fmt_default(const struct shd_opt *o, char *buf, size_t n)
 		return;
 	}
 	memset(&d, 0, sizeof(d));
-	if (parse_value(&d, o, o->def, why, sizeof(why)) < 0)
+	if (shd_optval_parse(&d, o, o->def, why, sizeof(why)) < 0)
 		snprintf(buf, n, "%s", o->def);
 	else
-		fmt_num(o, get_num(&d, o), buf, n);
+		shd_optval_fmt_num(o, shd_optval_get(&d, o), buf, n);
 }
 
 static void opt_help(FILE *f, const struct shd_opt *o)
@@ -827,7 +587,7 @@ static void opt_help(FILE *f, const struct shd_opt *o)
 	}
 	print_wrapped(f, help, 8);
 	if (o->type == SHD_OPT_T_UINT || o->type == SHD_OPT_T_SIZE) {
-		fmt_limits(o, lim, sizeof(lim));
+		shd_optval_fmt_limits(o, lim, sizeof(lim));
 		snprintf(line, sizeof(line), "Default %s; %s.", def, lim);
 	} else {
 		snprintf(line, sizeof(line), "Default %s.", def);
@@ -874,12 +634,12 @@ static void fmt_current(const struct shd_config *c, int i, char *buf, size_t n)
 		break;
 	}
 	case SHD_OPT_T_UINT:
-		snprintf(buf, n, "%llu", (unsigned long long)get_num(c, o));
+		snprintf(buf, n, "%llu", (unsigned long long)shd_optval_get(c, o));
 		break;
 	case SHD_OPT_T_SIZE: {
 		char pretty[32];
-		uint64_t v = get_num(c, o);
-		fmt_size(v, pretty, sizeof(pretty));
+		uint64_t v = shd_optval_get(c, o);
+		shd_optval_fmt_size(v, pretty, sizeof(pretty));
 		if (v != 0 && v % KiB == 0)
 			snprintf(buf, n, "%s (%llu)", pretty, (unsigned long long)v);
 		else
@@ -894,7 +654,7 @@ void shd_config_print(FILE *f, const struct shd_config *c)
 	char val[SHD_CONFIG_PATH_MAX + 8], src[SHD_CONFIG_PATH_MAX + 16];
 	for (int i = 0; i < SHD_OPT_MAX; i++) {
 		fmt_current(c, i, val, sizeof(val));
-		fmt_source(c, i, src, sizeof(src));
+		shd_optval_fmt_source(c, i, src, sizeof(src));
 		fprintf(f, "%-17s %-24s %s\n", shd_opts[i].name, val, src);
 	}
 }
@@ -926,7 +686,7 @@ static json_t *json_value(const struct shd_config *c, const struct shd_opt *o)
 		return json_string(shd_log_level_name(l));
 	}
 	default:
-		return json_integer((json_int_t)get_num(c, o));
+		return json_integer((json_int_t)shd_optval_get(c, o));
 	}
 }
 
@@ -940,7 +700,7 @@ json_t *shd_config_json(const struct shd_config *c)
 	shd_config_defaults(&d);
 	for (int i = 0; i < SHD_OPT_MAX; i++) {
 		const struct shd_opt *o = &shd_opts[i];
-		fmt_source(c, i, src, sizeof(src));
+		shd_optval_fmt_source(c, i, src, sizeof(src));
 		json_t *e = json_object();
 		if (!e || json_object_set_new(root, o->name, e) < 0)
 			goto fail;

@@ -154,7 +154,7 @@ bool shd_fabric_has_node(const struct shd_fabric *f, uint32_t node);
 int shd_fabric_send(struct shd_fabric *f, uint32_t node, const void *buf, size_t len, void *ctx);
 
 /* Like shd_fabric_send() for len <= SHD_FABRIC_SMALL + SHD_FABRIC_HOP_ROOM (every control
- * message of net/tx.c: acks, heartbeats, joins, leaves, epochs, drops;
+ * message of net/post.c: acks, heartbeats, joins, leaves, epochs, drops;
  * the slots' copy buffers are one registered region): the bytes are copied into the send slot, so buf is free again
  * when the call returns.  -EMSGSIZE above SHD_FABRIC_SMALL + SHD_FABRIC_HOP_ROOM. */
 int shd_fabric_send_small(struct shd_fabric *f, uint32_t node, const void *buf, size_t len,

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * daemon/net/int.h - what net.c, net/tx.c and net/rx.c share, and nobody
- * else sees.  Calls among them go one way: net.c -> net/rx.c -> net/tx.c.
+ * daemon/net/int.h - what the files of net/ share, and nobody else sees.
+ * Calls among them go one way: net.c -> net/rx.c -> net/tx.c (batches) ->
+ * net/fwd.c (forwarding) -> net/post.c (posting); the sending modules
+ * declare their own parts (fwd.h, post.h).
  */
 #ifndef SHD_NET_INT_H
 #define SHD_NET_INT_H
@@ -17,6 +19,8 @@
 #include "daemon/rdv/rdv.h"
 #include "daemon/net/route.h"
 #include "proto/wire.h"
+
+struct shd_net_post_events; /* net/post.h */
 
 /* What a struct net_msg is, and so who owns its buffer. */
 enum net_msg_kind {
@@ -140,7 +144,7 @@ struct shd_peer_cold {
 	struct shf_peer_stats st;
 };
 
-/* The FWD_BUNDLE this node gathers for a next hop (routing=2d, net/tx.c):
+/* The FWD_BUNDLE this node gathers for a next hop (routing=2d, net/fwd.c):
  * the FWDs of other pairs it passes on to that peer. */
 struct shd_peer_fwd {
 	struct shd_peer *peer;      /* the next hop */
@@ -214,6 +218,7 @@ _Static_assert(sizeof(struct shd_peer) <= SHD_PEER_HOT_MAX,
 struct shd_net {
 	struct shd_daemon *d;
 	const struct shd_net_events *ev;
+	const struct shd_net_post_events *post_ev; /* posting's news: net/tx.c's table */
 	struct shd_fabric *fab;
 	struct shd_rdv *rdv;        /* tcp: kept open for lookups; else NULL */
 	struct shd_auth *auth;      /* the cluster key; NULL: peers not authenticated */
@@ -300,56 +305,10 @@ bool shd_net_routing_ok(struct shd_net *n, struct shd_peer *p, const struct shf_
 /* Put p back into the address vector so that it can be probed and rejoin. */
 void shd_net_reinsert(struct shd_peer *p);
 
-/* A message this node forwards, waiting for a pool buffer (a copy). */
-struct net_fwd {
-	struct shd_list link;  /* in net->fwd_wait, in arrival order */
-	struct shd_peer *peer; /* the next node */
-	uint32_t gen;          /* its session generation when it arrived */
-	uint32_t len;
-	uint8_t buf[];         /* the whole FWD */
-};
-
-/* net/tx.c */
-/* The node a message for p goes to first: p itself, or (routing=2d) an
- * intermediate; sets p->via_out. */
-uint32_t shd_net_hop(struct shd_net *n, struct shd_peer *p);
-/* Forward a checked FWD of len bytes (buf) one hop on, to q (up): into
- * q's bundle (sent when full, after linger_us, or at the end of the
- * progress round if it carries other than batches). */
-void shd_net_forward(struct shd_net *n, struct shd_peer *q, const void *buf, uint32_t len);
-/* The end of a progress round: send the bundles that carry messages other
- * than batches (credits, liveness and epochs do not linger). */
-void shd_net_fwd_push(struct shd_net *n);
-/* Tell peer p (up) that this node lost its link to `lost` (FWD_LOST). */
-void shd_net_fwd_lost(struct shd_peer *p, uint32_t lost);
-void shd_net_kick(struct shd_net *n);
-/* p (up) is used: a message other than a heartbeat goes to it now.  An
- * idle or quiet peer is woken: heartbeats resume, and it must answer
- * within peer_timeout_ms like any active peer. */
-void shd_net_use(struct shd_peer *p);
-/* A message other than an HB_IDLE heartbeat came from p (up), idle, quiet
- * or released here: it is awake, so we are too (a heartbeat answers it at
- * once); nothing of ours is held for this wake (it started it). */
-void shd_net_woken(struct shd_peer *p);
-/* A message other than an HB_IDLE heartbeat came from p (up) in its
- * current session: a wake of ours is answered, what it held goes now. */
-void shd_net_heard(struct shd_peer *p);
-/* Messages held per peer while it is being woken; one more fails it. */
-#define SHD_NET_HELD_MAX 1024u
-/* Send a HEARTBEAT to p in any state but FAILED (probes included). */
-void shd_net_heartbeat(struct shd_peer *p, uint64_t now);
-/* A new session with p: fresh sequence numbers, acks and tag. */
-void shd_net_session_reset(struct shd_peer *p);
-void shd_net_peer_fail(struct shd_peer *p, const char *why);
-int shd_net_pool_init(struct shd_net *n);
-void shd_net_pool_fini(struct shd_net *n);
-struct net_msg *shd_net_pool_get(struct shd_net *n);
-void shd_net_pool_put(struct shd_net *n, struct net_msg *m);
-/* Send a small encoded control message (len from an shf_wire_enc_*:
- * <= 0 is an encoding failure, logged) to p if it is up. */
-void shd_net_send_small(struct shd_peer *p, const void *buf, long len);
-void shd_net_retry_posts(struct shd_net *n);
-void shd_net_send_done(struct shd_net *n, struct net_msg *m, int status);
+/* net/tx.c (the batches; posting is net/post.h, forwarding net/fwd.h) */
+/* What posting tells the batches and forwarding (net/post.h); shd_net_open
+ * sets n->post_ev to it. */
+extern const struct shd_net_post_events shd_net_tx_post_events;
 void shd_net_tx_ack(struct shd_peer *p, const struct shf_wire_ack *a);
 void shd_net_on_linger(int fd, void *arg);
 /* End of the pass's network step: close the open batches that go now (all

@@ -2,7 +2,8 @@
 /*
  * daemon/net/net.c - the peer protocol's frame: dispatching received wire
  * messages, liveness, the peers step of the pass, fabric progress, and the
- * peers' JSON (net.h).  The sending half is net/tx.c, the receiving half
+ * peers' JSON (net.h).  The sending half is net/tx.c (over net/fwd.c
+ * and net/post.c), the receiving half
  * net/rx.c, the session rules net/session.c; net/open.c opens the endpoint
  * and the rendezvous and tears it all down.
  *
@@ -32,7 +33,9 @@
 
 #include "daemon/net/net.h"
 #include "daemon/jobtab.h"
+#include "daemon/net/fwd.h"
 #include "daemon/net/int.h"
+#include "daemon/net/post.h"
 #include "daemon/stats.h"
 
 /* foreign senders: a line now and then, not one per probe */

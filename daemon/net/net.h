@@ -12,9 +12,10 @@
  *
  * Files: net.h + net.c (open/close, receive dispatch, liveness, the peers
  * step, progress), net/tx.h + net/tx.c (the sending API: batches, credits,
- * buffer pool, posting, marks, control messages), net/rx.c (placing
- * received batches, parking, ACK and DROP), net/upcalls.h (the events
- * table), net/int.h (their shared structs).
+ * marks, control messages), net/fwd.c (forwarding), net/post.c (buffer
+ * pool, posting, the wake), net/rx.c (placing received batches, parking,
+ * ACK and DROP), net/upcalls.h (the events table), net/int.h (their
+ * shared structs).
  */
 #ifndef SHD_NET_H
 #define SHD_NET_H

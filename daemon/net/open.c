@@ -15,6 +15,7 @@
 
 #include "daemon/net/net.h"
 #include "daemon/net/int.h"
+#include "daemon/net/post.h"
 
 /* tcp with a cluster key: the records we publish in the store carry a
  * MAC, and those we read must (daemon/rdv/types.h, struct shd_rdv_signer) */
@@ -70,6 +71,7 @@ static struct shd_net *net_new(struct shd_daemon *d, const struct shd_net_events
 		return NULL;
 	n->d = d;
 	n->ev = ev;
+	n->post_ev = &shd_net_tx_post_events;
 	n->auth = auth;
 	n->incarnation = incarnation;
 	/* 2d: every message may carry a FWD header in front */

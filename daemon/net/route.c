@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * daemon/net/route.c - the grid of routing=2d (route.h).  Pure arithmetic on
- * node ids: the network (net/tx.c, net.c) asks it where a message goes.
+ * node ids: the network (net/post.c, net.c) asks it where a message goes.
  */
 #include "daemon/net/route.h"
 

@@ -24,6 +24,7 @@
 #include "daemon/deliver.h"
 #include "daemon/jobtab.h"
 #include "daemon/net/int.h"
+#include "daemon/net/post.h"
 #include "daemon/sched.h"
 
 static void send_drop(struct shd_peer *p, uint64_t job, uint64_t seq, int32_t src, int32_t dst,

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "daemon/net/int.h"
+#include "daemon/net/post.h"
 #include "daemon/stats.h"
 
 struct shd_ratelimit shd_net_rl_wire = SHD_RATELIMIT_INIT(1000, 5);

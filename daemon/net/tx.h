@@ -2,7 +2,7 @@
 /*
  * daemon/net/tx.h - the network's sending API, used by the relay (records
  * and marks), jobs (announcements) and epochs (counts).  See net.h for the
- * module and net/tx.c for batches, credits and buffers.
+ * module, net/tx.c for batches and credits, net/post.c for buffers.
  */
 #ifndef SHD_NET_TX_H
 #define SHD_NET_TX_H

@@ -403,7 +403,7 @@ static void send_heartbeat(uint32_t node, int64_t t_ms)
 	uint8_t b[SHF_WIRE_HEARTBEAT_BYTES];
 	struct shf_wire_heartbeat hb = {.time_ns = (uint64_t)t_ms * 1000000u, .incarnation = g.incarnation};
 	memcpy(hb.nonce, g.my_nonce[node], SHD_AUTH_NONCE_BYTES);
-	if (g.auth) { /* as daemon/net/tx.c's shd_net_heartbeat() */
+	if (g.auth) { /* as daemon/net/post.c's shd_net_heartbeat() */
 		hb.counter = ++g.hb_ctr[node];
 		struct shd_auth_hb m = {g.me, node, g.my_session[node], g.peer_session[node],
 					g.my_nonce[node],

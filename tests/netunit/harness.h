@@ -38,6 +38,7 @@
 #include "daemon/deliver.h"
 #include "daemon/net/net.h"
 #include "daemon/net/int.h"
+#include "daemon/net/post.h"
 #include "daemon/net/tx.h"
 #include "proto/wire.h"
 #include "tests/lib/check.h"
