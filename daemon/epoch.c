@@ -434,7 +434,10 @@ void shd_epoch_left_here(struct shd_daemon *d, struct shd_job *j, enum shd_epoch
 {
 	bool pending = was != SHD_EPOCH_NONE || epoch_pending(j);
 	shd_epoch_fail_all(j, shd_epoch_gone_err(j));
-	if (!pending || j->epoch_abort)
+	/* a job that lost a node: the rank's JOB_LEAVE, which went to every
+	 * node of the job just before, carries the loss and fails the epoch
+	 * there with the loss's error (an abort would say -ESRCH) */
+	if (!pending || j->epoch_abort || j->lost)
 		return;
 	/* the other nodes cannot complete it without this rank: tell them */
 	j->epoch_abort = -ESRCH;

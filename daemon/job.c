@@ -273,19 +273,48 @@ void shd_job_remote_rank(struct shd_daemon *d, struct shd_job *j, int32_t rank, 
 	}
 	if (known != node)
 		return;
+	if (err == -EHOSTDOWN) {
+		shd_job_node_lost(d, j, node);
+		return;
+	}
 	if (j->ready) {
-		/* a lost node's ranks drop with -EHOSTDOWN, a departed rank's -ESRCH */
-		bool lost = err == -EHOSTDOWN;
-		shd_jobtab_set(d, j, rank, lost ? SHD_NODE_LOST : SHD_NODE_GONE, NULL, true, NULL, 0);
+		/* a departed rank's records drop with -ESRCH; the epoch fails with
+		 * the job's first cause (a lost node's, if it had one) */
+		shd_jobtab_set(d, j, rank, SHD_NODE_GONE, NULL, true, NULL, 0);
 		j->gone++;
-		if (lost && !j->lost)
-			j->lost_node = node;
-		j->lost += lost;
-		if (lost || !shd_epoch_leave_is_benign(j, node))
-			shd_epoch_fail_all(j, lost ? -EHOSTDOWN : -ESRCH);
+		if (!shd_epoch_leave_is_benign(j, node))
+			shd_epoch_fail_all(j, shd_epoch_gone_err(j));
 	} else {
 		shd_jobtab_set(d, j, rank, SHD_NODE_NONE, NULL, true, NULL, 0);
 		j->registered--;
 	}
 	job_maybe_end(d, j);
+}
+
+void shd_job_node_lost(struct shd_daemon *d, struct shd_job *j, uint32_t node)
+{
+	if (node == d->node_id)
+		return;
+	/* every rank first, then one failure: its text names them all */
+	int32_t k = 0;
+	for (int32_t r = shd_jobtab_next(j, 0); r < j->world; r = shd_jobtab_next(j, r + 1)) {
+		if (shd_jobtab_node(j, r) != node)
+			continue;
+		k++;
+		if (!j->ready) {
+			shd_jobtab_set(d, j, r, SHD_NODE_NONE, NULL, true, NULL, 0);
+			j->registered--;
+			continue;
+		}
+		/* its records drop with -EHOSTDOWN from now on */
+		shd_jobtab_set(d, j, r, SHD_NODE_LOST, NULL, true, NULL, 0);
+		j->gone++;
+		if (!j->lost)
+			j->lost_node = node;
+		j->lost++;
+	}
+	if (k && j->ready)
+		shd_epoch_fail_all(j, -EHOSTDOWN);
+	if (k)
+		job_maybe_end(d, j);
 }
