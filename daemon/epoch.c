@@ -188,12 +188,7 @@ static int32_t ranks_at(const struct shd_job *j, uint32_t where, char *buf, size
 	return k;
 }
 
-/*
- * Why j's epoch fails with err, naming the culprit as far as this node
- * knows it: the ranks that left, or the ranks lost with a node and that
- * node's name.  "" when there is nothing to add to err.
- */
-static void epoch_why(const struct shd_daemon *d, const struct shd_job *j, int err, char *buf,
+void shd_epoch_why(const struct shd_daemon *d, const struct shd_job *j, int err, char *buf,
 		      size_t n)
 {
 	char list[160], name[80] = "";
@@ -350,7 +345,7 @@ static void failure_why(struct shd_client *c, int status, char *why, size_t len)
 	if (status < 0 && c->job && c->epoch_failed && c->job->fail_why[0])
 		snprintf(why, len, "%s", c->job->fail_why); /* the culprit then, not now */
 	else if (status < 0 && c->job)
-		epoch_why(c->d, c->job, status, why, len);
+		shd_epoch_why(c->d, c->job, status, why, len);
 	c->epoch_failed = false;
 }
 
@@ -398,7 +393,7 @@ void shd_epoch_fail_all(struct shd_job *j, int err)
 			continue;
 		if (c->epoch == SHD_EPOCH_DELIVER && !c->epoch_failed) {
 			if (!kept) {
-				epoch_why(c->d, j, err, j->fail_why, sizeof(j->fail_why));
+				shd_epoch_why(c->d, j, err, j->fail_why, sizeof(j->fail_why));
 				j->fail_err = err;
 				kept = true;
 			}

@@ -437,11 +437,18 @@ static int mode_peerloss(void)
 		t0 = tc_now_ms();
 		r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout);
 		long dt = (long)(tc_now_ms() - t0);
+		char detail[512], want[48];
+		snprintf(detail, sizeof(detail), "%s", shf_error_detail());
 		printf("rank 0: flush(REMOTE) with %ld messages to lost rank %d: %s after %ld ms "
-		       "(%s)\n", n, v0, err_name(r), dt, shf_error_detail());
+		       "(%s)\n", n, v0, err_name(r), dt, detail);
 		if (r != -EHOSTDOWN)
 			tc_fail("flush after losing the destination node: %s, expected EHOSTDOWN",
 			     err_name(r));
+		/* named as the epochs name it (one cause, one error) */
+		snprintf(want, sizeof(want), "lost with node %d (", cfg.victim);
+		if (!strstr(detail, want))
+			tc_fail("the flush's detail does not name the lost node ('%s'): %s", want,
+				detail);
 		if (dt < cfg.hold_min_ms)
 			tc_fail("flush returned after %ld ms, before the node was lost (>= %d ms)",
 			     dt, cfg.hold_min_ms);
