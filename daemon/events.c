@@ -72,9 +72,10 @@ static void on_left(struct shd_daemon *d, uint32_t node, const struct shf_wire_l
 			if (shd_jobtab_node(j, r) == node)
 				shd_job_remote_rank(d, j, r, node, false, -ESRCH);
 	}
-	/* node lost this node (a link that came back): node's part of the
-	 * pending epoch will never be counted, however benign the leave looks */
-	if (lost && l->lost_node == d->node_id && j->ready)
+	/* never benign: node's epochs have failed since its loss, so it counts
+	 * none any more (and sends no abort), whether or not the loss changed
+	 * anything here (node lost this one, or its ranks had left here) */
+	if (lost && j->ready)
 		shd_epoch_fail_all(j, shd_epoch_gone_err(j));
 }
 
