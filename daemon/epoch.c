@@ -189,7 +189,7 @@ static int32_t ranks_at(const struct shd_job *j, uint32_t where, char *buf, size
 }
 
 void shd_epoch_why(const struct shd_daemon *d, const struct shd_job *j, int err, char *buf,
-		      size_t n)
+		   size_t n)
 {
 	char list[160], name[80] = "";
 	int32_t k;
