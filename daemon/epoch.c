@@ -188,6 +188,18 @@ static int32_t ranks_at(const struct shd_job *j, uint32_t where, char *buf, size
 	return k;
 }
 
+/* The same for j's culprits (job.c, shd_job_culprit). */
+static int32_t culprits(const struct shd_job *j, char *buf, size_t n)
+{
+	size_t o = 0;
+	buf[0] = '\0';
+	for (int32_t i = 0; i < j->n_culprits && i < 8 && o < n; i++)
+		o += (size_t)snprintf(buf + o, n - o, "%s%d", i ? "," : "", j->culprit[i]);
+	if (j->n_culprits > 8 && o < n)
+		snprintf(buf + o, n - o, ",... (%d in all)", j->n_culprits);
+	return j->n_culprits;
+}
+
 void shd_epoch_why(const struct shd_daemon *d, const struct shd_job *j, int err, char *buf,
 		   size_t n)
 {
@@ -202,7 +214,9 @@ void shd_epoch_why(const struct shd_daemon *d, const struct shd_job *j, int err,
 		snprintf(buf, n, "rank%s %s of job %s lost with node %u%s, which is down",
 			 k == 1 ? "" : "s", list, j->name, j->lost_node, name);
 	} else if (err == -ESRCH) {
-		k = ranks_at(j, SHD_NODE_GONE, list, sizeof(list));
+		/* the culprits when known, not who left because of them */
+		k = j->n_culprits ? culprits(j, list, sizeof(list))
+				  : ranks_at(j, SHD_NODE_GONE, list, sizeof(list));
 		if (k)
 			snprintf(buf, n, "rank%s %s of job %s left the job (closed or exited) before "
 				 "this epoch completed", k == 1 ? "" : "s", list, j->name);

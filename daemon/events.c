@@ -65,12 +65,15 @@ static void on_left(struct shd_daemon *d, uint32_t node, const struct shf_wire_l
 	bool lost = l->reason == -EHOSTDOWN;
 	if (lost)
 		shd_job_node_lost(d, j, l->lost_node);
-	if (l->rank >= 0) {
-		shd_job_remote_rank(d, j, l->rank, node, false, -ESRCH);
-	} else {
-		for (int32_t r = shd_jobtab_next(j, 0); r < j->world; r = shd_jobtab_next(j, r + 1))
-			if (shd_jobtab_node(j, r) == node)
-				shd_job_remote_rank(d, j, r, node, false, -ESRCH);
+	/* reason 0: the rank left before its node knew of any other gone,
+	 * a culprit of the job's failures (job.c, shd_job_culprit) */
+	for (int32_t r = l->rank >= 0 ? l->rank : shd_jobtab_next(j, 0); r >= 0 && r < j->world;
+	     r = l->rank >= 0 ? -1 : shd_jobtab_next(j, r + 1)) {
+		if (shd_jobtab_node(j, r) != node)
+			continue;
+		if (!l->reason && j->ready)
+			shd_job_culprit(j, r);
+		shd_job_remote_rank(d, j, r, node, false, -ESRCH);
 	}
 	/* never benign: node's epochs have failed since its loss, so it counts
 	 * none any more (and sends no abort), whether or not the loss changed

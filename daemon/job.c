@@ -127,8 +127,13 @@ void shd_job_leave(struct shd_client *c, bool gone, bool keep_route)
 	if (shd_jobtab_client(j, rank) == c) {
 		j->local--;
 		if (gone && j->ready) {
+			/* the first to go is a culprit; who goes once the job
+			 * failed here left because of it (its leave says so) */
+			bool first = !j->gone && !j->epoch_abort && !j->lost && !j->deny;
 			shd_jobtab_set(d, j, rank, SHD_NODE_GONE, NULL, true, NULL, 0);
 			j->gone++;
+			if (first)
+				shd_job_culprit(j, rank);
 		} else {
 			shd_jobtab_set(d, j, rank, SHD_NODE_NONE, NULL, true, NULL, 0);
 			j->registered--;
@@ -317,4 +322,27 @@ void shd_job_node_lost(struct shd_daemon *d, struct shd_job *j, uint32_t node)
 		shd_epoch_fail_all(j, -EHOSTDOWN);
 	if (k)
 		job_maybe_end(d, j);
+}
+
+void shd_job_culprit(struct shd_job *j, int32_t rank)
+{
+	int32_t k = j->n_culprits < 8 ? j->n_culprits : 8;
+	for (int32_t i = 0; i < k; i++)
+		if (j->culprit[i] == rank)
+			return;
+	j->n_culprits++;
+	if (k == 8)
+		return; /* counted, not listed */
+	int32_t i = k;
+	for (; i > 0 && j->culprit[i - 1] > rank; i--)
+		j->culprit[i] = j->culprit[i - 1];
+	j->culprit[i] = rank;
+}
+
+bool shd_job_is_culprit(const struct shd_job *j, int32_t rank)
+{
+	for (int32_t i = 0; i < j->n_culprits && i < 8; i++)
+		if (j->culprit[i] == rank)
+			return true;
+	return false;
 }

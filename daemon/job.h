@@ -39,6 +39,11 @@ void shd_job_remote_rank(struct shd_daemon *d, struct shd_job *j, int32_t rank, 
  * the epochs' error names.  Nothing if node is this one or holds no rank
  * of j any more. */
 void shd_job_node_lost(struct shd_daemon *d, struct shd_job *j, uint32_t node);
+/* rank, gone, is a culprit of j's failures: it left before any other rank
+ * had (here: shd_job_leave; elsewhere: its leave's reason was 0); listed
+ * by the epochs' -ESRCH error instead of every rank gone. */
+void shd_job_culprit(struct shd_job *j, int32_t rank);
+bool shd_job_is_culprit(const struct shd_job *j, int32_t rank);
 /* Fail j on this node: node runs it with owner uid / world (reason
  * -EACCES / -EINVAL), or it runs without this node (-EEXIST). */
 void shd_job_deny(struct shd_daemon *d, struct shd_job *j, int reason, uint32_t node,

@@ -108,7 +108,8 @@ static uint32_t per_msg(struct shd_daemon *d, bool small, uint32_t fixed, uint32
 }
 
 /* j (NULL: none here) says why: a job that lost a node names it (one cause,
- * one error on every node: events.c, on_left). */
+ * one error on every node: events.c, on_left); a rank that left after
+ * another had is no culprit of the job's failures (-ESRCH). */
 static void leave_send(struct shd_daemon *d, uint32_t node, uint64_t hash, int32_t rank,
 		       const struct shd_job *j)
 {
@@ -118,7 +119,8 @@ static void leave_send(struct shd_daemon *d, uint32_t node, uint64_t hash, int32
 	}
 	uint8_t buf[SHF_WIRE_LEAVE_BYTES];
 	bool lost = j && j->lost;
-	struct shf_wire_leave l = {hash, rank, lost ? -EHOSTDOWN : 0,
+	bool after = j && j->ready && rank >= 0 && !shd_job_is_culprit(j, rank);
+	struct shf_wire_leave l = {hash, rank, lost ? -EHOSTDOWN : after ? -ESRCH : 0,
 				   lost ? j->lost_node : SHF_WIRE_NODE_NONE};
 	long len = shf_wire_enc_leave(buf, sizeof(buf), d->node_id, node, &l);
 	if (len > 0)
