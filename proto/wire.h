@@ -275,9 +275,11 @@ struct shf_wire_raw_leave {
 	struct shf_wire_raw_hdr h;
 	uint64_t job_hash;
 	int32_t rank;       /* the rank, or -1: every rank of the job on src node */
-	int32_t reason;     /* 0 clean close, else a negative errno (-4095..-1);
-			       -EHOSTDOWN: src node's job had lost lost_node when
-			       the rank left (the cause of its failures there) */
+	int32_t reason;     /* 0: it left before any other rank had (a culprit),
+			       else a negative errno (-4095..-1): -ESRCH: it left
+			       after another had; -EHOSTDOWN: src node's job had
+			       lost lost_node when the rank left (the cause of
+			       its failures there) */
 	uint32_t lost_node; /* reason -EHOSTDOWN: that node, < n_nodes, != src node;
 			       else SHF_WIRE_NODE_NONE */
 	uint32_t reserved;  /* zero */
