@@ -197,6 +197,11 @@ struct shd_job {
 	int32_t lost;                   /* ranks lost with their node (subset of gone) */
 	uint32_t lost_node;             /* the first node lost with ranks of it
 					   (for the epoch's error text) */
+	/* the culprits of its -ESRCH failures: ranks that left before any
+	 * other had (each rank's own node decides it; job.c), ascending; the
+	 * ranks that left after (their epochs failed, they exited) are not */
+	int32_t culprit[8];
+	int32_t n_culprits;             /* all of them; the first 8 are listed */
 	/* a registration refused for another world size (job.c), told to the
 	 * ranks that wait for the world (session.c): 0 ranks when none */
 	int32_t bad_world, bad_world_rank;

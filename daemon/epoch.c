@@ -188,13 +188,20 @@ static int32_t ranks_at(const struct shd_job *j, uint32_t where, char *buf, size
 	return k;
 }
 
-/*
- * Why j's epoch fails with err, naming the culprit as far as this node
- * knows it: the ranks that left, or the ranks lost with a node and that
- * node's name.  "" when there is nothing to add to err.
- */
-static void epoch_why(const struct shd_daemon *d, const struct shd_job *j, int err, char *buf,
-		      size_t n)
+/* The same for j's culprits (job.c, shd_job_culprit). */
+static int32_t culprits(const struct shd_job *j, char *buf, size_t n)
+{
+	size_t o = 0;
+	buf[0] = '\0';
+	for (int32_t i = 0; i < j->n_culprits && i < 8 && o < n; i++)
+		o += (size_t)snprintf(buf + o, n - o, "%s%d", i ? "," : "", j->culprit[i]);
+	if (j->n_culprits > 8 && o < n)
+		snprintf(buf + o, n - o, ",... (%d in all)", j->n_culprits);
+	return j->n_culprits;
+}
+
+void shd_epoch_why(const struct shd_daemon *d, const struct shd_job *j, int err, char *buf,
+		   size_t n)
 {
 	char list[160], name[80] = "";
 	int32_t k;
@@ -207,7 +214,9 @@ static void epoch_why(const struct shd_daemon *d, const struct shd_job *j, int e
 		snprintf(buf, n, "rank%s %s of job %s lost with node %u%s, which is down",
 			 k == 1 ? "" : "s", list, j->name, j->lost_node, name);
 	} else if (err == -ESRCH) {
-		k = ranks_at(j, SHD_NODE_GONE, list, sizeof(list));
+		/* the culprits when known, not who left because of them */
+		k = j->n_culprits ? culprits(j, list, sizeof(list))
+				  : ranks_at(j, SHD_NODE_GONE, list, sizeof(list));
 		if (k)
 			snprintf(buf, n, "rank%s %s of job %s left the job (closed or exited) before "
 				 "this epoch completed", k == 1 ? "" : "s", list, j->name);
@@ -350,7 +359,7 @@ static void failure_why(struct shd_client *c, int status, char *why, size_t len)
 	if (status < 0 && c->job && c->epoch_failed && c->job->fail_why[0])
 		snprintf(why, len, "%s", c->job->fail_why); /* the culprit then, not now */
 	else if (status < 0 && c->job)
-		epoch_why(c->d, c->job, status, why, len);
+		shd_epoch_why(c->d, c->job, status, why, len);
 	c->epoch_failed = false;
 }
 
@@ -398,7 +407,7 @@ void shd_epoch_fail_all(struct shd_job *j, int err)
 			continue;
 		if (c->epoch == SHD_EPOCH_DELIVER && !c->epoch_failed) {
 			if (!kept) {
-				epoch_why(c->d, j, err, j->fail_why, sizeof(j->fail_why));
+				shd_epoch_why(c->d, j, err, j->fail_why, sizeof(j->fail_why));
 				j->fail_err = err;
 				kept = true;
 			}
@@ -434,7 +443,10 @@ void shd_epoch_left_here(struct shd_daemon *d, struct shd_job *j, enum shd_epoch
 {
 	bool pending = was != SHD_EPOCH_NONE || epoch_pending(j);
 	shd_epoch_fail_all(j, shd_epoch_gone_err(j));
-	if (!pending || j->epoch_abort)
+	/* a job that lost a node: the rank's JOB_LEAVE, which went to every
+	 * node of the job just before, carries the loss and fails the epoch
+	 * there with the loss's error (an abort would say -ESRCH) */
+	if (!pending || j->epoch_abort || j->lost)
 		return;
 	/* the other nodes cannot complete it without this rank: tell them */
 	j->epoch_abort = -ESRCH;

@@ -28,6 +28,12 @@ void shd_epoch_fail_all(struct shd_job *j, int err);
 /* A rank of another node left the complete job j: can the pending epoch
  * still end here? */
 bool shd_epoch_leave_is_benign(const struct shd_job *j, uint32_t node);
+/* Why j's epoch (or a flush) fails with err, naming the culprit as far as
+ * this node knows it: the ranks that left, or the ranks lost with a node
+ * and that node's id and name ("ranks 4,5 of job J lost with node 2 (n3),
+ * which is down").  "" when there is nothing to add to err. */
+void shd_epoch_why(const struct shd_daemon *d, const struct shd_job *j, int err, char *buf,
+		   size_t n);
 /* What an epoch answers once ranks are gone: -EHOSTDOWN if any was lost
  * with its node, else -ESRCH. */
 int shd_epoch_gone_err(const struct shd_job *j);

@@ -28,12 +28,8 @@ static void on_peer_lost(struct shd_daemon *d, uint32_t node)
 {
 	shd_fanout_peer_lost(d, node);
 	struct shd_list *q;
-	for (q = d->jobs.next; q != &d->jobs; q = q->next) {
-		struct shd_job *j = shd_container_of(q, struct shd_job, link);
-		for (int32_t r = shd_jobtab_next(j, 0); r < j->world; r = shd_jobtab_next(j, r + 1))
-			if (shd_jobtab_node(j, r) == node)
-				shd_job_remote_rank(d, j, r, node, false, -EHOSTDOWN);
-	}
+	for (q = d->jobs.next; q != &d->jobs; q = q->next)
+		shd_job_node_lost(d, shd_container_of(q, struct shd_job, link), node);
 	shd_home_peer_lost(d, node);
 }
 
@@ -53,19 +49,37 @@ static void on_denied(struct shd_daemon *d, uint32_t node, const struct shf_wire
 	shd_home_on_deny(d, node, dn);
 }
 
-static void on_left(struct shd_daemon *d, uint32_t node, uint64_t job_hash, int32_t rank)
+/*
+ * Ranks of node left.  A leave that says node's job had lost another node
+ * (-EHOSTDOWN) brings that loss here first, as if this node had seen it:
+ * the ranks of one job fail with one error for one cause, the lost node's,
+ * even on a node that hears the leave of a rank that failed of it before
+ * its own sessions find the loss (docs/protocol-wire.md, JOB_LEAVE).
+ */
+static void on_left(struct shd_daemon *d, uint32_t node, const struct shf_wire_leave *l)
 {
-	shd_home_on_leave(d, node, job_hash, rank); /* if this node is the job's home */
-	struct shd_job *j = shd_jobtab_find_hash(d, job_hash);
+	shd_home_on_leave(d, node, l->job_hash, l->rank); /* if this node is the job's home */
+	struct shd_job *j = shd_jobtab_find_hash(d, l->job_hash);
 	if (!j)
 		return;
-	if (rank >= 0) {
-		shd_job_remote_rank(d, j, rank, node, false, -ESRCH);
-		return;
+	bool lost = l->reason == -EHOSTDOWN;
+	if (lost)
+		shd_job_node_lost(d, j, l->lost_node);
+	/* reason 0: the rank left before its node knew of any other gone,
+	 * a culprit of the job's failures (job.c, shd_job_culprit) */
+	for (int32_t r = l->rank >= 0 ? l->rank : shd_jobtab_next(j, 0); r >= 0 && r < j->world;
+	     r = l->rank >= 0 ? -1 : shd_jobtab_next(j, r + 1)) {
+		if (shd_jobtab_node(j, r) != node)
+			continue;
+		if (!l->reason && j->ready)
+			shd_job_culprit(j, r);
+		shd_job_remote_rank(d, j, r, node, false, -ESRCH);
 	}
-	for (int32_t r = shd_jobtab_next(j, 0); r < j->world; r = shd_jobtab_next(j, r + 1))
-		if (shd_jobtab_node(j, r) == node)
-			shd_job_remote_rank(d, j, r, node, false, -ESRCH);
+	/* never benign: node's epochs have failed since its loss, so it counts
+	 * none any more (and sends no abort), whether or not the loss changed
+	 * anything here (node lost this one, or its ranks had left here) */
+	if (lost && j->ready)
+		shd_epoch_fail_all(j, shd_epoch_gone_err(j));
 }
 
 static void on_epoch(struct shd_daemon *d, uint32_t node, unsigned kind, uint64_t job_hash,

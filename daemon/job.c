@@ -127,8 +127,13 @@ void shd_job_leave(struct shd_client *c, bool gone, bool keep_route)
 	if (shd_jobtab_client(j, rank) == c) {
 		j->local--;
 		if (gone && j->ready) {
+			/* the first to go is a culprit; who goes once the job
+			 * failed here left because of it (its leave says so) */
+			bool first = !j->gone && !j->epoch_abort && !j->lost && !j->deny;
 			shd_jobtab_set(d, j, rank, SHD_NODE_GONE, NULL, true, NULL, 0);
 			j->gone++;
+			if (first)
+				shd_job_culprit(j, rank);
 		} else {
 			shd_jobtab_set(d, j, rank, SHD_NODE_NONE, NULL, true, NULL, 0);
 			j->registered--;
@@ -273,19 +278,71 @@ void shd_job_remote_rank(struct shd_daemon *d, struct shd_job *j, int32_t rank, 
 	}
 	if (known != node)
 		return;
+	if (err == -EHOSTDOWN) {
+		shd_job_node_lost(d, j, node);
+		return;
+	}
 	if (j->ready) {
-		/* a lost node's ranks drop with -EHOSTDOWN, a departed rank's -ESRCH */
-		bool lost = err == -EHOSTDOWN;
-		shd_jobtab_set(d, j, rank, lost ? SHD_NODE_LOST : SHD_NODE_GONE, NULL, true, NULL, 0);
+		/* a departed rank's records drop with -ESRCH; the epoch fails with
+		 * the job's first cause (a lost node's, if it had one) */
+		shd_jobtab_set(d, j, rank, SHD_NODE_GONE, NULL, true, NULL, 0);
 		j->gone++;
-		if (lost && !j->lost)
-			j->lost_node = node;
-		j->lost += lost;
-		if (lost || !shd_epoch_leave_is_benign(j, node))
-			shd_epoch_fail_all(j, lost ? -EHOSTDOWN : -ESRCH);
+		if (!shd_epoch_leave_is_benign(j, node))
+			shd_epoch_fail_all(j, shd_epoch_gone_err(j));
 	} else {
 		shd_jobtab_set(d, j, rank, SHD_NODE_NONE, NULL, true, NULL, 0);
 		j->registered--;
 	}
 	job_maybe_end(d, j);
+}
+
+void shd_job_node_lost(struct shd_daemon *d, struct shd_job *j, uint32_t node)
+{
+	if (node == d->node_id)
+		return;
+	/* every rank first, then one failure: its text names them all */
+	int32_t k = 0;
+	for (int32_t r = shd_jobtab_next(j, 0); r < j->world; r = shd_jobtab_next(j, r + 1)) {
+		if (shd_jobtab_node(j, r) != node)
+			continue;
+		k++;
+		if (!j->ready) {
+			shd_jobtab_set(d, j, r, SHD_NODE_NONE, NULL, true, NULL, 0);
+			j->registered--;
+			continue;
+		}
+		/* its records drop with -EHOSTDOWN from now on */
+		shd_jobtab_set(d, j, r, SHD_NODE_LOST, NULL, true, NULL, 0);
+		j->gone++;
+		if (!j->lost)
+			j->lost_node = node;
+		j->lost++;
+	}
+	if (k && j->ready)
+		shd_epoch_fail_all(j, -EHOSTDOWN);
+	if (k)
+		job_maybe_end(d, j);
+}
+
+void shd_job_culprit(struct shd_job *j, int32_t rank)
+{
+	int32_t k = j->n_culprits < 8 ? j->n_culprits : 8;
+	for (int32_t i = 0; i < k; i++)
+		if (j->culprit[i] == rank)
+			return;
+	j->n_culprits++;
+	if (k == 8)
+		return; /* counted, not listed */
+	int32_t i = k;
+	for (; i > 0 && j->culprit[i - 1] > rank; i--)
+		j->culprit[i] = j->culprit[i - 1];
+	j->culprit[i] = rank;
+}
+
+bool shd_job_is_culprit(const struct shd_job *j, int32_t rank)
+{
+	for (int32_t i = 0; i < j->n_culprits && i < 8; i++)
+		if (j->culprit[i] == rank)
+			return true;
+	return false;
 }

@@ -30,9 +30,20 @@ void shd_job_check_ready(struct shd_job *j);
 struct shd_job *shd_job_remote(struct shd_daemon *d, const char *name, int32_t world,
 			       uint32_t uid);
 /* A rank joined or left on another node; err is why it left (-ESRCH: it
- * closed, -EHOSTDOWN: lost with its node). */
+ * closed, -EHOSTDOWN: lost with its node, as shd_job_node_lost). */
 void shd_job_remote_rank(struct shd_daemon *d, struct shd_job *j, int32_t rank, uint32_t node,
 			 bool joined, int err);
+/* node was lost to j: seen here (its session ended) or told by another
+ * node's JOB_LEAVE (events.c).  Its ranks are lost (-EHOSTDOWN for their
+ * records and for j's epochs); the first such node is j->lost_node, which
+ * the epochs' error names.  Nothing if node is this one or holds no rank
+ * of j any more. */
+void shd_job_node_lost(struct shd_daemon *d, struct shd_job *j, uint32_t node);
+/* rank, gone, is a culprit of j's failures: it left before any other rank
+ * had (here: shd_job_leave; elsewhere: its leave's reason was 0); listed
+ * by the epochs' -ESRCH error instead of every rank gone. */
+void shd_job_culprit(struct shd_job *j, int32_t rank);
+bool shd_job_is_culprit(const struct shd_job *j, int32_t rank);
 /* Fail j on this node: node runs it with owner uid / world (reason
  * -EACCES / -EINVAL), or it runs without this node (-EEXIST). */
 void shd_job_deny(struct shd_daemon *d, struct shd_job *j, int reason, uint32_t node,

@@ -107,14 +107,21 @@ static uint32_t per_msg(struct shd_daemon *d, bool small, uint32_t fixed, uint32
 	return max > fixed + item ? (max - fixed) / item : 1;
 }
 
-static void leave_send(struct shd_daemon *d, uint32_t node, uint64_t hash, int32_t rank)
+/* j (NULL: none here) says why: a job that lost a node names it (one cause,
+ * one error on every node: events.c, on_left); a rank that left after
+ * another had is no culprit of the job's failures (-ESRCH). */
+static void leave_send(struct shd_daemon *d, uint32_t node, uint64_t hash, int32_t rank,
+		       const struct shd_job *j)
 {
 	if (node == d->node_id) {
 		home_leave(d, d->node_id, hash, rank);
 		return;
 	}
 	uint8_t buf[SHF_WIRE_LEAVE_BYTES];
-	struct shf_wire_leave l = {hash, rank, 0};
+	bool lost = j && j->lost;
+	bool after = j && j->ready && rank >= 0 && !shd_job_is_culprit(j, rank);
+	struct shf_wire_leave l = {hash, rank, lost ? -EHOSTDOWN : after ? -ESRCH : 0,
+				   lost ? j->lost_node : SHF_WIRE_NODE_NONE};
 	long len = shf_wire_enc_leave(buf, sizeof(buf), d->node_id, node, &l);
 	if (len > 0)
 		shd_net_send_msg(d, node, buf, (size_t)len);
@@ -293,7 +300,7 @@ static void home_move(struct shd_daemon *d, struct shd_job *j, uint32_t h)
 {
 	if (j->home != SHD_NODE_NONE && j->home != h && !j->ready) {
 		/* withdraw from the old home: its record must not count them */
-		leave_send(d, j->home, j->hash, -1);
+		leave_send(d, j->home, j->hash, -1, j);
 		for (uint8_t i = 0; i < j->n_homes; i++)
 			if (j->homes[i] == j->home) {
 				j->homes[i] = j->homes[--j->n_homes];
@@ -345,13 +352,13 @@ void shd_home_local_left(struct shd_daemon *d, struct shd_job *j, int32_t rank)
 	if (!d->net)
 		return;
 	for (uint8_t i = 0; i < j->n_homes; i++)
-		leave_send(d, j->homes[i], j->hash, rank);
+		leave_send(d, j->homes[i], j->hash, rank, j);
 	for (uint32_t i = 0; i < j->n_jnodes; i++) {
 		bool home = false;
 		for (uint8_t k = 0; k < j->n_homes; k++)
 			home |= j->homes[k] == j->jnodes[i];
 		if (!home)
-			leave_send(d, j->jnodes[i], j->hash, rank);
+			leave_send(d, j->jnodes[i], j->hash, rank, j);
 	}
 }
 
@@ -375,9 +382,9 @@ static void map_apply(struct shd_daemon *d, uint32_t from, const char *name, uin
 				if (e[i].node == d->node_id) {
 					for (uint32_t k = 0; k < ne; k++)
 						if (e[k].node != d->node_id)
-							leave_send(d, e[k].node, hash, -1);
+							leave_send(d, e[k].node, hash, -1, NULL);
 					if (from != d->node_id)
-						leave_send(d, from, hash, -1);
+						leave_send(d, from, hash, -1, NULL);
 					break;
 				}
 		}

@@ -433,12 +433,28 @@ static void complete_mark(struct shd_client *c)
 		if (c->mark_what == SHF_MARK_EPOCH) {
 			shd_epoch_mark(c); /* answered when every rank is in */
 		} else {
-			/* a job failed by an owner conflict fails its flushes (events.c) */
+			/* a job failed by an owner conflict fails its flushes (events.c);
+			 * records dropped for a node the job lost: the flush fails with
+			 * the loss, named as the job's epochs name it (the ERROR after
+			 * the FLUSH_DONE carries the text) */
+			struct shd_job *j = c->job;
+			int status = j ? j->deny : 0;
+			char why[360] = "", loss[300];
+			if (!status && j && j->lost && c->report_down && !c->report_dead) {
+				shd_epoch_why(c->d, j, -EHOSTDOWN, loss, sizeof(loss));
+				if (loss[0]) {
+					status = -EHOSTDOWN;
+					snprintf(why, sizeof(why), "%llu message(s) dropped: %s",
+						 (unsigned long long)c->report_down, loss);
+				}
+			}
 			struct shf_ipc_flush_done m = {c->mark_id, c->report_dead, c->report_down,
-						       c->job ? c->job->deny : 0, 0};
+						       status, why[0] ? SHF_FLUSH_DONE_WHY : 0};
 			c->report_dead = c->report_down = 0;
 			c->st.flushes++;
 			shd_client_send(c, SHF_IPC_FLUSH_DONE, (uint32_t)c->mark_id, &m, sizeof(m));
+			if (why[0])
+				shd_client_error(c, (uint32_t)c->mark_id, status, "%s", why);
 		}
 	}
 	/* a second mark may be waiting behind this one */

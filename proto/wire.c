@@ -56,7 +56,8 @@ _Static_assert(OFF(deny, job_hash) == 32 && OFF(deny, reason) == 40 && OFF(deny,
 		       OFF(deny, name) == 56,
 	       "deny layout");
 _Static_assert(sizeof(struct shf_wire_raw_leave) == SHF_WIRE_LEAVE_BYTES, "leave");
-_Static_assert(OFF(leave, job_hash) == 32 && OFF(leave, rank) == 40 && OFF(leave, reason) == 44,
+_Static_assert(OFF(leave, job_hash) == 32 && OFF(leave, rank) == 40 && OFF(leave, reason) == 44 &&
+		       OFF(leave, lost_node) == 48 && OFF(leave, reserved) == 52,
 	       "leave layout");
 _Static_assert(sizeof(struct shf_wire_raw_epoch) == SHF_WIRE_EPOCH_BYTES, "epoch");
 _Static_assert(OFF(epoch, job_hash) == 32 && OFF(epoch, epoch) == 40 && OFF(epoch, phase) == 48 &&
@@ -416,12 +417,20 @@ static int check_heartbeat(const uint8_t *b, struct shf_wire_heartbeat *o)
 	return 0;
 }
 
-static int check_leave(const uint8_t *b, struct shf_wire_leave *o)
+/* JOB_LEAVE: a lost node only with -EHOSTDOWN, and then a node of the set
+ * other than the sender (it cannot have lost itself). */
+static int check_leave(const uint8_t *b, uint32_t n_nodes, uint32_t src, struct shf_wire_leave *o)
 {
 	o->job_hash = G64(b, leave, job_hash);
 	o->rank = GI32(b, leave, rank);
 	o->reason = GI32(b, leave, reason);
+	o->lost_node = G32(b, leave, lost_node);
 	if (!(o->rank == -1 || shf_wire_rank_ok(o->rank)) || !(o->reason == 0 || neg_errno_ok(o->reason)))
+		return -EBADMSG;
+	if (o->reason == -EHOSTDOWN ? o->lost_node >= n_nodes || o->lost_node == src
+				    : o->lost_node != SHF_WIRE_NODE_NONE)
+		return -EBADMSG;
+	if (G32(b, leave, reserved) != 0)
 		return -EBADMSG;
 	return 0;
 }
@@ -536,7 +545,7 @@ int shf_wire_check(const void *buf, size_t n, uint32_t n_nodes, uint32_t my_node
 	case SHF_WIRE_JOB_JOIN: r = check_join(b, n, &h.u.join); break;
 	case SHF_WIRE_JOB_MAP: r = check_map(b, n, n_nodes, &h.u.map); break;
 	case SHF_WIRE_JOB_DENY: r = check_deny(b, n_nodes, h.dst_node, &h.u.deny); break;
-	case SHF_WIRE_JOB_LEAVE: r = check_leave(b, &h.u.leave); break;
+	case SHF_WIRE_JOB_LEAVE: r = check_leave(b, n_nodes, h.src_node, &h.u.leave); break;
 	case SHF_WIRE_EPOCH_UP:
 	case SHF_WIRE_EPOCH_DOWN:
 	case SHF_WIRE_EPOCH_ABORT: r = check_epoch(b, h.kind, &h.u.epoch); break;

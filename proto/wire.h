@@ -54,7 +54,7 @@
 #include "proto/ipc.h" /* SHF_JOB_MAX, SHF_WORLD_MAX, shf_ipc_job_check() */
 
 #define SHF_WIRE_MAGIC 0x57464853u /* "SHFW" as little-endian bytes */
-#define SHF_WIRE_VERSION 6u /* 2: session tags in the common header; 3: the
+#define SHF_WIRE_VERSION 7u /* 2: session tags in the common header; 3: the
                                * heartbeat carries the handshake's nonce and MAC;
                                * 4: broadcast records (SHF_WIRE_DST_BCAST);
                                * 5: epochs over a tree (EPOCH_UP/_DOWN/_ABORT);
@@ -72,7 +72,7 @@
 #define SHF_WIRE_MAC_BYTES 32u   /* heartbeat: the handshake MAC */
 #define SHF_WIRE_JOIN_FIXED 120u /* JOB_JOIN without its ranges */
 #define SHF_WIRE_RANGE_BYTES 8u  /* one (first, count) rank range */
-#define SHF_WIRE_LEAVE_BYTES 48u
+#define SHF_WIRE_LEAVE_BYTES 56u
 #define SHF_WIRE_MAP_FIXED 120u  /* JOB_MAP without its entries */
 #define SHF_WIRE_MAP_ENT_BYTES 16u /* one (first, count, node) entry of a JOB_MAP */
 #define SHF_WIRE_DENY_BYTES 120u
@@ -267,11 +267,22 @@ struct shf_wire_raw_deny {
 	char name[SHF_JOB_MAX]; /* shf_ipc_job_check(), zero-padded after the NUL */
 };
 
+/* A node field that names no node (JOB_LEAVE's lost_node). */
+#define SHF_WIRE_NODE_NONE UINT32_MAX
+
+/* JOB_LEAVE (version 7: lost_node and reserved added). */
 struct shf_wire_raw_leave {
 	struct shf_wire_raw_hdr h;
 	uint64_t job_hash;
-	int32_t rank;   /* the rank, or -1: every rank of the job on src node */
-	int32_t reason; /* 0 clean close, else a negative errno (-4095..-1) */
+	int32_t rank;       /* the rank, or -1: every rank of the job on src node */
+	int32_t reason;     /* 0: it left before any other rank had (a culprit),
+			       else a negative errno (-4095..-1): -ESRCH: it left
+			       after another had; -EHOSTDOWN: src node's job had
+			       lost lost_node when the rank left (the cause of
+			       its failures there) */
+	uint32_t lost_node; /* reason -EHOSTDOWN: that node, < n_nodes, != src node;
+			       else SHF_WIRE_NODE_NONE */
+	uint32_t reserved;  /* zero */
 };
 
 struct shf_wire_raw_epoch {
@@ -455,6 +466,7 @@ struct shf_wire_leave {
 	uint64_t job_hash;
 	int32_t rank;
 	int32_t reason;
+	uint32_t lost_node; /* SHF_WIRE_NODE_NONE unless reason is -EHOSTDOWN */
 };
 
 struct shf_wire_epoch {

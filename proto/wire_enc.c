@@ -237,11 +237,20 @@ long shf_wire_enc_leave(void *buf, size_t cap, uint32_t src_node, uint32_t dst_n
 	uint8_t *b = buf;
 	if (cap < SHF_WIRE_LEAVE_BYTES)
 		return -ENOBUFS;
+	memset(b, 0, SHF_WIRE_LEAVE_BYTES);
 	put_hdr(b, SHF_WIRE_JOB_LEAVE, src_node, dst_node);
 	P64(b, leave, job_hash, l->job_hash);
 	P32(b, leave, rank, (uint32_t)l->rank);
 	P32(b, leave, reason, (uint32_t)l->reason);
-	return finish(b, SHF_WIRE_LEAVE_BYTES, src_node, dst_node);
+	P32(b, leave, lost_node, l->lost_node);
+	/* validated as by a receiver that knows every node named */
+	struct shf_wire_hdr h;
+	uint32_t max = src_node > dst_node ? src_node : dst_node;
+	if (l->reason == -EHOSTDOWN && l->lost_node > max)
+		max = l->lost_node;
+	if (max == UINT32_MAX || shf_wire_check(b, SHF_WIRE_LEAVE_BYTES, max + 1, dst_node, &h) != 0)
+		return -EINVAL;
+	return SHF_WIRE_LEAVE_BYTES;
 }
 
 long shf_wire_enc_epoch_kind(void *buf, size_t cap, unsigned kind, uint32_t src_node,

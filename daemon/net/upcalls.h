@@ -14,6 +14,7 @@ struct shd_client;
 struct shf_wire_join;
 struct shf_wire_map;
 struct shf_wire_deny;
+struct shf_wire_leave;
 struct shf_wire_fan_req;
 struct shf_wire_fan_ans;
 
@@ -31,8 +32,9 @@ struct shd_net_events {
 	 * refusal (JOB_DENY); the pointers inside are valid during the call */
 	void (*mapped)(struct shd_daemon *d, uint32_t node, const struct shf_wire_map *m);
 	void (*denied)(struct shd_daemon *d, uint32_t node, const struct shf_wire_deny *dn);
-	/* A rank of job_hash left node (rank -1: all of node's ranks). */
-	void (*left)(struct shd_daemon *d, uint32_t node, uint64_t job_hash, int32_t rank);
+	/* A rank of l->job_hash left node (rank -1: all of node's ranks);
+	 * l->reason -EHOSTDOWN: node's job had lost l->lost_node by then. */
+	void (*left)(struct shd_daemon *d, uint32_t node, const struct shf_wire_leave *l);
 	/* An epoch step of job_hash from node: kind SHF_WIRE_EPOCH_UP (its
 	 * subtree counted `count` ranks in `phase`), _DOWN (the phase is
 	 * complete) or _ABORT (the pending epoch fails, count: a positive errno). */

@@ -205,6 +205,13 @@ static int check_one(const uint8_t *data, size_t n, uint32_t n_nodes, uint32_t m
 	CHECKF(h.src_session == shf_wire_get64(data + 16) &&
 		       h.dst_session == shf_wire_get64(data + 24),
 	       "session tags not decoded");
+	/* JOB_LEAVE: a lost node only with -EHOSTDOWN, one of the set, not the sender */
+	if (h.kind == SHF_WIRE_JOB_LEAVE)
+		CHECKF(h.u.leave.reason == -EHOSTDOWN
+			       ? h.u.leave.lost_node < n_nodes && h.u.leave.lost_node != h.src_node
+			       : h.u.leave.lost_node == SHF_WIRE_NODE_NONE,
+		       "leave: lost node %u (reason %d) unchecked", h.u.leave.lost_node,
+		       h.u.leave.reason);
 	cnt.accepted++;
 	cnt.by_kind[h.kind]++;
 	check_canonical(data, n, &h, max_msg);
@@ -362,7 +369,13 @@ static size_t gen(uint8_t *b, uint32_t src, uint32_t dst, uint32_t max_msg)
 	case 5: {
 		if (below(2)) {
 			struct shf_wire_leave l = {rnd(), (int32_t)below(1000) - 1,
-						   -(int32_t)below(4096)};
+						   -(int32_t)below(4096), SHF_WIRE_NODE_NONE};
+			if (l.reason == -EHOSTDOWN) /* only with its lost node */
+				l.reason = 0;
+			if (below(2)) { /* the sender's job lost a node (version 7) */
+				l.reason = -EHOSTDOWN;
+				l.lost_node = (src + 1 + below(NODES - 1)) % NODES;
+			}
 			n = shf_wire_enc_leave(b, MAX_BUF, src, dst, &l);
 		} else {
 			struct shf_wire_epoch ep = {rnd(), 1 + below(100), 1 + below(2), below(99)};

@@ -12,7 +12,9 @@
 # not fail the epoch (the rank may have gone through it).  The driver kills
 # rank 1's process (SIGKILL); node id 1 sees its rank leave with the epoch
 # pending and sends EPOCH_ABORT over the tree: every other rank's epoch
-# must return -ESRCH well within its timeout (20 s; the time is printed).
+# must return -ESRCH well within its timeout (20 s; the time is printed),
+# naming rank 1 alone as the culprit (the ranks that exit after their
+# epochs failed are not).
 # Each daemon counted the abort (epoch_msgs_in) and stays alive.
 T="multi-epoch-abort-$1"
 # shellcheck source=tests/multi/common.sh
@@ -52,6 +54,13 @@ wait "$vjob"; rc=$?
 [ "$rc" = 137 ] || t_fail "the victim exited $rc, not killed (137): $(cat "$NODES_TMP/logs/victim.log")"
 t_note "every other rank's epoch returned within $(( $(nodes_now_ms) - t_kill )) ms of the kill"
 grep -h "epoch with rank" "$NODES_TMP"/logs/rank*.log
+# one cause, one culprit: every rank names rank V, not also the ranks that
+# exited after their own epochs failed (their leaves say so)
+for f in "$NODES_TMP"/logs/rank*.log; do
+  line=$(grep -h "epoch with rank" "$f")
+  [[ "$line" == *": rank $V of job eabort left the job"* ]] ||
+    t_fail "not rank $V alone named as the culprit: $line"
+done
 t_daemons_alive
 if t_sanitizer_reports; then t_fail "a daemon reported memory misuse (above)"; fi
 t_note "ok"

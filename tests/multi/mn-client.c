@@ -35,6 +35,13 @@
  *              both call shf_epoch(); rank 1 closes as soon as its epoch
  *              returns; rank 0 posts "epoch.0", waits for "close.0" (from
  *              wire-inject) and expects `expect` (default ok).
+ *   onecause   per_node=K victim=V (0-based node id): every rank takes part in
+ *              one epoch (ok), then the victim node's ranks post
+ *              "victim.R" and wait for "v-exit"; every other rank posts
+ *              "in-epoch.R", calls shf_epoch() (the driver kills the
+ *              victim's daemon), prints "rank R: epoch: ERR (detail)" and
+ *              closes at once, as an application that exits on an error
+ *              does (tests/multi/one-cause.sh checks the lines).
  *   epochwho   victim=R (the late rank): every other rank calls shf_epoch()
  *              with a 600 ms timeout, expects -ETIMEDOUT with `expect` in
  *              shf_error_detail() (who holds it up, as its daemon knows
@@ -430,11 +437,18 @@ static int mode_peerloss(void)
 		t0 = tc_now_ms();
 		r = shf_flush(c, SHF_FLUSH_REMOTE, cfg.timeout);
 		long dt = (long)(tc_now_ms() - t0);
+		char detail[512], want[48];
+		snprintf(detail, sizeof(detail), "%s", shf_error_detail());
 		printf("rank 0: flush(REMOTE) with %ld messages to lost rank %d: %s after %ld ms "
-		       "(%s)\n", n, v0, err_name(r), dt, shf_error_detail());
+		       "(%s)\n", n, v0, err_name(r), dt, detail);
 		if (r != -EHOSTDOWN)
 			tc_fail("flush after losing the destination node: %s, expected EHOSTDOWN",
 			     err_name(r));
+		/* named as the epochs name it (one cause, one error) */
+		snprintf(want, sizeof(want), "lost with node %d (", cfg.victim);
+		if (!strstr(detail, want))
+			tc_fail("the flush's detail does not name the lost node ('%s'): %s", want,
+				detail);
 		if (dt < cfg.hold_min_ms)
 			tc_fail("flush returned after %ld ms, before the node was lost (>= %d ms)",
 			     dt, cfg.hold_min_ms);
@@ -532,6 +546,33 @@ static int mode_epochleave(void)
 		tc_fail("epoch completed everywhere else before rank 1 left, yet here: %s, expected %s",
 		     err_name(r), cfg.expect);
 	shf_close(c);
+	return 0;
+}
+
+/* ------------------------------------------------------------ onecause */
+
+static int mode_onecause(void)
+{
+	if (cfg.victim < 0)
+		usage("onecause needs victim=V (a node id)");
+	struct shf_ctx *c = open_ctx(true, 0);
+	int r = shf_epoch(c, cfg.timeout);
+	if (r != 0)
+		tc_fail("rank %d: the first epoch: %s (%s)", g_rank, err_name(r), shf_error_detail());
+	if (is_victim(g_rank)) {
+		tc_sync_post("victim.%d", g_rank);
+		tc_sync_wait(cfg.timeout, "v-exit");
+		shf_close(c); /* its daemon is gone: whatever it says */
+		return 0;
+	}
+	tc_sync_post("in-epoch.%d", g_rank);
+	int64_t t0 = tc_now_ms();
+	r = shf_epoch(c, cfg.timeout);
+	printf("rank %d: epoch: %s after %ld ms (%s)\n", g_rank, err_name(r),
+	       (long)(tc_now_ms() - t0), shf_error_detail());
+	shf_close(c); /* at once: its leave may reach a node before the loss does */
+	if (r == 0)
+		tc_fail("rank %d: the epoch completed without the victim's ranks", g_rank);
 	return 0;
 }
 
@@ -1021,6 +1062,8 @@ int main(int argc, char **argv)
 		return mode_epochleave();
 	if (!strcmp(cfg.mode, "epochwho"))
 		return mode_epochwho();
+	if (!strcmp(cfg.mode, "onecause"))
+		return mode_onecause();
 	if (!strcmp(cfg.mode, "latency"))
 		return mode_latency();
 	if (!strcmp(cfg.mode, "epochtime"))

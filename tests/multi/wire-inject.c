@@ -903,7 +903,7 @@ static unsigned send_every_kind(uint32_t src, uint32_t t, const char *job, int32
 		send_raw(t, b, (size_t)l), sent++;
 	}
 	{
-		struct shf_wire_leave lv = {jh, -1, -ECONNRESET};
+		struct shf_wire_leave lv = {jh, -1, -ECONNRESET, SHF_WIRE_NODE_NONE};
 		l = shf_wire_enc_leave(b, sizeof(b), src, t, &lv);
 		if (l <= 0)
 			FAIL("encode leave");

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/net/wire-unit.c - proto/wire: byte layout, round trip of every
- * kind, and rejection of each malformed field.  Wire version 6 (joins to
- * a job's home, JOB_MAP and JOB_DENY; broadcast records since 4): a 32-byte
+ * kind, and rejection of each malformed field.  Wire version 7 (JOB_LEAVE
+ * names a lost node; joins to a job's home, JOB_MAP and JOB_DENY since 6;
+ * broadcast records since 4): a 32-byte
  * common header whose session tags (offsets 16 and 24) are written by
  * shf_wire_stamp(), decoded by shf_wire_check() and never judged by it.
  */
@@ -93,7 +94,7 @@ static void test_golden_ack(void)
 	memset(b, 0xee, sizeof(b)); /* the encoder must write every byte */
 	long n = shf_wire_enc_ack(b, sizeof(b), SRC, DST, &a);
 	static const uint8_t want[48] = {
-		'S',  'H',  'F',  'W',  6,    0,    2,    0,    /* magic, version 6, kind */
+		'S',  'H',  'F',  'W',  7,    0,    2,    0,    /* magic, version 7, kind */
 		2,    0,    0,    0,    1,    0,    0,    0,    /* src 2, dst 1 */
 		0,    0,    0,    0,    0,    0,    0,    0,    /* src_session: encoders 0 */
 		0,    0,    0,    0,    0,    0,    0,    0,    /* dst_session: encoders 0 */
@@ -339,12 +340,15 @@ static void test_small_kinds(void)
 	EXPECTF(shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb) == SHF_WIRE_HEARTBEAT_BYTES,
 	      "heartbeat: no MAC, zero MAC bytes");
 
-	struct shf_wire_leave l = {0x55, 7, -ECONNRESET};
+	struct shf_wire_leave l = {0x55, 7, -ECONNRESET, SHF_WIRE_NODE_NONE};
 	n = shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l);
-	EXPECTF(n == SHF_WIRE_LEAVE_BYTES && chk(b, (size_t)n, &h) == 0 &&
+	EXPECTF(n == SHF_WIRE_LEAVE_BYTES && n == 56 && chk(b, (size_t)n, &h) == 0 &&
 		      h.kind == SHF_WIRE_JOB_LEAVE && h.u.leave.job_hash == 0x55 &&
-		      h.u.leave.rank == 7 && h.u.leave.reason == -ECONNRESET,
+		      h.u.leave.rank == 7 && h.u.leave.reason == -ECONNRESET &&
+		      h.u.leave.lost_node == SHF_WIRE_NODE_NONE,
 	      "leave round trip");
+	EXPECTF(shf_wire_get32(b + 48) == SHF_WIRE_NODE_NONE && shf_wire_get32(b + 52) == 0,
+	      "leave: no lost node at 48, reserved at 52");
 	l.rank = -1;
 	l.reason = 0;
 	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l) == SHF_WIRE_LEAVE_BYTES,
@@ -354,6 +358,31 @@ static void test_small_kinds(void)
 	l.rank = 1;
 	l.reason = 5;
 	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l) == -EINVAL, "positive reason");
+	/* version 7: a leave after the sender's job lost a node names it */
+	l.reason = -EHOSTDOWN;
+	l.lost_node = 3;
+	n = shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l);
+	EXPECTF(n == SHF_WIRE_LEAVE_BYTES && chk(b, (size_t)n, &h) == 0 &&
+		      h.u.leave.reason == -EHOSTDOWN && h.u.leave.lost_node == 3 &&
+		      shf_wire_get32(b + 48) == 3,
+	      "leave with a lost node");
+	EXPECTF(chk_patched32(b, (size_t)n, 48, NODES) == -EBADMSG, "leave: lost node >= nodes");
+	EXPECTF(chk_patched32(b, (size_t)n, 48, SRC) == -EBADMSG, "leave: the sender lost itself");
+	EXPECTF(chk_patched32(b, (size_t)n, 48, DST) == 0, "leave: the sender lost the receiver");
+	EXPECTF(chk_patched32(b, (size_t)n, 48, SHF_WIRE_NODE_NONE) == -EBADMSG,
+	      "leave: EHOSTDOWN without its node");
+	EXPECTF(chk_patched32(b, (size_t)n, 52, 1) == -EBADMSG, "leave: reserved not zero");
+	EXPECTF(chk_patched32(b, (size_t)n, 44, 0) == -EBADMSG, "leave: a lost node with reason 0");
+	EXPECTF(chk_patched32(b, (size_t)n, 44, (uint32_t)-ESRCH) == -EBADMSG,
+	      "leave: a lost node with reason ESRCH");
+	EXPECTF(chk(b, (size_t)n - 8, NULL) == -EBADMSG, "truncated leave (version 6's length)");
+	l.lost_node = SRC;
+	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l) == -EINVAL,
+	      "leave: encoder refuses the sender as the lost node");
+	l.reason = 0;
+	l.lost_node = 0;
+	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l) == -EINVAL,
+	      "leave: encoder refuses a node without EHOSTDOWN");
 
 	struct shf_wire_epoch ep = {0x66, 3, SHF_WIRE_EPOCH_DRAINED, 12};
 	n = shf_wire_enc_epoch_kind(b, sizeof(b), SHF_WIRE_EPOCH_UP, SRC, DST, &ep);
@@ -586,11 +615,11 @@ static void test_stamp(void)
 			       offsetof(struct shf_wire_raw_hdr, dst_session) == 24 &&
 			       sizeof(struct shf_wire_raw_hdr) == 32 && SHF_WIRE_HDR == 32,
 		       "v2 common header");
-	_Static_assert(SHF_WIRE_VERSION == 6 && SHF_WIRE_BATCH_HDR == 56 &&
+	_Static_assert(SHF_WIRE_VERSION == 7 && SHF_WIRE_BATCH_HDR == 56 &&
 			       SHF_WIRE_ACK_BYTES == 48 && SHF_WIRE_HEARTBEAT_BYTES == 120 &&
-			       SHF_WIRE_JOIN_FIXED == 120 && SHF_WIRE_LEAVE_BYTES == 48 &&
+			       SHF_WIRE_JOIN_FIXED == 120 && SHF_WIRE_LEAVE_BYTES == 56 &&
 			       SHF_WIRE_EPOCH_BYTES == 56 && SHF_WIRE_DROP_BYTES == 64,
-		       "v3-v6 sizes");
+		       "v3-v7 sizes");
 	uint8_t b[512];
 	struct shf_wire_batch_enc e;
 	EXPECTF(shf_wire_batch_begin(&e, b, sizeof(b), SRC, DST, 5) == 0 &&
@@ -608,10 +637,12 @@ static void test_stamp(void)
 	struct shf_wire_range rg[1] = {{0, 4}};
 	stamp_round_trip(b, shf_wire_enc_join(b, sizeof(b), SRC, DST, &j, rg, 1), SHF_WIRE_JOB_JOIN,
 			 "join");
-	struct shf_wire_leave l = {7, 1, 0};
+	struct shf_wire_leave l = {7, 1, -EHOSTDOWN, 0};
 	stamp_round_trip(b, shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l), SHF_WIRE_JOB_LEAVE,
 			 "leave");
-	EXPECTF(shf_wire_get64(b + 32) == 7 && shf_wire_get32(b + 40) == 1, "leave body at 32");
+	EXPECTF(shf_wire_get64(b + 32) == 7 && shf_wire_get32(b + 40) == 1 &&
+		      (int32_t)shf_wire_get32(b + 44) == -EHOSTDOWN && shf_wire_get32(b + 48) == 0,
+	      "leave body at 32");
 	struct shf_wire_epoch ep = {8, 9, SHF_WIRE_EPOCH_PLACED, 1};
 	stamp_round_trip(b, shf_wire_enc_epoch_kind(b, sizeof(b), SHF_WIRE_EPOCH_UP, SRC, DST, &ep),
 			 SHF_WIRE_EPOCH_UP, "epoch");

@@ -250,7 +250,7 @@ static void ev_denied(struct shd_daemon *d, uint32_t node, const struct shf_wire
 	H.joined++;
 }
 
-static void ev_left(struct shd_daemon *d, uint32_t node, uint64_t job_hash, int32_t rank)
+static void ev_left(struct shd_daemon *d, uint32_t node, const struct shf_wire_leave *l)
 {
 	H.seq++;
 	H.left++;

@@ -176,7 +176,7 @@ int main(void)
 	size_t sends = fake_n_sends();
 	for (uint32_t k = 1; k < 4; k++) {
 		uint8_t lb[SHF_WIRE_LEAVE_BYTES];
-		struct shf_wire_leave l = {ja->hash, 0, 0};
+		struct shf_wire_leave l = {ja->hash, 0, 0, SHF_WIRE_NODE_NONE};
 		long ll = shf_wire_enc_leave(lb, sizeof(lb), D->node_id, k, &l);
 		CHECK(ll > 0 && shd_net_send_msg(D, k, lb, (size_t)ll) == -EHOSTDOWN);
 	}
