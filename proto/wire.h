@@ -60,7 +60,8 @@
                                * 5: epochs over a tree (EPOCH_UP/_DOWN/_ABORT);
                                * 6: joins go to the job's home node, which
                                * answers with JOB_MAP or JOB_DENY;
-                               * and runs (SHF_WIRE_REC_RUN) in batches */
+                               * and runs (SHF_WIRE_REC_RUN) in batches;
+                               * 7: JOB_LEAVE names a lost node */
 
 #define SHF_WIRE_HDR 32u        /* common header */
 #define SHF_WIRE_BATCH_HDR 56u  /* common header + batch body; records start here */
