@@ -174,6 +174,111 @@ static struct shc_waiter *waiter_find(struct shf_ctx *c, uint16_t type, uint64_t
 /* ------------------------------------------------------ control socket */
 
 /* One validated datagram in c->rx (leader only). */
+/* One handler per reply type: h its header, body what follows, blen its
+ * length (shf_ipc_check() made sure of sizes and of text endings), seq
+ * the last mark id handed out. */
+static void on_flush_done(struct shf_ctx *c, const struct shf_ipc_hdr *h,
+			  const unsigned char *body, uint64_t seq)
+{
+	struct shf_ipc_flush_done m;
+	memcpy(&m, body, sizeof(m));
+	if (m.id == 0 || m.id > seq || h->id != (uint32_t)m.id ||
+	    (m.status != 0 && !shc_errno_ok(m.status))) {
+		shc_protocol_error(c, "FLUSH_DONE for mark %llu (header id %u, status %d) "
+				   "that was never sent", (unsigned long long)m.id, h->id, m.status);
+		return;
+	}
+	atomic_fetch_add_explicit(&c->st.dropped_dead, m.dropped_dead, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->st.dropped_down, m.dropped_down, memory_order_relaxed);
+	pthread_mutex_lock(&c->mu);
+	c->unrep_dead += m.dropped_dead;
+	c->unrep_down += m.dropped_down;
+	struct shc_waiter *w = waiter_find(c, SHF_IPC_FLUSH_DONE, m.id);
+	if (w) {
+		/* drops reported to a flush that gave up are owed to this one */
+		w->status = m.status;
+		w->dropped_dead = c->unrep_dead;
+		w->dropped_down = c->unrep_down;
+		c->unrep_dead = c->unrep_down = 0;
+		/* with SHF_FLUSH_DONE_WHY the ERROR that follows ends the
+		 * wait, with the reason (a failure only) */
+		w->done = !(m.status < 0 && (m.flags & SHF_FLUSH_DONE_WHY));
+	}
+	pthread_mutex_unlock(&c->mu);
+	if (!w)
+		shc_debug("late FLUSH_DONE for mark %llu ignored", (unsigned long long)m.id);
+}
+
+static void on_epoch_done(struct shf_ctx *c, const struct shf_ipc_hdr *h,
+			  const unsigned char *body, uint64_t seq)
+{
+	struct shf_ipc_epoch_done m;
+	memcpy(&m, body, sizeof(m));
+	if (m.id == 0 || m.id > seq || h->id != (uint32_t)m.id || m.phase != 2 ||
+	    (m.status != 0 && !shc_errno_ok(m.status))) {
+		shc_protocol_error(c, "EPOCH_DONE for epoch %llu phase %u (header id %u) "
+				   "that was never requested", (unsigned long long)m.id, m.phase,
+				   h->id);
+		return;
+	}
+	pthread_mutex_lock(&c->mu);
+	struct shc_waiter *w = waiter_find(c, SHF_IPC_EPOCH_DONE, m.id);
+	if (w) {
+		w->done = true;
+		w->status = m.status;
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+static void on_node_info_ok(struct shf_ctx *c, const struct shf_ipc_hdr *h,
+			    const unsigned char *body, size_t blen)
+{
+	pthread_mutex_lock(&c->mu);
+	struct shc_waiter *w = waiter_find(c, SHF_IPC_NODE_INFO_OK, h->id);
+	bool fits = !w || blen <= w->reply_cap;
+	if (w && fits) {
+		memcpy(w->reply, body, blen);
+		w->reply_len = blen;
+		w->done = true;
+	}
+	pthread_mutex_unlock(&c->mu);
+	if (!fits)
+		shc_protocol_error(c, "NODE_INFO_OK of %zu bytes for request %u: more than asked",
+				   blen, h->id);
+	else if (!w)
+		shc_debug("late NODE_INFO_OK for request %u ignored", h->id);
+}
+
+/* A reply that carries a text and ends a waiter: EPOCH_WHO_OK (status 0)
+ * or ERROR (its errno). */
+static void text_reply(struct shf_ctx *c, uint16_t type, uint32_t id, int status,
+		       const char *text, const char *what)
+{
+	pthread_mutex_lock(&c->mu);
+	struct shc_waiter *w = waiter_find(c, type, id);
+	if (w) {
+		w->done = true;
+		w->status = status;
+		snprintf(w->text, sizeof(w->text), "%s", text);
+	}
+	pthread_mutex_unlock(&c->mu);
+	if (!w)
+		shc_debug("late %s for request %u ignored: %s", what, id, text);
+}
+
+static void on_error(struct shf_ctx *c, const struct shf_ipc_hdr *h, const unsigned char *body)
+{
+	struct shf_ipc_error e;
+	memcpy(&e, body, sizeof(e));
+	const char *text = (const char *)body + sizeof(e);
+	if (!shc_errno_ok(e.err))
+		shc_protocol_error(c, "ERROR with errno %d: %.100s", e.err, text);
+	else if (h->id == 0) /* unsolicited: the daemon is cutting us off */
+		mark_dead_err(c, e.err, "daemon: %.200s", text);
+	else
+		text_reply(c, 0, h->id, e.err, text, "ERROR");
+}
+
 static void dispatch(struct shf_ctx *c, size_t n)
 {
 	struct shf_ipc_hdr h;
@@ -181,116 +286,23 @@ static void dispatch(struct shf_ctx *c, size_t n)
 	const unsigned char *body = c->rx.buf + sizeof(h);
 	/* relaxed: see mark_seq in client.h */
 	uint64_t seq = atomic_load_explicit(&c->mark_seq, memory_order_relaxed);
-
 	switch (h.type) {
-	case SHF_IPC_FLUSH_DONE: {
-		struct shf_ipc_flush_done m;
-		memcpy(&m, body, sizeof(m));
-		if (m.id == 0 || m.id > seq || h.id != (uint32_t)m.id ||
-		    (m.status != 0 && !shc_errno_ok(m.status))) {
-			shc_protocol_error(c, "FLUSH_DONE for mark %llu (header id %u, status %d) "
-					   "that was never sent", (unsigned long long)m.id, h.id,
-					   m.status);
-			return;
-		}
-		atomic_fetch_add_explicit(&c->st.dropped_dead, m.dropped_dead, memory_order_relaxed);
-		atomic_fetch_add_explicit(&c->st.dropped_down, m.dropped_down, memory_order_relaxed);
-		pthread_mutex_lock(&c->mu);
-		c->unrep_dead += m.dropped_dead;
-		c->unrep_down += m.dropped_down;
-		struct shc_waiter *w = waiter_find(c, SHF_IPC_FLUSH_DONE, m.id);
-		if (w) {
-			/* drops reported to a flush that gave up are owed to this one */
-			w->status = m.status;
-			w->dropped_dead = c->unrep_dead;
-			w->dropped_down = c->unrep_down;
-			c->unrep_dead = c->unrep_down = 0;
-			/* with SHF_FLUSH_DONE_WHY the ERROR that follows ends the
-			 * wait, with the reason (a failure only) */
-			w->done = !(m.status < 0 && (m.flags & SHF_FLUSH_DONE_WHY));
-		}
-		pthread_mutex_unlock(&c->mu);
-		if (!w)
-			shc_debug("late FLUSH_DONE for mark %llu ignored", (unsigned long long)m.id);
+	case SHF_IPC_FLUSH_DONE:
+		on_flush_done(c, &h, body, seq);
 		return;
-	}
-	case SHF_IPC_EPOCH_DONE: {
-		struct shf_ipc_epoch_done m;
-		memcpy(&m, body, sizeof(m));
-		if (m.id == 0 || m.id > seq || h.id != (uint32_t)m.id || m.phase != 2 ||
-		    (m.status != 0 && !shc_errno_ok(m.status))) {
-			shc_protocol_error(c, "EPOCH_DONE for epoch %llu phase %u (header id %u) "
-					   "that was never requested", (unsigned long long)m.id,
-					   m.phase, h.id);
-			return;
-		}
-		pthread_mutex_lock(&c->mu);
-		struct shc_waiter *w = waiter_find(c, SHF_IPC_EPOCH_DONE, m.id);
-		if (w) {
-			w->done = true;
-			w->status = m.status;
-		}
-		pthread_mutex_unlock(&c->mu);
+	case SHF_IPC_EPOCH_DONE:
+		on_epoch_done(c, &h, body, seq);
 		return;
-	}
-	case SHF_IPC_NODE_INFO_OK: {
-		size_t blen = n - sizeof(h); /* exact: shf_ipc_check() */
-		pthread_mutex_lock(&c->mu);
-		struct shc_waiter *w = waiter_find(c, SHF_IPC_NODE_INFO_OK, h.id);
-		bool fits = !w || blen <= w->reply_cap;
-		if (w && fits) {
-			memcpy(w->reply, body, blen);
-			w->reply_len = blen;
-			w->done = true;
-		}
-		pthread_mutex_unlock(&c->mu);
-		if (!fits)
-			shc_protocol_error(c, "NODE_INFO_OK of %zu bytes for request %u: more than "
-					   "asked", blen, h.id);
-		else if (!w)
-			shc_debug("late NODE_INFO_OK for request %u ignored", h.id);
+	case SHF_IPC_NODE_INFO_OK:
+		on_node_info_ok(c, &h, body, n - sizeof(h)); /* exact: shf_ipc_check() */
 		return;
-	}
-	case SHF_IPC_EPOCH_WHO_OK: {
-		/* shf_ipc_check() made sure the text ends inside the datagram */
-		const char *text = (const char *)body + sizeof(struct shf_ipc_epoch_who_ok);
-		pthread_mutex_lock(&c->mu);
-		struct shc_waiter *w = waiter_find(c, SHF_IPC_EPOCH_WHO_OK, h.id);
-		if (w) {
-			snprintf(w->text, sizeof(w->text), "%s", text);
-			w->done = true;
-		}
-		pthread_mutex_unlock(&c->mu);
-		if (!w)
-			shc_debug("late EPOCH_WHO_OK for request %u ignored", h.id);
+	case SHF_IPC_EPOCH_WHO_OK:
+		text_reply(c, SHF_IPC_EPOCH_WHO_OK, h.id, 0,
+			   (const char *)body + sizeof(struct shf_ipc_epoch_who_ok), "EPOCH_WHO_OK");
 		return;
-	}
-	case SHF_IPC_ERROR: {
-		struct shf_ipc_error e;
-		memcpy(&e, body, sizeof(e));
-		/* shf_ipc_check() made sure the text ends inside the datagram */
-		const char *text = (const char *)body + sizeof(e);
-		if (!shc_errno_ok(e.err)) {
-			shc_protocol_error(c, "ERROR with errno %d: %.100s", e.err, text);
-			return;
-		}
-		if (h.id == 0) {
-			/* unsolicited: the daemon is cutting us off */
-			mark_dead_err(c, e.err, "daemon: %.200s", text);
-			return;
-		}
-		pthread_mutex_lock(&c->mu);
-		struct shc_waiter *w = waiter_find(c, 0, h.id);
-		if (w) {
-			w->done = true;
-			w->status = e.err;
-			snprintf(w->text, sizeof(w->text), "%s", text);
-		}
-		pthread_mutex_unlock(&c->mu);
-		if (!w)
-			shc_debug("ERROR for request %u ignored: %s", h.id, text);
+	case SHF_IPC_ERROR:
+		on_error(c, &h, body);
 		return;
-	}
 	default:
 		shc_protocol_error(c, "unexpected control message type %u", h.type);
 		return;
