@@ -9,7 +9,8 @@
  * Files, each calling only the ones below it (one private header each):
  *
  *   open.c   shf_open()/shf_close(): connect, handshake, map, start, stop
- *   data.c   data.h: send, flush, epoch
+ *   sync.c   flush, epoch (the epoch's hold of the delivery ring)
+ *   data.c   data.h: send, SHF_MORE's hold, shf_poll, the marks flushes publish
  *   deliver.c deliver.h: delivery (thread, shf_poll), the waits that deliver
  *   runs.c   runs.h: shf_send_many()'s grouping into runs
  *   wait.c   wait.h: deadlines, death, reply waiters, leader/gen, socket reader
@@ -285,7 +286,7 @@ struct shf_ctx {
 	/* --- consumer side, under deliver_lock */
 	pthread_mutex_t deliver_lock;
 	struct shf_ring deliver;   /* our consumer view of SHF_SHM_DELIVER */
-	/* The epoch as a phase boundary (data.c, "epoch hold"): set by the
+	/* The epoch as a phase boundary (sync.c, "epoch hold"): set by the
 	 * epoch's thread just before it sends phase 2, cleared when EPOCH_DONE
 	 * came.  While set, no callback runs: what lies in the ring then may
 	 * have been sent by ranks that already left the epoch.  seq_cst on
@@ -348,7 +349,7 @@ static inline void shc_stat_add1w(_Atomic uint64_t *s, uint64_t v)
 			      memory_order_relaxed);
 }
 
-/* The delivery ring is held for an epoch (data.c, "epoch hold"): no
+/* The delivery ring is held for an epoch (sync.c, "epoch hold"): no
  * callback runs until it is released.  seq_cst: see there. */
 static inline bool shc_epoch_holds(struct shf_ctx *c)
 {

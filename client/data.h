@@ -3,7 +3,7 @@
  * client/data.h - the send side (client/data.c) as the rest of the library
  * sees it: the send lock's set-up, the origin flush shf_close() runs, and
  * the push of SHF_MORE's held records (data.c, "Held records").
- * Included by open.c and deliver.c.
+ * Included by open.c and sync.c.
  */
 #ifndef SHC_DATA_H
 #define SHC_DATA_H
@@ -15,8 +15,15 @@
  * is shared. */
 void shc_send_lock_init(struct shf_ctx *c);
 
-/* Wait until the daemon took every record published so far. */
+/* Wait until the daemon took every record published so far (held ones
+ * pushed first). */
 int shc_flush_origin(struct shf_ctx *c, int64_t deadline);
+
+/* Publish a MARK record of kind `what` (blocking like a send, held records
+ * first) with its reply waiter w, added here: 0 with *id_p set, or the
+ * error (w removed). */
+int shc_mark_publish(struct shf_ctx *c, uint32_t what, struct shc_waiter *w, int64_t deadline,
+		     uint64_t *id_p);
 
 /* Push the calling thread's held records (if it holds any) before it
  * waits: 0, or the error with the rest still held. */
