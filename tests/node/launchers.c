@@ -19,8 +19,10 @@
  *
  *   launchers singleton|mpirun|allocation|pidns
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tests/lib/daemon.h"
@@ -52,6 +54,16 @@ static pid_t launch(int np, const char *tag, const char *const *env)
 			argv[k++] = fixed[i];
 		argv[k++] = "--mca";
 		argv[k++] = "orte_tmpdir_base";
+		argv[k++] = tmpbase[s];
+		/* vader's segments are named by host and job id, and two
+		 * mpiruns that are each pid 1 of a pid namespace get the same
+		 * job id: in one /dev/shm they unlink each other's segment and
+		 * mpirun crashes at the end ("unlink(2)
+		 * /dev/shm/vader_segment.vm.0.6cff0001.1", then SIGSEGV) */
+		CHECKF(mkdir(tmpbase[s], 0700) == 0 || errno == EEXIST, "mkdir %s: %s", tmpbase[s],
+		       strerror(errno));
+		argv[k++] = "--mca";
+		argv[k++] = "btl_vader_backing_directory";
 		argv[k++] = tmpbase[s];
 		argv[k++] = "-np";
 		argv[k++] = npbuf[s];
