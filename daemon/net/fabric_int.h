@@ -102,6 +102,10 @@ struct shd_fabric {
 	struct slot *slots;
 	struct region sreg;       /* the slots' (small buffers') registration */
 	uint32_t free_head;
+	/* slots [slot_fresh, nslots) were never used: not on the free list
+	 * and never written, so their pages stay untouched (not in RSS)
+	 * until that many sends are in flight at once */
+	uint32_t slot_fresh;
 	uint32_t q_head, q_tail;  /* FIFO of SL_QUEUED */
 	uint32_t n_queued;
 	uint32_t fail_head, fail_tail; /* SL_FAILED, in failure order */

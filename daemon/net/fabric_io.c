@@ -129,11 +129,16 @@ static int send_common(struct shd_fabric *f, uint32_t node, const void *buf, siz
 	void *desc = copy ? f->sreg.desc : shd_fabric_find_desc(f, buf, len, &ok);
 	if (!copy && !ok)
 		return -EINVAL;
-	if (f->free_head == NIL)
+	uint32_t i;
+	if (f->free_head != NIL) {
+		i = f->free_head;
+		f->free_head = f->slots[i].next;
+	} else if (f->slot_fresh < f->nslots) {
+		i = f->slot_fresh++;
+	} else {
 		return -EAGAIN;
-	uint32_t i = f->free_head;
+	}
 	struct slot *s = &f->slots[i];
-	f->free_head = s->next;
 	f->outstanding++;
 	if (copy) {
 		memcpy(s->small, buf, len);
