@@ -349,9 +349,12 @@ int shc_hold_close(struct shf_ctx *c, int64_t deadline)
 	struct shc_hold *h = hold_of(c);
 	if (!h || !h->n)
 		return 0;
-	bool fast = send_enter(c); /* any thread: the context is going */
-	int r = hold_push(c, false, deadline, &fast);
-	send_leave(c, fast);
+	int r = shc_is_dead(c) ? shc_dead_err(c) : 0; /* then they cannot go */
+	if (!r) {
+		bool fast = send_enter(c); /* any thread: the context is going */
+		r = hold_push(c, false, deadline, &fast);
+		send_leave(c, fast);
+	}
 	if (!h->n)
 		return 0;
 	return shc_fail(r, "%u record(s) sent with SHF_MORE could not go before the close: %s",

@@ -30,7 +30,8 @@ int shc_mark_publish(struct shf_ctx *c, uint32_t what, struct shc_waiter *w, int
 int shc_hold_flush(struct shf_ctx *c, int64_t deadline);
 
 /* shf_close(): push the held records, from any thread: 0, or an error
- * that counts those that could not go. */
+ * that counts those that could not go (all of them when the context is
+ * dead). */
 int shc_hold_close(struct shf_ctx *c, int64_t deadline);
 
 #endif /* SHC_DATA_H */

@@ -509,7 +509,10 @@ SHF_EXPORT int shf_close(struct shf_ctx *c)
 				"context");
 	int ret;
 	if (shc_is_dead(c)) {
-		ret = shc_dead_err(c);
+		/* held records that can no longer go are counted in the detail */
+		ret = shc_hold_close(c, 0);
+		if (!ret)
+			ret = shc_dead_err(c);
 	} else {
 		int64_t deadline = shc_deadline(c->timeout_ms > 0 &&
 						c->timeout_ms < SHC_CLOSE_FLUSH_MS ?

@@ -63,7 +63,8 @@
  *            each source, as many as its T_END says.
  *   many-to  world 2: rank 0 sends count=N records to rank 1 with
  *            shf_send_many(), 32 per call, record k carrying k, flushes
- *            (REMOTE) and closes; rank 1 is the driver's (rawclient
+ *            (REMOTE) and closes (more=1: one shf_send(SHF_MORE) each,
+ *            then the close alone); rank 1 is the driver's (rawclient
  *            old-reader, a client that never said it reads runs).
  *
  * Exit 0 when every check held, 1 otherwise (reasons on stderr), 2 for
@@ -609,6 +610,22 @@ static int mode_many_to(void)
 	struct shf_ctx *c = open_ctx(1, 0);
 	uint8_t bufs[32][sizeof(struct bmsg)];
 	struct shf_msg m[32];
+	if (cfg.more) {
+		/* one by one with SHF_MORE, then shf_close() at once: the close
+		 * must push what is held (and its flush wait for it) */
+		for (long k = 0; k < cfg.count; k++) {
+			struct bmsg b = {BC_MAGIC, g_rank, k};
+			int r = shf_send(c, 1, T_SEND, &b, sizeof(b), SHF_MORE);
+			if (r)
+				tc_fail("shf_send: %s (%s)", shf_strerror(r), shf_error_detail());
+		}
+		printf("rank %d: many-to: held and closing after %ld\n", g_rank, cfg.count);
+		fflush(stdout);
+		int r = shf_close(c);
+		if (r)
+			tc_fail("shf_close: %s (%s)", shf_strerror(r), shf_error_detail());
+		return 0;
+	}
 	for (long k = 0; k < cfg.count;) {
 		unsigned n = 0;
 		for (; n < 32 && k + n < cfg.count; n++) {

@@ -20,6 +20,9 @@
  *   more-threads  as threads, every other call 7 x shf_send(SHF_MORE)
  *            instead, the opener thread one of the senders (its records
  *            are held; the others' go at once).  Also in the TSan build.
+ *   more-close  as old-reader, rank 0 sending each record with
+ *            shf_send(SHF_MORE) and then only closing: the close pushes
+ *            the held records, all 5000 arrive in order.
  *   more-echo  3 ranks (bc-client more-echo): poll-mode callbacks send
  *            with SHF_MORE while their rank's held records wait for room.
  *   old-reader  shf_send_many() to a client that never said it reads runs
@@ -90,16 +93,18 @@ int main(int argc, char **argv)
 			pids[r] = td_spawn(a, env, NULL, NULL);
 		}
 		CHECKF(td_wait_all(pids, 3, 90000, "client") == 0, "more-echo");
-	} else if (!strcmp(what, "old-reader")) {
-		/* runs to a client that never said it reads them: item by item */
+	} else if (!strcmp(what, "old-reader") || !strcmp(what, "more-close")) {
+		/* runs to a client that never said it reads them: item by item;
+		 * more-close: held with SHF_MORE, pushed by shf_close() */
 		const char *raw = td_prog("SHF_TEST_RAWCLIENT");
 		const char *r1[] = {raw, "old-reader", "sm4", "1", "2", "5000", NULL};
-		const char *a0[] = {cl, "many-to", "count=5000", "timeout=30000", NULL};
+		const char *a0[] = {cl, "many-to", "count=5000", "timeout=30000",
+				    strcmp(what, "more-close") ? "more=0" : "more=1", NULL};
 		const char *env0[] = {"SHF_JOB=sm4", "SHF_RANK=0", "SHF_WORLD=2", NULL};
 		pid_t pids[2];
 		pids[0] = td_spawn(r1, NULL, NULL, NULL);
 		pids[1] = td_spawn(a0, env0, NULL, NULL);
-		CHECKF(td_wait_all(pids, 2, 60000, "client") == 0, "old-reader");
+		CHECKF(td_wait_all(pids, 2, 60000, "client") == 0, "%s", what);
 	} else {
 		CHECKF(0, "unknown case %s", what);
 	}
