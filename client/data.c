@@ -626,13 +626,9 @@ SHF_EXPORT int shf_send_many(struct shf_ctx *c, const struct shf_msg *msgs, unsi
 SHF_EXPORT int shf_bcast(struct shf_ctx *c, uint32_t type, const void *data, uint32_t len,
 			 unsigned flags)
 {
-	const unsigned known = SHF_NONBLOCK | SHF_BCAST_SELF;
-	if (!c)
-		return shc_fail(-EINVAL, "no context");
-	if (shc_is_dead(c))
-		return shc_dead_err(c);
-	if (flags & ~known)
-		return shc_fail(-EINVAL, "unknown flags 0x%x", flags & ~known);
+	int r = check_send(c, flags, SHF_NONBLOCK | SHF_BCAST_SELF);
+	if (r)
+		return r;
 	if (len > c->max_msg)
 		return shc_fail(-EMSGSIZE, "%u bytes exceed the daemon's max_msg of %u", len,
 				c->max_msg);

@@ -195,6 +195,19 @@ SHF_EXPORT int shf_flush(struct shf_ctx *c, unsigned what, int timeout_ms)
  * resumes there: the daemon still counts this rank in the epoch, and a
  * second EPOCH mark would be a protocol error.
  */
+/* Wait for the epoch's reply; a timeout names who holds it up ("not
+ * every rank <what> within the timeout: ..."). */
+static int epoch_wait(struct shf_ctx *c, int64_t deadline, const char *what)
+{
+	int r = shc_waiter_wait(c, &c->epoch_w, deadline);
+	if (r != -ETIMEDOUT)
+		return r;
+	char who[SHC_DETAIL_MAX / 2];
+	shc_epoch_who(c, who, sizeof(who));
+	return shc_fail(-ETIMEDOUT, "epoch %llu: not every rank %s within the timeout%s "
+			"(shf_epoch() again resumes it)", (unsigned long long)c->epoch_n, what, who);
+}
+
 static int epoch_run(struct shf_ctx *c, int64_t deadline)
 {
 	int r;
@@ -206,14 +219,7 @@ static int epoch_run(struct shf_ctx *c, int64_t deadline)
 		c->epoch_stage = SHC_EPOCH_P1;
 	}
 	if (c->epoch_stage == SHC_EPOCH_P1) {
-		r = shc_waiter_wait(c, &c->epoch_w, deadline);
-		if (r == -ETIMEDOUT) {
-			char who[SHC_DETAIL_MAX / 2];
-			shc_epoch_who(c, who, sizeof(who));
-			return shc_fail(-ETIMEDOUT, "epoch %llu: not every rank entered within the "
-					"timeout%s (shf_epoch() again resumes it)",
-					(unsigned long long)c->epoch_n, who);
-		}
+		r = epoch_wait(c, deadline, "entered");
 		if (r < 0)
 			return r;
 		shc_waiter_del(c, &c->epoch_w);
@@ -247,14 +253,7 @@ static int epoch_run(struct shf_ctx *c, int64_t deadline)
 		c->epoch_stage = SHC_EPOCH_P2;
 	}
 	/* SHC_EPOCH_P2 */
-	r = shc_waiter_wait(c, &c->epoch_w, deadline);
-	if (r == -ETIMEDOUT) {
-		char who[SHC_DETAIL_MAX / 2];
-		shc_epoch_who(c, who, sizeof(who));
-		return shc_fail(-ETIMEDOUT, "epoch %llu: not every rank drained its deliveries "
-				"within the timeout%s (shf_epoch() again resumes it)",
-				(unsigned long long)c->epoch_n, who);
-	}
+	r = epoch_wait(c, deadline, "drained its deliveries");
 	if (r < 0)
 		return r; /* still inside the epoch (a later call resumes it): held */
 	shc_waiter_del(c, &c->epoch_w);
