@@ -9,7 +9,7 @@
  * Files, each calling only the ones below it (one private header each):
  *
  *   open.c   shf_open()/shf_close(): connect, handshake, map, start, stop
- *   sync.c   flush, epoch (the epoch's hold of the delivery ring)
+ *   sync.c   flush, epoch (the epoch's hold of the delivery ring); beside open.c
  *   data.c   data.h: send, SHF_MORE's hold, shf_poll, the marks flushes publish
  *   deliver.c deliver.h: delivery (thread, shf_poll), the waits that deliver
  *   runs.c   runs.h: shf_send_many()'s grouping into runs
