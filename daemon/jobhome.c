@@ -461,14 +461,24 @@ static void deny_apply(struct shd_daemon *d, uint64_t hash, int reason, uint32_t
 void shd_home_on_map(struct shd_daemon *d, uint32_t node, const struct shf_wire_map *m)
 {
 	d->st.join_msgs_in++;
-	struct shf_wire_map_ent *e = malloc(sizeof(*e) * m->nents);
+	/* one entry per block: at most world of them (shf_wire_check(): the
+	 * blocks are disjoint ranks inside the world) */
+	uint64_t nb = 0;
+	for (uint32_t i = 0; i < m->nents; i++)
+		nb += (uint64_t)shf_wire_map_entry(m, i).repeat + 1;
+	struct shf_wire_map_ent *e = nb <= (uint64_t)m->world ? malloc(sizeof(*e) * nb) : NULL;
 	if (!e) {
 		shd_err("job %s: out of memory for the map from node %u", m->name, node);
 		return;
 	}
-	for (uint32_t i = 0; i < m->nents; i++)
-		e[i] = shf_wire_map_entry(m, i);
-	map_apply(d, node, m->name, m->job_hash, m->world, m->uid, m->flags, e, m->nents);
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < m->nents; i++) {
+		struct shf_wire_map_ent x = shf_wire_map_entry(m, i);
+		for (uint32_t b = 0; b <= x.repeat; b++)
+			e[k++] = (struct shf_wire_map_ent){x.first + (int32_t)b * x.count, x.count,
+							   x.node + b, 0};
+	}
+	map_apply(d, node, m->name, m->job_hash, m->world, m->uid, m->flags, e, k);
 	free(e);
 }
 
@@ -624,7 +634,7 @@ static struct shf_wire_map_ent *map_of(const struct shd_home *h, uint32_t *ne_p)
 	for (uint32_t i = 0; i < h->n; i++)
 		for (uint32_t x = 0; x < h->nodes[i].n; x++)
 			e[k++] = (struct shf_wire_map_ent){h->nodes[i].rg[x].first,
-							   h->nodes[i].rg[x].count, h->nodes[i].node};
+							   h->nodes[i].rg[x].count, h->nodes[i].node, 0};
 	/* insertion sort by first: a job's nodes' ranges are few and mostly sorted */
 	for (uint32_t i = 1; i < k; i++) {
 		struct shf_wire_map_ent t = e[i];
@@ -649,6 +659,14 @@ static void confirm(struct shd_daemon *d, struct shd_home *h, uint32_t only)
 		shd_err("job %s: out of memory for its map", h->name);
 		return;
 	}
+	/* on the wire, equal blocks on consecutive nodes go as one entry: a
+	 * block layout is one entry, one JOB_MAP per node however many */
+	struct shf_wire_map_ent *ce = malloc(sizeof(*ce) * (ne ? ne : 1));
+	uint32_t nce = 0;
+	if (ce) {
+		memcpy(ce, e, sizeof(*ce) * ne);
+		nce = shf_wire_map_compact(ce, ne);
+	}
 	shd_info("job %s: home of the job: world of %d confirmed on %u node(s)", h->name, h->world,
 		 h->n);
 	/* what the sends need, copied: taking the map here may make a rank of
@@ -665,10 +683,11 @@ static void confirm(struct shd_daemon *d, struct shd_home *h, uint32_t only)
 		if (node == d->node_id)
 			self = true; /* last: h is not used after it */
 		else
-			map_send(d, &hc, node, e, ne, true);
+			map_send(d, &hc, node, ce ? ce : e, ce ? nce : ne, true);
 	}
 	if (self)
 		map_send(d, &hc, d->node_id, e, ne, true);
+	free(ce);
 	free(e);
 }
 

@@ -54,14 +54,16 @@
 #include "proto/ipc.h" /* SHF_JOB_MAX, SHF_WORLD_MAX, shf_ipc_job_check() */
 
 #define SHF_WIRE_MAGIC 0x57464853u /* "SHFW" as little-endian bytes */
-#define SHF_WIRE_VERSION 7u /* 2: session tags in the common header; 3: the
+#define SHF_WIRE_VERSION 8u /* 2: session tags in the common header; 3: the
                                * heartbeat carries the handshake's nonce and MAC;
                                * 4: broadcast records (SHF_WIRE_DST_BCAST);
                                * 5: epochs over a tree (EPOCH_UP/_DOWN/_ABORT);
                                * 6: joins go to the job's home node, which
                                * answers with JOB_MAP or JOB_DENY;
                                * and runs (SHF_WIRE_REC_RUN) in batches;
-                               * 7: JOB_LEAVE names a lost node */
+                               * 7: JOB_LEAVE names a lost node;
+                               * 8: a JOB_MAP entry may stand for a run of
+                               * equal blocks on consecutive nodes (repeat) */
 
 #define SHF_WIRE_HDR 32u        /* common header */
 #define SHF_WIRE_BATCH_HDR 56u  /* common header + batch body; records start here */
@@ -252,10 +254,12 @@ struct shf_wire_raw_map {
 };
 
 struct shf_wire_raw_map_ent {
-	int32_t first;     /* first rank, >= 0 */
-	int32_t count;     /* ranks first .. first+count-1, count >= 1 */
-	uint32_t node;     /* where they live: < n_nodes */
-	uint32_t reserved; /* zero */
+	int32_t first;   /* first rank, >= 0 */
+	int32_t count;   /* ranks first .. first+count-1, count >= 1 */
+	uint32_t node;   /* where they live: < n_nodes */
+	uint32_t repeat; /* version 8: and repeat more blocks like it, block b
+			    (1 <= b <= repeat) ranks first + b*count .. + count-1
+			    on node + b (< n_nodes): a block layout in one entry */
 };
 
 struct shf_wire_raw_deny {
@@ -452,7 +456,19 @@ struct shf_wire_map_ent {
 	int32_t first;
 	int32_t count;
 	uint32_t node;
+	uint32_t repeat; /* more blocks like it on the next nodes (raw_map_ent) */
 };
+
+/* Ranks an entry stands for, in all its blocks. */
+static inline int64_t shf_wire_map_ent_ranks(const struct shf_wire_map_ent *e)
+{
+	return ((int64_t)e->repeat + 1) * e->count;
+}
+
+/* Merge e[0..ne) (sorted by first, every repeat 0) into entries with
+ * repeats where blocks of one size follow on consecutive nodes; returns the
+ * entries left at the front of e. */
+uint32_t shf_wire_map_compact(struct shf_wire_map_ent *e, uint32_t ne);
 
 struct shf_wire_deny {
 	uint64_t job_hash; /* filled by the decoder; the encoder computes it from name */

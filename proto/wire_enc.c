@@ -170,6 +170,22 @@ long shf_wire_enc_join(void *buf, size_t cap, uint32_t src_node, uint32_t dst_no
 	return finish(b, (size_t)n, src_node, dst_node);
 }
 
+uint32_t shf_wire_map_compact(struct shf_wire_map_ent *e, uint32_t ne)
+{
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < ne; i++) {
+		struct shf_wire_map_ent *t = k ? &e[k - 1] : NULL;
+		if (t && e[i].count == t->count && e[i].repeat == 0 &&
+		    (int64_t)e[i].first == t->first + shf_wire_map_ent_ranks(t) &&
+		    (uint64_t)e[i].node == (uint64_t)t->node + t->repeat + 1) {
+			t->repeat++;
+			continue;
+		}
+		e[k++] = e[i];
+	}
+	return k;
+}
+
 long shf_wire_enc_map(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
 		      const struct shf_wire_map *m, const struct shf_wire_map_ent *ents,
 		      uint32_t nents)
@@ -195,8 +211,11 @@ long shf_wire_enc_map(void *buf, size_t cap, uint32_t src_node, uint32_t dst_nod
 		P32(p, map_ent, first, (uint32_t)ents[i].first);
 		P32(p, map_ent, count, (uint32_t)ents[i].count);
 		P32(p, map_ent, node, ents[i].node);
-		if (ents[i].node > max)
-			max = ents[i].node;
+		P32(p, map_ent, repeat, ents[i].repeat);
+		if (ents[i].repeat > UINT32_MAX - 1 - ents[i].node)
+			return -EINVAL;
+		if (ents[i].node + ents[i].repeat > max)
+			max = ents[i].node + ents[i].repeat;
 	}
 	/* validated as by a receiver that knows every node named */
 	struct shf_wire_hdr h;

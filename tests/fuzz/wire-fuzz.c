@@ -153,9 +153,11 @@ static void check_canonical(const uint8_t *buf, size_t n, const struct shf_wire_
 		for (uint32_t i = 0; i < h->u.map.nents; i++) {
 			me[i] = shf_wire_map_entry(&h->u.map, i);
 			CHECKF(me[i].first >= 0 && me[i].count >= 1 &&
-				       (int64_t)me[i].first + me[i].count <= h->u.map.world,
+				       (int64_t)me[i].first + shf_wire_map_ent_ranks(&me[i]) <=
+					       h->u.map.world,
 			       "map entry unchecked");
-			CHECKF(i == 0 || me[i].first >= me[i - 1].first + me[i - 1].count,
+			CHECKF(i == 0 || me[i].first >= me[i - 1].first +
+							       shf_wire_map_ent_ranks(&me[i - 1]),
 			       "map entries unsorted");
 		}
 		m = shf_wire_enc_map(re, sizeof(re), h->src_node, h->dst_node, &h->u.map, me,
@@ -352,7 +354,9 @@ static size_t gen(uint8_t *b, uint32_t src, uint32_t dst, uint32_t max_msg)
 			struct shf_wire_map_ent me[32];
 			for (uint32_t i = 0; i < nr; i++)
 				me[i] = (struct shf_wire_map_ent){rg[i].first, rg[i].count,
-								  below(2) ? src : dst};
+								  below(2) ? src : dst, 0};
+			/* version 8: blocks on consecutive nodes in one entry */
+			nr = shf_wire_map_compact(me, nr);
 			n = shf_wire_enc_map(b, MAX_BUF, src, dst, &mp, me, nr);
 		} else if (below(2) == 0) {
 			static const int reasons[] = {-EACCES, -EINVAL, -EEXIST};

@@ -94,7 +94,7 @@ static void test_golden_ack(void)
 	memset(b, 0xee, sizeof(b)); /* the encoder must write every byte */
 	long n = shf_wire_enc_ack(b, sizeof(b), SRC, DST, &a);
 	static const uint8_t want[48] = {
-		'S',  'H',  'F',  'W',  7,    0,    2,    0,    /* magic, version 7, kind */
+		'S',  'H',  'F',  'W',  8,    0,    2,    0,    /* magic, version 8, kind */
 		2,    0,    0,    0,    1,    0,    0,    0,    /* src 2, dst 1 */
 		0,    0,    0,    0,    0,    0,    0,    0,    /* src_session: encoders 0 */
 		0,    0,    0,    0,    0,    0,    0,    0,    /* dst_session: encoders 0 */
@@ -544,13 +544,46 @@ static void test_epoch_tree(void)
 }
 
 /* JOB_MAP and JOB_DENY (a job's home): layout, round trip, every rule. */
+/* A block layout compacts to one entry per run of equal blocks on
+ * consecutive nodes; a job on all of 10,000 nodes x 32 ranks is one
+ * entry, one 136-byte JOB_MAP per node (issue 25: job start <= 3k
+ * messages). */
+static void test_map_compact(void)
+{
+	static struct shf_wire_map_ent e[10000];
+	for (uint32_t i = 0; i < 10000; i++)
+		e[i] = (struct shf_wire_map_ent){(int32_t)i * 32, 32, i, 0};
+	uint32_t k = shf_wire_map_compact(e, 10000);
+	EXPECTF(k == 1 && e[0].first == 0 && e[0].count == 32 && e[0].node == 0 &&
+			e[0].repeat == 9999,
+		"10,000 blocks of 32: %u entries (repeat %u)", k, e[0].repeat);
+	static uint8_t b[256];
+	struct shf_wire_map m = {.world = 320000, .uid = 1, .flags = SHF_WIRE_MAP_FINAL};
+	snprintf(m.name, sizeof(m.name), "all");
+	long n = shf_wire_enc_map(b, sizeof(b), 0, 1, &m, e, k);
+	struct shf_wire_hdr h;
+	EXPECTF(n == 136 && shf_wire_check(b, (size_t)n, 10000, 1, &h) == 0 &&
+			shf_wire_map_entry(&h.u.map, 0).repeat == 9999,
+		"the whole map in one %ld-byte message", n);
+	EXPECTF(shf_wire_check(b, (size_t)n, 9999, 1, &h) == -EBADMSG,
+		"a repeat past the receiver's nodes");
+	/* where the pattern breaks: another size, a node skipped, a rank gap */
+	struct shf_wire_map_ent f[7] = {{0, 4, 0, 0},  {4, 4, 1, 0},  {8, 4, 2, 0},   {12, 2, 3, 0},
+					{14, 2, 5, 0}, {16, 2, 6, 0}, {20, 2, 7, 0}};
+	k = shf_wire_map_compact(f, 7);
+	EXPECTF(k == 4 && f[0].repeat == 2 && f[1].first == 12 && f[1].repeat == 0 &&
+			f[2].first == 14 && f[2].node == 5 && f[2].repeat == 1 && f[3].first == 20 &&
+			f[3].repeat == 0,
+		"compaction breaks at size, node and rank gaps: %u entries", k);
+}
+
 static void test_map_deny(void)
 {
 	uint8_t b[512];
 	struct shf_wire_hdr h;
 	struct shf_wire_map m = {.world = 64, .uid = 1000, .flags = SHF_WIRE_MAP_FINAL};
 	snprintf(m.name, sizeof(m.name), "job.42");
-	struct shf_wire_map_ent e[3] = {{0, 4, 0}, {10, 1, 2}, {60, 4, 3}};
+	struct shf_wire_map_ent e[3] = {{0, 4, 0, 0}, {10, 1, 2, 0}, {60, 4, 3, 0}};
 	long n = shf_wire_enc_map(b, sizeof(b), SRC, DST, &m, e, 3);
 	EXPECTF(n == (long)shf_wire_map_bytes(3) && n == 120 + 48, "map length %ld", n);
 	EXPECTF(shf_wire_get64(b + 32) == shf_wire_job_hash("job.42") &&
@@ -571,16 +604,26 @@ static void test_map_deny(void)
 			"map entry %u", i);
 	}
 	EXPECTF(shf_wire_enc_map(b, (size_t)n - 1, SRC, DST, &m, e, 3) == -ENOBUFS, "map cap");
-	struct shf_wire_map_ent overlap[2] = {{0, 4, 0}, {3, 2, 2}};
+	struct shf_wire_map_ent overlap[2] = {{0, 4, 0, 0}, {3, 2, 2, 0}};
 	EXPECTF(shf_wire_enc_map(b, sizeof(b), SRC, DST, &m, overlap, 2) == -EINVAL, "map overlap");
-	struct shf_wire_map_ent beyond[1] = {{60, 5, 0}};
+	struct shf_wire_map_ent beyond[1] = {{60, 5, 0, 0}};
 	EXPECTF(shf_wire_enc_map(b, sizeof(b), SRC, DST, &m, beyond, 1) == -EINVAL, "map beyond");
 	EXPECTF(shf_wire_enc_map(b, sizeof(b), SRC, DST, &m, e, 0) == -EINVAL, "map empty");
 	n = shf_wire_enc_map(b, sizeof(b), SRC, DST, &m, e, 3);
 	EXPECTF(chk_patched32(b, (size_t)n, 52, 2) == -EBADMSG, "map flags");
 	EXPECTF(chk_patched32(b, (size_t)n, 44, 2) == -EBADMSG, "nents vs length");
 	EXPECTF(chk_patched32(b, (size_t)n, 120 + 16 + 8, NODES) == -EBADMSG, "entry node >= nodes");
-	EXPECTF(chk_patched32(b, (size_t)n, 120 + 16 + 12, 1) == -EBADMSG, "entry reserved");
+	/* version 8: an entry's repeat (block b on node + b) */
+	EXPECTF(chk_patched32(b, (size_t)n, 120 + 16 + 12, 1) == 0, "entry repeat within bounds");
+	EXPECTF(chk_patched32(b, (size_t)n, 120 + 12, 3) == -EBADMSG,
+		"entry repeat overlaps the next entry");
+	EXPECTF(chk_patched32(b, (size_t)n, 120 + 32 + 12, 1) == -EBADMSG,
+		"entry repeat beyond the world and the nodes");
+	EXPECTF(chk_patched32(b, (size_t)n, 120 + 16 + 12, NODES - 2) == -EBADMSG,
+		"entry repeat beyond the last node");
+	EXPECTF(chk_patched32(b, (size_t)n, 120 + 16 + 12, UINT32_MAX) == -EBADMSG,
+		"entry repeat wraps");
+	test_map_compact();
 	EXPECTF(chk_patched64(b, (size_t)n, 32, 1) == -EBADMSG, "map hash mismatch");
 
 	struct shf_wire_deny dn = {.reason = -EACCES, .other_node = 3, .other_uid = 77,
@@ -615,11 +658,11 @@ static void test_stamp(void)
 			       offsetof(struct shf_wire_raw_hdr, dst_session) == 24 &&
 			       sizeof(struct shf_wire_raw_hdr) == 32 && SHF_WIRE_HDR == 32,
 		       "v2 common header");
-	_Static_assert(SHF_WIRE_VERSION == 7 && SHF_WIRE_BATCH_HDR == 56 &&
+	_Static_assert(SHF_WIRE_VERSION == 8 && SHF_WIRE_BATCH_HDR == 56 &&
 			       SHF_WIRE_ACK_BYTES == 48 && SHF_WIRE_HEARTBEAT_BYTES == 120 &&
 			       SHF_WIRE_JOIN_FIXED == 120 && SHF_WIRE_LEAVE_BYTES == 56 &&
 			       SHF_WIRE_EPOCH_BYTES == 56 && SHF_WIRE_DROP_BYTES == 64,
-		       "v3-v7 sizes");
+		       "v3-v8 sizes");
 	uint8_t b[512];
 	struct shf_wire_batch_enc e;
 	EXPECTF(shf_wire_batch_begin(&e, b, sizeof(b), SRC, DST, 5) == 0 &&
