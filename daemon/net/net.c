@@ -135,9 +135,14 @@ static int fwd_take(struct shd_net *n, struct shd_peer *p, const struct shf_wire
 	struct shd_peer *q = &n->peers[f->inner_dst];
 	if (q->state != PEER_UP) {
 		/* lost on the way: the origin ends its session with the
-		 * destination, which reports the loss (never silent) */
+		 * destination, which reports the loss (never silent).  Not for
+		 * a heartbeat: one goes every period anyway, and at start-up
+		 * the origin's first ones reach us before our own link to the
+		 * destination is up; a lost one ending a session that came up
+		 * the other way round made the job's first sends fail */
 		d->st.fwd_dropped++;
-		shd_net_fwd_lost(p, q->node);
+		if (f->inner_kind != SHF_WIRE_HEARTBEAT)
+			shd_net_fwd_lost(p, q->node);
 		return 0;
 	}
 	shd_net_forward(n, q, f->msg - SHF_WIRE_FWD_HDR, f->len + SHF_WIRE_FWD_HDR);
