@@ -102,8 +102,6 @@ SHF_EXPORT int shf_node_info(struct shf_ctx *c, struct shf_node_info *ni)
 	    ni->node_counts_cap < 0 || (ni->node_counts_cap > 0 && !ni->node_counts))
 		return shc_fail(-EINVAL, "local_cap %d / node_counts_cap %d without an array or "
 				"negative", ni->local_cap, ni->node_counts_cap);
-	if (shc_is_dead(c))
-		return shc_dead_err(c);
 	int64_t deadline;
 	int r = shc_call_deadline(c, 0, &deadline);
 	if (r)

@@ -138,7 +138,8 @@ static void run_put(struct shf_ctx *c, const struct shf_msg *msgs, const struct 
 		uint32_t sz = shf_run_item_bytes(it.len);
 		memset(p + sz - 8, 0, 8); /* the padding (or a whole word) */
 		memcpy(p, &it, sizeof(it));
-		shc_copy(p + SHF_RUN_ITEM_BYTES, msgs[i].data, it.len);
+		if (it.len)
+			memcpy(p + SHF_RUN_ITEM_BYTES, msgs[i].data, it.len);
 		p += sz;
 	}
 }

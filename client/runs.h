@@ -65,30 +65,13 @@ static inline bool shc_hold_fits(const struct shc_hold *h, uint32_t len)
 {
 	return h->n < SHC_RUN_WIN && ((len + 7u) & ~7u) <= h->cap - h->used;
 }
-/* Copy n bytes; small ones without a call (overlapping word copies). */
-static inline void shc_copy(unsigned char *d, const unsigned char *src, uint32_t n)
-{
-	if (n > 32) {
-		memcpy(d, src, n);
-	} else if (n >= 8) {
-		for (uint32_t i = 0; i + 8 < n; i += 8)
-			memcpy(d + i, src + i, 8);
-		memcpy(d + n - 8, src + n - 8, 8);
-	} else if (n >= 4) {
-		memcpy(d, src, 4);
-		memcpy(d + n - 4, src + n - 4, 4);
-	} else {
-		for (uint32_t i = 0; i < n; i++)
-			d[i] = src[i];
-	}
-}
-
 /* Hold one record (room checked). */
 static inline void shc_hold_add(struct shc_hold *h, int dst, uint32_t type, const void *data,
 				uint32_t len)
 {
 	unsigned char *p = h->buf + h->used;
-	shc_copy(p, data, len);
+	if (len)
+		memcpy(p, data, len);
 	h->msgs[h->n++] = (struct shf_msg){.dst = dst, .type = type, .data = p, .len = len};
 	h->used += (len + 7u) & ~7u;
 }

@@ -162,8 +162,6 @@ SHF_EXPORT int shf_flush(struct shf_ctx *c, unsigned what, int timeout_ms)
 	int r = shc_call_deadline(c, timeout_ms, &deadline);
 	if (r)
 		return r;
-	if (shc_is_dead(c))
-		return shc_dead_err(c);
 	switch (what) {
 	case SHF_FLUSH_ORIGIN:
 		r = shc_flush_origin(c, deadline);
@@ -283,8 +281,6 @@ SHF_EXPORT int shf_epoch(struct shf_ctx *c, int timeout_ms)
 	int r = shc_call_deadline(c, timeout_ms, &deadline);
 	if (r)
 		return r;
-	if (shc_is_dead(c))
-		return shc_dead_err(c);
 	pthread_mutex_lock(&c->mu);
 	bool busy = c->epoch_busy;
 	c->epoch_busy = true;

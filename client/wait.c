@@ -44,11 +44,13 @@ int64_t shc_deadline(int timeout_ms)
 	return (int64_t)(shc_now_ns() + (uint64_t)timeout_ms * 1000000u);
 }
 
-int shc_call_deadline(const struct shf_ctx *c, int timeout_ms, int64_t *deadline_p)
+int shc_call_deadline(struct shf_ctx *c, int timeout_ms, int64_t *deadline_p)
 {
 	if (timeout_ms < -1)
 		return shc_fail(-EINVAL, "timeout_ms %d: use > 0, 0 (default) or -1 (forever)",
 				timeout_ms);
+	if (shc_is_dead(c))
+		return shc_dead_err(c);
 	*deadline_p = shc_deadline(timeout_ms == 0 ? c->timeout_ms : timeout_ms);
 	return 0;
 }

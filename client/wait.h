@@ -20,9 +20,10 @@ extern _Thread_local struct shf_ctx *shc_in_cb;
 uint64_t shc_now_ns(void);
 /* Absolute CLOCK_MONOTONIC deadline in ns, or -1 for "forever". */
 int64_t shc_deadline(int timeout_ms);
-/* Resolve an API timeout (0: the context's, -1: forever) to a deadline.
- * 0 or -EINVAL. */
-int shc_call_deadline(const struct shf_ctx *c, int timeout_ms, int64_t *deadline_p);
+/* The start of a call that waits: resolve its timeout (0: the context's,
+ * -1: forever) to a deadline, on a live context.  0, -EINVAL, or the
+ * context's death. */
+int shc_call_deadline(struct shf_ctx *c, int timeout_ms, int64_t *deadline_p);
 /* poll() timeout for a deadline: -1 forever, else ms left, rounded up. */
 int shc_poll_ms(int64_t deadline);
 
