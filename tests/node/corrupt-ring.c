@@ -41,7 +41,8 @@ int main(void)
 	for (int r = 0; r < 3; r++)
 		pids[n++] = td_spawn_client("mixed", r, 4, honest, NULL);
 	const char *raw_mixed[] = {raw, "bad-len", "mixed", "3", "4", NULL};
-	pids[n++] = td_spawn(raw_mixed, NULL, NULL, NULL);
+	const char *raw_env[] = {"SHF_RAW_EXPECT=corrupt send ring", NULL};
+	pids[n++] = td_spawn(raw_mixed, raw_env, NULL, NULL);
 
 	/* a job of its own running epochs while the others misbehave */
 	const char *epochs[] = {"traffic", "n=1500", "rounds=4", NULL};
@@ -76,8 +77,10 @@ int main(void)
 	CHECKF(dr == n_ring, "disc_ring %lld, expected %d", dr, n_ring);
 	CHECKF(dp == n_proto, "disc_proto %lld, expected %d", dp, n_proto);
 	json_decref(st);
-	CHECK(td_log_contains(e->d, "cut off"));
-	CHECK(td_log_contains(e->d, "corrupt send ring"));
+	/* the log of cut-offs is rate-limited (10 a second) and 23 come in one
+	 * burst, so only the first is sure to be there; each client checked
+	 * its own reason in the ERROR it was sent */
+	CHECK(td_log_contains(e->d, "cut off: "));
 
 	int fds = td_fd_settle(e->d, fd_base, 5000);
 	CHECKF(fds == fd_base, "daemon holds %d fds, %d before", fds, fd_base);

@@ -315,9 +315,12 @@ static void corrupt(struct raw *w)
 	}
 }
 
-/* ERROR(-EPROTO) then EOF within 5 s. */
+/* ERROR(-EPROTO) then EOF within 5 s.  The ERROR's text must name a
+ * reason, and contain $SHF_RAW_EXPECT when that is set: the daemon's log of
+ * cut-offs is rate-limited, the ERROR is not. */
 static void expect_cut_off(struct raw *w)
 {
+	const char *want = getenv("SHF_RAW_EXPECT");
 	int64_t end = now_ms() + 5000;
 	bool got_error = false;
 	for (;;) {
@@ -338,6 +341,10 @@ static void expect_cut_off(struct raw *w)
 			fprintf(stderr, "rawclient %s: daemon says %d: %s\n", g_mode, er.err, text);
 			if (er.err != -EPROTO)
 				DIE("error %d, expected -EPROTO", er.err);
+			if (!*text)
+				DIE("ERROR without a reason");
+			if (want && !strstr(text, want))
+				DIE("reason '%s' does not name '%s'", text, want);
 			got_error = true;
 		}
 		/* anything else (e.g. FLUSH_DONE) may come before the verdict */
