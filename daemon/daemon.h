@@ -102,6 +102,19 @@ struct shd_client {
 	struct shd_waiter wait;     /* linked while its next record waits for room */
 	bool blocked;               /* head-of-line: waiting for a delivery ring or credit */
 	struct shd_list waiters;    /* shd_waiters for room in my delivery ring */
+	/* deliver.c: the run reserved last in deliver (runs only), open for
+	 * more items of the same source until the publish step; rec (its
+	 * payload: the run header) NULL when none.  Its length and count are
+	 * kept here and written into the ring when it closes; `end` is where
+	 * the next item goes, `room` how many bytes may go there. */
+	struct {
+		uint8_t *rec;
+		uint8_t *end;
+		uint32_t len;
+		uint32_t count;
+		uint32_t room;
+		int32_t src;
+	} orun;
 
 	/* teardown (client.c queues, session.c frees at the pass's reap step) */
 	bool doomed;                /* freed at the next reap; relays nothing more */

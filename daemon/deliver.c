@@ -38,31 +38,104 @@ static uint8_t *reserve(struct shd_daemon *d, struct shd_client *t, uint32_t ple
 
 _Static_assert(SHF_MSG_HDR_BYTES == 8 && SHF_RUN_HDR_BYTES == 8, "both headers are 8 bytes");
 
-/* One record of `kind`: an 8-byte header, then len bytes; it holds msgs
- * messages of `bytes` payload bytes in all. */
-static int put(struct shd_daemon *d, struct shd_client *t, uint32_t kind, const void *hdr8,
-	       const void *data, uint32_t len, uint32_t msgs, uint64_t bytes)
+static inline void count_out(struct shd_daemon *d, struct shd_client *t, uint32_t msgs,
+			     uint64_t bytes)
 {
-	int e;
-	uint8_t *p = reserve(d, t, 8 + len, kind, &e);
-	if (!p)
-		return e;
-	memcpy(p, hdr8, 8);
-	memcpy(p + 8, data, len);
 	if (!shd_list_linked(&t->dirty_link))
 		shd_list_add_tail(&d->dirty, &t->dirty_link);
 	t->st.msgs_out += msgs;
 	t->st.bytes_out += bytes;
-	return 0;
 }
 
-int shd_deliver_place(struct shd_daemon *d, struct shd_client *t, int32_t src, uint32_t type,
-		      const void *data, uint32_t len)
+/* One record of `kind`: an 8-byte header, then len bytes; it holds msgs
+ * messages of `bytes` payload bytes in all.  The start of the record's
+ * payload (NULL and *err when it could not be reserved). */
+static uint8_t *put(struct shd_daemon *d, struct shd_client *t, uint32_t kind, const void *hdr8,
+		    const void *data, uint32_t len, uint32_t msgs, uint64_t bytes, int *err)
+{
+	uint8_t *p = reserve(d, t, 8 + len, kind, err);
+	if (!p)
+		return NULL;
+	memcpy(p, hdr8, 8);
+	memcpy(p + 8, data, len);
+	count_out(d, t, msgs, bytes);
+	return p;
+}
+
+/* Write t's open run's length and count into the ring: it grows no more. */
+static void close_run(struct shd_client *t)
+{
+	struct shf_run_hdr h = {t->orun.src, t->orun.count};
+	memcpy(t->orun.rec, &h, sizeof(h));
+	shf_ring_set_len(t->orun.rec, t->orun.len);
+	t->orun.rec = NULL;
+}
+
+/* A new run from src in t's ring, with room for `bytes` bytes of `count`
+ * items (returned), open for more (shd_deliver_append()); NULL and *err
+ * when the ring is full. */
+static uint8_t *run_open(struct shd_daemon *d, struct shd_client *t, int32_t src, uint32_t bytes,
+			 uint32_t count, int *err)
+{
+	if (t->orun.rec)
+		close_run(t);
+	uint8_t *p = reserve(d, t, SHF_RUN_HDR_BYTES + bytes, SHF_REC_RUN, err);
+	if (!p)
+		return NULL;
+	t->orun.rec = p; /* its header is written when it closes */
+	t->orun.src = src;
+	t->orun.len = SHF_RUN_HDR_BYTES + bytes;
+	t->orun.count = count;
+	p += SHF_RUN_HDR_BYTES;
+	t->orun.end = p + bytes;
+	uint32_t room = shf_ring_grow_room(&t->deliver, t->orun.rec, t->orun.len);
+	uint32_t cap = SHF_RUN_MAX_BYTES - bytes;
+	t->orun.room = room < cap ? room : cap;
+	return p;
+}
+
+/*
+ * Room for `bytes` bytes of `count` items from src in a client that reads
+ * runs: at the end of the run reserved last in its ring when that run is
+ * from src, unpublished, and has room within a run's bounds; else in a new
+ * run.  So the relay's plain records and short runs reach the client as
+ * long runs, one record per source and pass (docs/ring.md, "Runs that
+ * grow").  The items are counted here, their payload bytes by the caller.
+ */
+static uint8_t *run_room(struct shd_daemon *d, struct shd_client *t, int32_t src, uint32_t bytes,
+			 uint32_t count, int *err)
+{
+	uint8_t *p = shd_deliver_append(t, src, bytes, count);
+	if (p)
+		return p;
+	p = run_open(d, t, src, bytes, count, err);
+	if (p)
+		count_out(d, t, count, 0);
+	return p;
+}
+
+/* shd_deliver_place() when no open run takes the message: a new run for
+ * a client that reads runs, else a record of its own. */
+int shd_deliver_place_new(struct shd_daemon *d, struct shd_client *t, int32_t src, uint32_t type,
+			  const void *data, uint32_t len)
 {
 	if (!can_take(t))
 		return -ESRCH;
+	int e = 0;
+	uint32_t ib = shf_run_item_bytes(len);
+	if (t->runs && ib <= SHF_RUN_MAX_BYTES && SHF_RUN_HDR_BYTES + ib <= t->deliver.max_rec) {
+		uint8_t *p = run_room(d, t, src, ib, 1, &e);
+		if (!p)
+			return e;
+		shd_deliver_item(p, ib, type, data, len);
+		t->st.bytes_out += len;
+		return 0;
+	}
+	if (t->orun.rec)
+		close_run(t);
 	struct shf_msg_hdr h = {src, type};
-	return put(d, t, SHF_REC_MSG, &h, data, len, 1, len);
+	put(d, t, SHF_REC_MSG, &h, data, len, 1, len, &e);
+	return e;
 }
 
 int shd_deliver_run(struct shd_daemon *d, struct shd_client *t, int32_t src,
@@ -72,8 +145,13 @@ int shd_deliver_run(struct shd_daemon *d, struct shd_client *t, int32_t src,
 	if (!can_take(t))
 		return -ESRCH;
 	if (t->runs && pos->done == 0 && SHF_RUN_HDR_BYTES + bytes <= t->deliver.max_rec) {
-		struct shf_run_hdr h = {src, count};
-		return put(d, t, SHF_REC_RUN, &h, items, bytes, count, payload);
+		int e = 0;
+		uint8_t *p = run_room(d, t, src, bytes, count, &e);
+		if (!p)
+			return e;
+		memcpy(p, items, bytes);
+		t->st.bytes_out += payload;
+		return 0;
 	}
 	/* a client without runs (or a ring too small for this one) */
 	while (pos->done < count) {
@@ -95,7 +173,9 @@ int shd_deliver_run(struct shd_daemon *d, struct shd_client *t, int32_t src,
 
 bool shd_deliver_wait_room(struct shd_client *dst, struct shd_waiter *w, uint32_t len)
 {
-	if (!shf_ring_prod_arm(&dst->deliver, len + SHF_MSG_HDR_BYTES))
+	/* a message as a new run: a run header, an item header, padding */
+	uint32_t extra = dst->runs ? SHF_RUN_HDR_BYTES + SHF_RUN_ITEM_BYTES + 7 : SHF_MSG_HDR_BYTES;
+	if (!shf_ring_prod_arm(&dst->deliver, len + extra))
 		return false;
 	shd_list_add_tail(&dst->waiters, &w->link);
 	return true;
@@ -112,6 +192,8 @@ void shd_deliver_publish(struct shd_daemon *d)
 	shd_list_for_each_safe(p, t, &d->dirty) {
 		struct shd_client *c = shd_container_of(p, struct shd_client, dirty_link);
 		shd_list_del(&c->dirty_link);
+		if (c->orun.rec)
+			close_run(c);
 		if (shf_ring_publish(&c->deliver))
 			shf_bell_ring(c->bell_deliver);
 		uint64_t used = shf_ring_used(&c->deliver);

@@ -239,6 +239,47 @@ static inline void *shf_ring_reserve(struct shf_ring *r, uint32_t len, uint32_t 
 	return r->data + off + SHF_RING_HDR_BYTES;
 }
 
+/*
+ * Growing the record reserved last (docs/ring.md, "Runs that grow"), whose
+ * payload is `rec` and whose length is `len` now: private copies the
+ * producer kept from shf_ring_reserve() (a consumer may scribble on the
+ * header in shared memory, so the producer writes it, never reads it back).
+ * Nothing may be reserved after it before it is published, and the
+ * consumer never sees its old length: [P1] publishes the grown record whole.
+ *
+ * shf_ring_grow_room(): how many bytes it can grow by at its end, as the
+ * cached tail shows it: the room before the end of the array (0 when it ends
+ * there: the next bytes wrap) and under max_rec; 0 when rec is not the
+ * last record or the ring is broken.
+ * shf_ring_grow(): take `more` of that room (a multiple of 8); the caller
+ * writes the bytes, and the new length with shf_ring_set_len() before the
+ * publish.
+ */
+static inline uint32_t shf_ring_grow_room(const struct shf_ring *r, const uint8_t *rec,
+					  uint32_t len)
+{
+	uint64_t off = r->pos & r->mask;
+	if (off == 0 || r->err || len > r->max_rec || rec + len != r->data + off)
+		return 0;
+	uint64_t room = r->size - off;
+	uint64_t free_ = r->size - (r->pos - r->peer);
+	if (free_ < room)
+		room = free_;
+	if (r->max_rec - len < room)
+		room = r->max_rec - len;
+	return (uint32_t)room & ~(SHF_RING_ALIGN - 1);
+}
+
+static inline void shf_ring_grow(struct shf_ring *r, uint32_t more)
+{
+	r->pos += more;
+}
+
+static inline void shf_ring_set_len(uint8_t *rec, uint32_t len)
+{
+	memcpy(rec - SHF_RING_HDR_BYTES + offsetof(struct shf_ring_rec, len), &len, sizeof(len));
+}
+
 /* Give back every reservation made since the last shf_ring_publish()
  * (used when a caller reserved and then failed).  Internal: tests only. */
 static inline void shf_ring_unreserve_all(struct shf_ring *r)
