@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# tests/multi/job-start-cyclic.sh - a job whose ranks are dealt round-robin
+# over its nodes (Slurm's --distribution=cyclic, `mpirun --map-by node`)
+# starts with one map entry (wire version 9, docs/protocol-wire.md,
+# "JOB_MAP") and runs exactly (issue 25, item 2).
+#
+# 4 loopback nodes; a job of world 9 on nodes 2, 3 and 4 (ids 1..3, k = 3):
+# rank r on node 2 + r % 3, 3 ranks each, none of them consecutive.
+# Checked:
+#   - the job is exact (tclient traffic: counts, order, epochs): every
+#     node took the other nodes' ranks from the map it received;
+#   - the home logged its map as 1 entry on the wire (9 blocks of one rank
+#     in 3 rounds over 3 consecutive nodes; version 8 sent 9 entries);
+#   - the job start messages (join_msgs_out, all daemons) are at most 3k.
+T=multi-job-start-cyclic
+# shellcheck source=tests/multi/common.sh
+. "$(dirname "$0")/common.sh"
+t_need "$TCLIENT"
+N=4 K=3 k=3
+JOB_NODES=(2 3 4)
+t_up --mode loopback -n $N
+t_all_up 20000 || t_fail "the nodes never saw each other up"
+
+outs() { # I: "join_msgs_out join_msgs_in"
+  nodes_json "$1" stats | jq -r '.daemon | "\(.join_msgs_out) \(.join_msgs_in)"'
+}
+for i in $(seq 1 $N); do before[$i]=$(outs "$i"); done
+name=cyc W=$((k * K))
+export SHF_JOB=$name SHF_WORLD=$W
+for r in $(seq 0 $((W - 1))); do
+  SHF_RANK=$r nodes_client "${JOB_NODES[$((r % k))]}" "$name$r" "$TCLIENT" traffic n=200 rounds=2 \
+    seed=7 timeout=30000
+done
+nodes_wait_all || t_fail "job $name failed (logs above)"
+sum=0 per="" home=""
+for i in $(seq 1 $N); do
+  read -r o0 n0 <<<"${before[$i]}"
+  read -r o1 n1 <<<"$(outs "$i")"
+  sum=$((sum + o1 - o0))
+  per+="node $i: out $((o1 - o0)) in $((n1 - n0)); "
+  grep -q "job $name: home of the job" "$(nodes_var LOG "$i")" && home=$i
+done
+[ -n "$home" ] || t_fail "no node logged that it confirmed job $name as its home"
+line=$(grep "job $name: home of the job" "$(nodes_var LOG "$home")" | tail -n 1)
+[[ "$line" == *"its map 1 entry on the wire"* ]] ||
+  t_fail "job $name dealt round-robin over 3 consecutive nodes: the home's map is not one entry: $line"
+[ "$sum" -ge 1 ] || t_fail "job $name: no job start message counted at all"
+[ "$sum" -le $((3 * k)) ] ||
+  t_fail "job $name: $sum job start messages on $k nodes (${per% }), more than 3k = $((3 * k))"
+t_note "job $name (world $W dealt round-robin over nodes ${JOB_NODES[*]}, home node $home): exact; map 1 entry on the wire; $sum job start messages in all (${per%; }; bound 3k = $((3 * k)))"
+t_daemons_alive
