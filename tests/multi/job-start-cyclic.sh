@@ -10,7 +10,8 @@
 #   - the job is exact (tclient traffic: counts, order, epochs): every
 #     node took the other nodes' ranks from the map it received;
 #   - the home logged its map as 1 entry on the wire (9 blocks of one rank
-#     in 3 rounds over 3 consecutive nodes; version 8 sent 9 entries);
+#     in 3 rounds over 3 consecutive nodes; version 8 sent 3, one per
+#     round, and this test fails with 3);
 #   - the job start messages (join_msgs_out, all daemons) are at most 3k.
 T=multi-job-start-cyclic
 # shellcheck source=tests/multi/common.sh

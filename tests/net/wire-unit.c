@@ -630,6 +630,15 @@ static void test_map_compact(void)
 		"rounds past the world refused");
 	m.world = 320000;
 
+	/* 3 nodes x 1,000 ranks dealt round-robin: one entry (version 8,
+	 * which merged only each round's blocks: 1,000) */
+	for (uint32_t r = 0; r < 3000; r++)
+		cyc[r] = (struct shf_wire_map_ent){(int32_t)r, 1, r % 3, 0, 0};
+	k = shf_wire_map_compact(cyc, 3000);
+	EXPECTF(k == 1 && cyc[0].repeat == 2 && cyc[0].again == 999,
+		"3 x 1,000 cyclic: %u entries (repeat %u, again %u)", k, cyc[0].repeat,
+		cyc[0].again);
+
 	/* block-cyclic, blocks of 4 over nodes 3..10, 5 rounds, and a world
 	 * that ends mid-round: the whole rounds in one entry, the rest in one */
 	int32_t world = 8 * 4 * 5 + 4 * 3 + 2;
