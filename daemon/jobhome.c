@@ -123,8 +123,8 @@ static void leave_send(struct shd_daemon *d, uint32_t node, uint64_t hash, int32
 	struct shf_wire_leave l = {hash, rank, lost ? -EHOSTDOWN : after ? -ESRCH : 0,
 				   lost ? j->lost_node : SHF_WIRE_NODE_NONE};
 	long len = shf_wire_enc_leave(buf, sizeof(buf), d->node_id, node, &l);
-	if (len > 0)
-		shd_net_send_msg(d, node, buf, (size_t)len);
+	if (len > 0 && shd_net_send_msg(d, node, buf, (size_t)len) == 0)
+		d->st.leave_msgs_out++;
 }
 
 /* The local ranks of j as ranges (*nr_p of them; NULL and 0: none or no
