@@ -4,24 +4,26 @@
 # starts with one map entry (wire version 9, docs/protocol-wire.md,
 # "JOB_MAP") and runs exactly (issue 25, item 2).
 #
-# 4 loopback nodes; a job of world 9 on nodes 2, 3 and 4 (ids 1..3, k = 3):
-# rank r on node 2 + r % 3, 3 ranks each, none of them consecutive.
+# 4 loopback nodes; a job of world 6 on nodes 2, 3 and 4 (ids 1..3, k = 3):
+# rank r on node 2 + r % 3, 2 ranks each, not consecutive.  (2 ranks per
+# node, so that the joins cannot exceed 2k however slowly the ranks come:
+# one join per node per 10 ms window in which some of its ranks registered.)
 # Checked:
 #   - the job is exact (tclient traffic: counts, order, epochs): every
 #     node took the other nodes' ranks from the map it received;
-#   - the home logged its map as 1 entry on the wire (9 blocks of one rank
-#     in 3 rounds over 3 consecutive nodes; version 8 sent 3, one per
-#     round, and this test fails with 3);
+#   - the home logged its map as 1 entry on the wire (6 blocks of one rank
+#     in 2 rounds over 3 consecutive nodes; version 8 sent 2, one per
+#     round, and this test fails with 2);
 #   - the job start messages (join_msgs_out, all daemons) are at most 3k.
 # Its end is measured too (leave_msgs_out/_in, all daemons: every JOB_LEAVE
 # sent arrives; today each rank's leave goes to its home and every other
-# node of the job: r·k·(k - 1) = 18 here, 27 with the home outside the job,
+# node of the job: r·k·(k - 1) = 12 here, 18 with the home outside the job,
 # at most r·k·k; issue 25 item 2, "leaves at job end").
 T=multi-job-start-cyclic
 # shellcheck source=tests/multi/common.sh
 . "$(dirname "$0")/common.sh"
 t_need "$TCLIENT"
-N=4 K=3 k=3
+N=4 K=2 k=3
 JOB_NODES=(2 3 4)
 t_up --mode loopback -n $N
 t_all_up 20000 || t_fail "the nodes never saw each other up"
