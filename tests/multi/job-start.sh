@@ -50,7 +50,7 @@ counters() { # I: "join_msgs_out join_msgs_in peers_woken wakes home_jobs leave_
 }
 # leaves_since: "sent received" JOB_LEAVEs of all daemons since before[]
 leaves_since() {
-  local i lo=0 li=0 a b
+  local i lo=0 li=0 a b c d
   for i in $(seq 1 $N); do
     read -r _ _ _ _ _ a b <<<"${before[$i]}"
     read -r _ _ _ _ _ c d <<<"$(counters "$i")"
