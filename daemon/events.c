@@ -58,6 +58,7 @@ static void on_denied(struct shd_daemon *d, uint32_t node, const struct shf_wire
  */
 static void on_left(struct shd_daemon *d, uint32_t node, const struct shf_wire_leave *l)
 {
+	d->st.leave_msgs_in++;
 	shd_home_on_leave(d, node, l->job_hash, l->rank); /* if this node is the job's home */
 	struct shd_job *j = shd_jobtab_find_hash(d, l->job_hash);
 	if (!j)

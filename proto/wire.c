@@ -48,7 +48,7 @@ _Static_assert(OFF(map, job_hash) == 32 && OFF(map, world) == 40 && OFF(map, nen
 	       "map layout");
 _Static_assert(sizeof(struct shf_wire_raw_map_ent) == SHF_WIRE_MAP_ENT_BYTES, "map entry");
 _Static_assert(OFF(map_ent, first) == 0 && OFF(map_ent, count) == 4 && OFF(map_ent, node) == 8 &&
-		       OFF(map_ent, repeat) == 12,
+		       OFF(map_ent, repeat) == 12 && OFF(map_ent, again) == 16,
 	       "map entry layout");
 _Static_assert(sizeof(struct shf_wire_raw_deny) == SHF_WIRE_DENY_BYTES, "deny");
 _Static_assert(OFF(deny, job_hash) == 32 && OFF(deny, reason) == 40 && OFF(deny, other_node) == 44 &&
@@ -236,9 +236,11 @@ static int check_map(const uint8_t *b, size_t n, uint32_t n_nodes, struct shf_wi
 	int64_t next = 0; /* lowest rank the next entry may start at */
 	for (uint32_t i = 0; i < o->nents; i++) {
 		struct shf_wire_map_ent e = shf_wire_map_entry(o, i);
+		/* the entry's ranks (blocks x rounds, saturated) end inside
+		 * the world: at most world blocks to expand in all */
 		if (e.first < next || e.count < 1 || e.node >= n_nodes ||
 		    e.repeat >= n_nodes - e.node ||
-		    (int64_t)e.first + shf_wire_map_ent_ranks(&e) > o->world)
+		    shf_wire_map_ent_ranks(&e) > (int64_t)o->world - e.first)
 			return -EBADMSG;
 		next = (int64_t)e.first + shf_wire_map_ent_ranks(&e);
 	}
@@ -569,7 +571,8 @@ struct shf_wire_map_ent shf_wire_map_entry(const struct shf_wire_map *m, uint32_
 {
 	const uint8_t *p = m->ents + (size_t)i * SHF_WIRE_MAP_ENT_BYTES;
 	return (struct shf_wire_map_ent){GI32(p, map_ent, first), GI32(p, map_ent, count),
-					 G32(p, map_ent, node), G32(p, map_ent, repeat)};
+					 G32(p, map_ent, node), G32(p, map_ent, repeat),
+					 G32(p, map_ent, again)};
 }
 
 struct shf_wire_range shf_wire_join_range(const struct shf_wire_join *j, uint32_t i)

@@ -54,7 +54,7 @@
 #include "proto/ipc.h" /* SHF_JOB_MAX, SHF_WORLD_MAX, shf_ipc_job_check() */
 
 #define SHF_WIRE_MAGIC 0x57464853u /* "SHFW" as little-endian bytes */
-#define SHF_WIRE_VERSION 8u /* 2: session tags in the common header; 3: the
+#define SHF_WIRE_VERSION 9u /* 2: session tags in the common header; 3: the
                                * heartbeat carries the handshake's nonce and MAC;
                                * 4: broadcast records (SHF_WIRE_DST_BCAST);
                                * 5: epochs over a tree (EPOCH_UP/_DOWN/_ABORT);
@@ -63,7 +63,9 @@
                                * and runs (SHF_WIRE_REC_RUN) in batches;
                                * 7: JOB_LEAVE names a lost node;
                                * 8: a JOB_MAP entry may stand for a run of
-                               * equal blocks on consecutive nodes (repeat) */
+                               * equal blocks on consecutive nodes (repeat);
+                               * 9: and for rounds of such runs (again): a
+                               * cyclic layout in one entry */
 
 #define SHF_WIRE_HDR 32u        /* common header */
 #define SHF_WIRE_BATCH_HDR 56u  /* common header + batch body; records start here */
@@ -77,7 +79,7 @@
 #define SHF_WIRE_RANGE_BYTES 8u  /* one (first, count) rank range */
 #define SHF_WIRE_LEAVE_BYTES 56u
 #define SHF_WIRE_MAP_FIXED 120u  /* JOB_MAP without its entries */
-#define SHF_WIRE_MAP_ENT_BYTES 16u /* one (first, count, node) entry of a JOB_MAP */
+#define SHF_WIRE_MAP_ENT_BYTES 20u /* one (first, count, node, repeat, again) entry of a JOB_MAP */
 #define SHF_WIRE_DENY_BYTES 120u
 #define SHF_WIRE_EPOCH_BYTES 56u
 #define SHF_WIRE_DROP_BYTES 64u
@@ -260,6 +262,11 @@ struct shf_wire_raw_map_ent {
 	uint32_t repeat; /* version 8: and repeat more blocks like it, block b
 			    (1 <= b <= repeat) ranks first + b*count .. + count-1
 			    on node + b (< n_nodes): a block layout in one entry */
+	uint32_t again;  /* version 9: and the repeat + 1 blocks dealt again
+			    `again` more rounds: round t, block b holds ranks
+			    first + (t*(repeat+1) + b)*count .. + count-1 on
+			    node + b: a cyclic or block-cyclic layout in one
+			    entry; the entry's ranks stay one contiguous run */
 };
 
 struct shf_wire_raw_deny {
@@ -457,17 +464,26 @@ struct shf_wire_map_ent {
 	int32_t count;
 	uint32_t node;
 	uint32_t repeat; /* more blocks like it on the next nodes (raw_map_ent) */
+	uint32_t again;  /* more rounds of those repeat + 1 blocks (raw_map_ent) */
 };
 
-/* Ranks an entry stands for, in all its blocks. */
+/* Ranks an entry stands for, in all its blocks and rounds: the run first ..
+ * first + ranks - 1. Saturates at INT64_MAX (a corrupt entry); a count < 1
+ * gives 0 or less (the caller rejects it). */
 static inline int64_t shf_wire_map_ent_ranks(const struct shf_wire_map_ent *e)
 {
-	return ((int64_t)e->repeat + 1) * e->count;
+	int64_t per = ((int64_t)e->repeat + 1) * e->count; /* < 2^63: 2^32 x 2^31 */
+	if (per <= 0)
+		return per;
+	if ((int64_t)e->again + 1 > INT64_MAX / per)
+		return INT64_MAX;
+	return per * ((int64_t)e->again + 1);
 }
 
-/* Merge e[0..ne) (sorted by first, every repeat 0) into entries with
- * repeats where blocks of one size follow on consecutive nodes; returns the
- * entries left at the front of e. */
+/* Merge e[0..ne) (sorted by first, every repeat and again 0) into entries
+ * with repeats where blocks of one size follow on consecutive nodes, then
+ * with agains where such runs follow each other on the same nodes (ranks
+ * dealt round-robin); returns the entries left at the front of e. */
 uint32_t shf_wire_map_compact(struct shf_wire_map_ent *e, uint32_t ne);
 
 struct shf_wire_deny {

@@ -172,18 +172,31 @@ long shf_wire_enc_join(void *buf, size_t cap, uint32_t src_node, uint32_t dst_no
 
 uint32_t shf_wire_map_compact(struct shf_wire_map_ent *e, uint32_t ne)
 {
+	/* blocks of one size on consecutive nodes, consecutive ranks: repeat */
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < ne; i++) {
 		struct shf_wire_map_ent *t = k ? &e[k - 1] : NULL;
-		if (t && e[i].count == t->count && e[i].repeat == 0 &&
-		    (int64_t)e[i].first == t->first + shf_wire_map_ent_ranks(t) &&
+		if (t && e[i].count == t->count && e[i].repeat == 0 && e[i].again == 0 &&
+		    t->again == 0 && (int64_t)e[i].first == t->first + shf_wire_map_ent_ranks(t) &&
 		    (uint64_t)e[i].node == (uint64_t)t->node + t->repeat + 1) {
 			t->repeat++;
 			continue;
 		}
 		e[k++] = e[i];
 	}
-	return k;
+	/* runs of one shape on the same nodes, consecutive ranks: again */
+	uint32_t m = 0;
+	for (uint32_t i = 0; i < k; i++) {
+		struct shf_wire_map_ent *t = m ? &e[m - 1] : NULL;
+		if (t && e[i].count == t->count && e[i].node == t->node &&
+		    e[i].repeat == t->repeat && e[i].again == 0 && t->again < UINT32_MAX &&
+		    (int64_t)e[i].first == t->first + shf_wire_map_ent_ranks(t)) {
+			t->again++;
+			continue;
+		}
+		e[m++] = e[i];
+	}
+	return m;
 }
 
 long shf_wire_enc_map(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
@@ -212,6 +225,7 @@ long shf_wire_enc_map(void *buf, size_t cap, uint32_t src_node, uint32_t dst_nod
 		P32(p, map_ent, count, (uint32_t)ents[i].count);
 		P32(p, map_ent, node, ents[i].node);
 		P32(p, map_ent, repeat, ents[i].repeat);
+		P32(p, map_ent, again, ents[i].again);
 		if (ents[i].repeat > UINT32_MAX - 1 - ents[i].node)
 			return -EINVAL;
 		if (ents[i].node + ents[i].repeat > max)

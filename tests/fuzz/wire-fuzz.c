@@ -150,8 +150,11 @@ static void check_canonical(const uint8_t *buf, size_t n, const struct shf_wire_
 	case SHF_WIRE_JOB_MAP: {
 		static struct shf_wire_map_ent me[MAX_BUF / SHF_WIRE_MAP_ENT_BYTES];
 		CHECKF(h->u.map.nents <= sizeof(me) / sizeof(me[0]), "nents vs length");
+		uint64_t blocks = 0; /* what a receiver expands: at most world */
 		for (uint32_t i = 0; i < h->u.map.nents; i++) {
 			me[i] = shf_wire_map_entry(&h->u.map, i);
+			blocks += ((uint64_t)me[i].repeat + 1) * ((uint64_t)me[i].again + 1);
+			CHECKF(blocks <= (uint64_t)h->u.map.world, "map expands past the world");
 			CHECKF(me[i].first >= 0 && me[i].count >= 1 &&
 				       (int64_t)me[i].first + shf_wire_map_ent_ranks(&me[i]) <=
 					       h->u.map.world,
@@ -351,11 +354,25 @@ static size_t gen(uint8_t *b, uint32_t src, uint32_t dst, uint32_t max_msg)
 			struct shf_wire_map mp = {.world = j.world, .uid = j.uid,
 						  .flags = (uint32_t)below(2)};
 			memcpy(mp.name, j.name, sizeof(mp.name));
-			struct shf_wire_map_ent me[32];
-			for (uint32_t i = 0; i < nr; i++)
-				me[i] = (struct shf_wire_map_ent){rg[i].first, rg[i].count,
-								  below(2) ? src : dst, 0};
-			/* version 8: blocks on consecutive nodes in one entry */
+			static struct shf_wire_map_ent me[256];
+			if (below(2)) {
+				for (uint32_t i = 0; i < nr; i++)
+					me[i] = (struct shf_wire_map_ent){rg[i].first, rg[i].count,
+									  below(2) ? src : dst, 0, 0};
+			} else {
+				/* ranks dealt round-robin in blocks of c over nodes
+				 * base .. base + span - 1 (cyclic, block-cyclic), from a
+				 * random first rank, maybe ending mid-round */
+				uint32_t span = 1 + below(NODES), base = below(NODES - span + 1);
+				int32_t c = 1 + (int32_t)below(4);
+				int32_t r = (int32_t)below((uint32_t)j.world);
+				nr = 0;
+				for (uint32_t x = 0; nr < 256 && r < j.world; x++, r += c)
+					me[nr++] = (struct shf_wire_map_ent){
+						r, j.world - r < c ? j.world - r : c, base + x % span, 0, 0};
+			}
+			/* version 8: blocks on consecutive nodes in one entry;
+			 * version 9: rounds of them too */
 			nr = shf_wire_map_compact(me, nr);
 			n = shf_wire_enc_map(b, MAX_BUF, src, dst, &mp, me, nr);
 		} else if (below(2) == 0) {

@@ -44,10 +44,21 @@ peers_idle_of() { # I: node I sees every peer idle
     [ "$(nodes_peer_state "$1" $((p - 1)))" = idle ] || return 1
   done
 }
-counters() { # I: "join_msgs_out join_msgs_in peers_woken wakes home_jobs"
+counters() { # I: "join_msgs_out join_msgs_in peers_woken wakes home_jobs leave_msgs_out leave_msgs_in"
   nodes_json "$1" stats |
-    jq -r '.daemon | "\(.join_msgs_out) \(.join_msgs_in) \(.peers_woken) \(.wakes) \(.home_jobs)"'
+    jq -r '.daemon | "\(.join_msgs_out) \(.join_msgs_in) \(.peers_woken) \(.wakes) \(.home_jobs) \(.leave_msgs_out) \(.leave_msgs_in)"'
 }
+# leaves_since: "sent received" JOB_LEAVEs of all daemons since before[]
+leaves_since() {
+  local i lo=0 li=0 a b c d
+  for i in $(seq 1 $N); do
+    read -r _ _ _ _ _ a b <<<"${before[$i]}"
+    read -r _ _ _ _ _ c d <<<"$(counters "$i")"
+    lo=$((lo + c - a)) li=$((li + d - b))
+  done
+  echo "$lo $li"
+}
+leaves_arrived() { read -r lo li <<<"$(leaves_since)"; [ "$lo" = "$li" ] && [ "$lo" -gt 0 ]; }
 in_job() { [[ " $JOB_NODES " == *" $1 "* ]]; }
 
 # run NAME HOME: the job on JOB_NODES, checked as above; HOME is the node
@@ -83,6 +94,10 @@ run() {
   done
   nodes_sync_post release
   nodes_wait_all || t_fail "job $name failed (logs above)"
+  # its end, measured (every JOB_LEAVE sent arrives)
+  t_until 10000 "job $name: every JOB_LEAVE sent to arrive" leaves_arrived
+  local leaves
+  leaves=$(leaves_since)
   for i in $(seq 1 $N); do after[$i]=$(counters "$i"); done
   local per=""
   for i in $(seq 1 $N); do
@@ -100,7 +115,7 @@ run() {
   [ "$sum" -ge 1 ] || t_fail "job $name: no job start message counted at all"
   [ "$sum" -le $((3 * k)) ] ||
     t_fail "job $name: $sum job start messages on $k of $N nodes (per node: $per), more than 3k = $((3 * k))"
-  t_note "job $name on nodes $JOB_NODES (home node $home): exact; $sum job start messages in all (per node: ${per% }; bound 3k = $((3 * k)), all-to-all k(N-1) = $((k * (N - 1)))); nodes outside it and its home: nothing sent or received, no wake"
+  t_note "job $name on nodes $JOB_NODES (home node $home): exact; $sum job start messages in all (per node: ${per% }; bound 3k = $((3 * k)), all-to-all k(N-1) = $((k * (N - 1)))); nodes outside it and its home: nothing sent or received, no wake; its end: JOB_LEAVEs sent and received: $leaves"
 }
 
 run je 3

@@ -780,9 +780,9 @@ static int mode_epochleave(const char *job, uint32_t a, uint32_t bn)
 		/* we are the job's home: collect both joins, confirm with the map */
 		if (!pump(g.timeout, joined_both))
 			FAIL("no JOB_JOIN from nodes %u and %u", a, bn);
-		struct shf_wire_map_ent e[3] = {{g.joined_rg[a].first, g.joined_rg[a].count, a, 0},
-						{g.joined_rg[bn].first, g.joined_rg[bn].count, bn, 0},
-						{2, 1, g.me, 0}};
+		struct shf_wire_map_ent e[3] = {{g.joined_rg[a].first, g.joined_rg[a].count, a, 0, 0},
+						{g.joined_rg[bn].first, g.joined_rg[bn].count, bn, 0, 0},
+						{2, 1, g.me, 0, 0}};
 		/* sorted by first rank */
 		for (int x = 0; x < 3; x++)
 			for (int y = x + 1; y < 3; y++)

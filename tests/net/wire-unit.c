@@ -94,7 +94,7 @@ static void test_golden_ack(void)
 	memset(b, 0xee, sizeof(b)); /* the encoder must write every byte */
 	long n = shf_wire_enc_ack(b, sizeof(b), SRC, DST, &a);
 	static const uint8_t want[48] = {
-		'S',  'H',  'F',  'W',  8,    0,    2,    0,    /* magic, version 8, kind */
+		'S',  'H',  'F',  'W',  9,    0,    2,    0,    /* magic, version 9, kind */
 		2,    0,    0,    0,    1,    0,    0,    0,    /* src 2, dst 1 */
 		0,    0,    0,    0,    0,    0,    0,    0,    /* src_session: encoders 0 */
 		0,    0,    0,    0,    0,    0,    0,    0,    /* dst_session: encoders 0 */
@@ -545,31 +545,144 @@ static void test_epoch_tree(void)
 
 /* JOB_MAP and JOB_DENY (a job's home): layout, round trip, every rule. */
 /* A block layout compacts to one entry per run of equal blocks on
- * consecutive nodes; a job on all of 10,000 nodes x 32 ranks is one
- * entry, one 136-byte JOB_MAP per node (issue 25: job start <= 3k
- * messages). */
+ * consecutive nodes (repeat), a cyclic or block-cyclic one to one entry per
+ * run of such rounds (again); a job on all of 10,000 nodes x 32 ranks is
+ * one entry either way, one 140-byte JOB_MAP per node (issue 25: job start
+ * <= 3k messages). */
+static struct shf_wire_map_ent cyc[320000];
+
+/* Message b[0..n) as checked by node 1 of `nodes`: its entries, at most
+ * max, in out; the result code. */
+static int map_back(const uint8_t *b, long n, uint32_t nodes, struct shf_wire_map_ent *out,
+		    uint32_t max, uint32_t *ne_p)
+{
+	struct shf_wire_hdr h;
+	if (n <= 0)
+		return (int)n;
+	int r = shf_wire_check(b, (size_t)n, nodes, 1, &h);
+	if (r)
+		return r;
+	*ne_p = h.u.map.nents;
+	for (uint32_t i = 0; i < h.u.map.nents && i < max; i++)
+		out[i] = shf_wire_map_entry(&h.u.map, i);
+	return 0;
+}
+
+/* Every rank of e[0..ne) on the node the expansion gives it, as dealt:
+ * rank r of the world on node_of[r]. */
+static bool map_expands_to(const struct shf_wire_map_ent *e, uint32_t ne, const uint32_t *node_of,
+			   int32_t world)
+{
+	int32_t r = 0;
+	for (uint32_t i = 0; i < ne; i++) {
+		if (e[i].first != r)
+			return false;
+		for (uint32_t t = 0; t <= e[i].again; t++)
+			for (uint32_t b = 0; b <= e[i].repeat; b++)
+				for (int32_t c = 0; c < e[i].count; c++, r++)
+					if (r >= world || node_of[r] != e[i].node + b)
+						return false;
+	}
+	return r == world;
+}
+
 static void test_map_compact(void)
 {
 	static struct shf_wire_map_ent e[10000];
+	static uint32_t node_of[320000];
 	for (uint32_t i = 0; i < 10000; i++)
-		e[i] = (struct shf_wire_map_ent){(int32_t)i * 32, 32, i, 0};
+		e[i] = (struct shf_wire_map_ent){(int32_t)i * 32, 32, i, 0, 0};
 	uint32_t k = shf_wire_map_compact(e, 10000);
 	EXPECTF(k == 1 && e[0].first == 0 && e[0].count == 32 && e[0].node == 0 &&
-			e[0].repeat == 9999,
+			e[0].repeat == 9999 && e[0].again == 0,
 		"10,000 blocks of 32: %u entries (repeat %u)", k, e[0].repeat);
 	static uint8_t b[256];
 	struct shf_wire_map m = {.world = 320000, .uid = 1, .flags = SHF_WIRE_MAP_FINAL};
 	snprintf(m.name, sizeof(m.name), "all");
 	long n = shf_wire_enc_map(b, sizeof(b), 0, 1, &m, e, k);
 	struct shf_wire_hdr h;
-	EXPECTF(n == 136 && shf_wire_check(b, (size_t)n, 10000, 1, &h) == 0 &&
+	EXPECTF(n == 140 && shf_wire_check(b, (size_t)n, 10000, 1, &h) == 0 &&
 			shf_wire_map_entry(&h.u.map, 0).repeat == 9999,
 		"the whole map in one %ld-byte message", n);
 	EXPECTF(shf_wire_check(b, (size_t)n, 9999, 1, &h) == -EBADMSG,
 		"a repeat past the receiver's nodes");
+
+	/* version 9: 320,000 ranks dealt round-robin over 10,000 nodes
+	 * (--distribution=cyclic): one entry, 32 rounds of 10,000 blocks */
+	for (uint32_t r = 0; r < 320000; r++) {
+		cyc[r] = (struct shf_wire_map_ent){(int32_t)r, 1, r % 10000, 0, 0};
+		node_of[r] = r % 10000;
+	}
+	k = shf_wire_map_compact(cyc, 320000);
+	EXPECTF(k == 1 && cyc[0].first == 0 && cyc[0].count == 1 && cyc[0].node == 0 &&
+			cyc[0].repeat == 9999 && cyc[0].again == 31,
+		"10,000 x 32 cyclic: %u entries (repeat %u, again %u)", k, cyc[0].repeat,
+		cyc[0].again);
+	n = shf_wire_enc_map(b, sizeof(b), 0, 1, &m, cyc, k);
+	struct shf_wire_map_ent back[8];
+	uint32_t nb = 0;
+	EXPECTF(n == 140 && map_back(b, n, 10000, back, 8, &nb) == 0 && nb == 1 &&
+			back[0].repeat == 9999 && back[0].again == 31 &&
+			map_expands_to(back, nb, node_of, 320000),
+		"the cyclic map in one %ld-byte message, expanding to the layout", n);
+	m.world = 319999;
+	EXPECTF(shf_wire_enc_map(b, sizeof(b), 0, 1, &m, cyc, k) == -EINVAL,
+		"rounds past the world refused");
+	m.world = 320000;
+
+	/* 3 nodes x 1,000 ranks dealt round-robin: one entry (version 8,
+	 * which merged only each round's blocks: 1,000) */
+	for (uint32_t r = 0; r < 3000; r++)
+		cyc[r] = (struct shf_wire_map_ent){(int32_t)r, 1, r % 3, 0, 0};
+	k = shf_wire_map_compact(cyc, 3000);
+	EXPECTF(k == 1 && cyc[0].repeat == 2 && cyc[0].again == 999,
+		"3 x 1,000 cyclic: %u entries (repeat %u, again %u)", k, cyc[0].repeat,
+		cyc[0].again);
+
+	/* block-cyclic, blocks of 4 over nodes 3..10, 5 rounds, and a world
+	 * that ends mid-round: the whole rounds in one entry, the rest in one */
+	int32_t world = 8 * 4 * 5 + 4 * 3 + 2;
+	k = 0;
+	for (int32_t r = 0; r < world; r += 4) {
+		int32_t c = world - r < 4 ? world - r : 4;
+		cyc[k++] = (struct shf_wire_map_ent){r, c, 3 + (uint32_t)(r / 4) % 8, 0, 0};
+		for (int32_t x = 0; x < c; x++)
+			node_of[r + x] = 3 + (uint32_t)(r / 4) % 8;
+	}
+	k = shf_wire_map_compact(cyc, k);
+	EXPECTF(k == 3 && cyc[0].count == 4 && cyc[0].node == 3 && cyc[0].repeat == 7 &&
+			cyc[0].again == 4 && cyc[1].first == 160 && cyc[1].repeat == 2 &&
+			cyc[1].again == 0 && cyc[2].first == 172 && cyc[2].count == 2 &&
+			cyc[2].node == 6 && map_expands_to(cyc, k, node_of, world),
+		"block-cyclic with a partial last round: %u entries", k);
+	m.world = world;
+	n = shf_wire_enc_map(b, sizeof(b), 0, 1, &m, cyc, k);
+	EXPECTF(n == 120 + 3 * 20 && map_back(b, n, 11, back, 8, &nb) == 0 && nb == 3 &&
+			map_expands_to(back, nb, node_of, world),
+		"block-cyclic round trip (%ld bytes)", n);
+	EXPECTF(map_back(b, n, 10, back, 8, &nb) == -EBADMSG, "block-cyclic past the nodes");
+
+	/* where compaction stops: rounds on other nodes, a round of another
+	 * size, nodes that are not consecutive (one entry per block) */
+	struct shf_wire_map_ent g[9] = {
+		{0, 1, 0, 0, 0}, {1, 1, 1, 0, 0}, {2, 1, 2, 0, 0}, /* round on 0..2 */
+		{3, 1, 1, 0, 0}, {4, 1, 2, 0, 0}, {5, 1, 3, 0, 0}, /* on 1..3: new entry */
+		{6, 2, 1, 0, 0}, {8, 2, 2, 0, 0}, {10, 2, 3, 0, 0}, /* blocks of 2 */
+	};
+	k = shf_wire_map_compact(g, 9);
+	EXPECTF(k == 3 && g[0].repeat == 2 && g[0].again == 0 && g[1].first == 3 &&
+			g[1].node == 1 && g[1].repeat == 2 && g[1].again == 0 && g[2].first == 6 &&
+			g[2].count == 2 && g[2].repeat == 2,
+		"rounds on other nodes or of another size stay apart: %u entries", k);
+	struct shf_wire_map_ent sp[12];
+	for (uint32_t r = 0; r < 12; r++)
+		sp[r] = (struct shf_wire_map_ent){(int32_t)r, 1, 2 * (r % 3), 0, 0};
+	k = shf_wire_map_compact(sp, 12);
+	EXPECTF(k == 12, "cyclic over nodes 0, 2, 4 (not consecutive): %u entries", k);
 	/* where the pattern breaks: another size, a node skipped, a rank gap */
-	struct shf_wire_map_ent f[7] = {{0, 4, 0, 0},  {4, 4, 1, 0},  {8, 4, 2, 0},   {12, 2, 3, 0},
-					{14, 2, 5, 0}, {16, 2, 6, 0}, {20, 2, 7, 0}};
+	struct shf_wire_map_ent f[7] = {{0, 4, 0, 0, 0},  {4, 4, 1, 0, 0},  {8, 4, 2, 0, 0},
+					{12, 2, 3, 0, 0}, {14, 2, 5, 0, 0}, {16, 2, 6, 0, 0},
+					{20, 2, 7, 0, 0}};
 	k = shf_wire_map_compact(f, 7);
 	EXPECTF(k == 4 && f[0].repeat == 2 && f[1].first == 12 && f[1].repeat == 0 &&
 			f[2].first == 14 && f[2].node == 5 && f[2].repeat == 1 && f[3].first == 20 &&
@@ -583,16 +696,17 @@ static void test_map_deny(void)
 	struct shf_wire_hdr h;
 	struct shf_wire_map m = {.world = 64, .uid = 1000, .flags = SHF_WIRE_MAP_FINAL};
 	snprintf(m.name, sizeof(m.name), "job.42");
-	struct shf_wire_map_ent e[3] = {{0, 4, 0, 0}, {10, 1, 2, 0}, {60, 4, 3, 0}};
+	struct shf_wire_map_ent e[3] = {{0, 4, 0, 0, 0}, {10, 1, 2, 0, 0}, {60, 4, 3, 0, 0}};
 	long n = shf_wire_enc_map(b, sizeof(b), SRC, DST, &m, e, 3);
-	EXPECTF(n == (long)shf_wire_map_bytes(3) && n == 120 + 48, "map length %ld", n);
+	EXPECTF(n == (long)shf_wire_map_bytes(3) && n == 120 + 60, "map length %ld", n);
 	EXPECTF(shf_wire_get64(b + 32) == shf_wire_job_hash("job.42") &&
 		      shf_wire_get32(b + 40) == 64 && shf_wire_get32(b + 44) == 3 &&
 		      shf_wire_get32(b + 48) == 1000 && shf_wire_get32(b + 52) == SHF_WIRE_MAP_FINAL &&
-		      !strcmp((const char *)b + 56, "job.42") && shf_wire_get32(b + 136) == 10 &&
-		      shf_wire_get32(b + 140) == 1 && shf_wire_get32(b + 144) == 2 &&
-		      shf_wire_get32(b + 148) == 0,
-	      "map body at 32..119, 16-byte entries from 120");
+		      !strcmp((const char *)b + 56, "job.42") && shf_wire_get32(b + 140) == 10 &&
+		      shf_wire_get32(b + 144) == 1 && shf_wire_get32(b + 148) == 2 &&
+		      shf_wire_get32(b + 152) == 0 && shf_wire_get32(b + 156) == 0 &&
+		      shf_wire_get32(b + 160) == 60,
+	      "map body at 32..119, 20-byte entries from 120");
 	EXPECTF(chk(b, (size_t)n, &h) == 0, "map checks");
 	EXPECTF(h.kind == SHF_WIRE_JOB_MAP && h.u.map.world == 64 && h.u.map.uid == 1000 &&
 		      h.u.map.nents == 3 && h.u.map.flags == SHF_WIRE_MAP_FINAL &&
@@ -604,25 +718,58 @@ static void test_map_deny(void)
 			"map entry %u", i);
 	}
 	EXPECTF(shf_wire_enc_map(b, (size_t)n - 1, SRC, DST, &m, e, 3) == -ENOBUFS, "map cap");
-	struct shf_wire_map_ent overlap[2] = {{0, 4, 0, 0}, {3, 2, 2, 0}};
+	struct shf_wire_map_ent overlap[2] = {{0, 4, 0, 0, 0}, {3, 2, 2, 0, 0}};
 	EXPECTF(shf_wire_enc_map(b, sizeof(b), SRC, DST, &m, overlap, 2) == -EINVAL, "map overlap");
-	struct shf_wire_map_ent beyond[1] = {{60, 5, 0, 0}};
+	struct shf_wire_map_ent beyond[1] = {{60, 5, 0, 0, 0}};
 	EXPECTF(shf_wire_enc_map(b, sizeof(b), SRC, DST, &m, beyond, 1) == -EINVAL, "map beyond");
 	EXPECTF(shf_wire_enc_map(b, sizeof(b), SRC, DST, &m, e, 0) == -EINVAL, "map empty");
 	n = shf_wire_enc_map(b, sizeof(b), SRC, DST, &m, e, 3);
 	EXPECTF(chk_patched32(b, (size_t)n, 52, 2) == -EBADMSG, "map flags");
 	EXPECTF(chk_patched32(b, (size_t)n, 44, 2) == -EBADMSG, "nents vs length");
-	EXPECTF(chk_patched32(b, (size_t)n, 120 + 16 + 8, NODES) == -EBADMSG, "entry node >= nodes");
+	EXPECTF(chk_patched32(b, (size_t)n, 120 + 20 + 8, NODES) == -EBADMSG, "entry node >= nodes");
 	/* version 8: an entry's repeat (block b on node + b) */
-	EXPECTF(chk_patched32(b, (size_t)n, 120 + 16 + 12, 1) == 0, "entry repeat within bounds");
+	EXPECTF(chk_patched32(b, (size_t)n, 120 + 20 + 12, 1) == 0, "entry repeat within bounds");
 	EXPECTF(chk_patched32(b, (size_t)n, 120 + 12, 3) == -EBADMSG,
 		"entry repeat overlaps the next entry");
-	EXPECTF(chk_patched32(b, (size_t)n, 120 + 32 + 12, 1) == -EBADMSG,
+	EXPECTF(chk_patched32(b, (size_t)n, 120 + 40 + 12, 1) == -EBADMSG,
 		"entry repeat beyond the world and the nodes");
-	EXPECTF(chk_patched32(b, (size_t)n, 120 + 16 + 12, NODES - 2) == -EBADMSG,
+	EXPECTF(chk_patched32(b, (size_t)n, 120 + 20 + 12, NODES - 2) == -EBADMSG,
 		"entry repeat beyond the last node");
-	EXPECTF(chk_patched32(b, (size_t)n, 120 + 16 + 12, UINT32_MAX) == -EBADMSG,
+	EXPECTF(chk_patched32(b, (size_t)n, 120 + 20 + 12, UINT32_MAX) == -EBADMSG,
 		"entry repeat wraps");
+	/* version 9: an entry's again (more rounds of its blocks) */
+	EXPECTF(chk_patched32(b, (size_t)n, 120 + 20 + 16, 1) == 0, "entry again within bounds");
+	EXPECTF(chk_patched32(b, (size_t)n, 120 + 16, 2) == -EBADMSG,
+		"entry again overlaps the next entry");
+	EXPECTF(chk_patched32(b, (size_t)n, 120 + 40 + 16, 1) == -EBADMSG,
+		"entry again beyond the world");
+	EXPECTF(chk_patched32(b, (size_t)n, 120 + 20 + 16, UINT32_MAX) == -EBADMSG,
+		"entry again of 2^32 rounds");
+	{
+		/* count x (repeat + 1) x (again + 1) past 2^63: saturates, refused */
+		uint8_t *w = malloc((size_t)n);
+		memcpy(w, b, (size_t)n);
+		shf_wire_put32(w + 120 + 40 + 4, INT32_MAX);
+		shf_wire_put32(w + 120 + 40 + 12, 0);
+		shf_wire_put32(w + 120 + 40 + 16, UINT32_MAX);
+		int r1 = chk(w, (size_t)n, NULL);
+		struct shf_wire_hdr hh;
+		shf_wire_put32(w + 120 + 40 + 8, 0);
+		shf_wire_put32(w + 120 + 40 + 12, UINT32_MAX - 1);
+		int r2 = shf_wire_check(w, (size_t)n, UINT32_MAX, DST, &hh);
+		free(w);
+		EXPECTF(r1 == -EBADMSG && r2 == -EBADMSG, "entry ranks overflow: %d %d", r1, r2);
+	}
+	struct shf_wire_map_ent cy[2] = {{0, 1, 0, 3, 9}, {40, 3, 1, 2, 1}}; /* 40 + 18 */
+	n = shf_wire_enc_map(b, sizeof(b), SRC, DST, &m, cy, 2);
+	uint32_t nb = 0;
+	struct shf_wire_map_ent cb[2];
+	EXPECTF(n == 160 && map_back(b, n, NODES, cb, 2, &nb) == 0 && nb == 2 &&
+			cb[0].repeat == 3 && cb[0].again == 9 && cb[1].again == 1,
+		"cyclic entries round trip (%ld bytes)", n);
+	EXPECTF(chk_patched32(b, (size_t)n, 120 + 20 + 16, 2) == -EBADMSG,
+		"a third round past the world (40 + 27 > 64)");
+	n = shf_wire_enc_map(b, sizeof(b), SRC, DST, &m, e, 3);
 	test_map_compact();
 	EXPECTF(chk_patched64(b, (size_t)n, 32, 1) == -EBADMSG, "map hash mismatch");
 
@@ -658,11 +805,11 @@ static void test_stamp(void)
 			       offsetof(struct shf_wire_raw_hdr, dst_session) == 24 &&
 			       sizeof(struct shf_wire_raw_hdr) == 32 && SHF_WIRE_HDR == 32,
 		       "v2 common header");
-	_Static_assert(SHF_WIRE_VERSION == 8 && SHF_WIRE_BATCH_HDR == 56 &&
+	_Static_assert(SHF_WIRE_VERSION == 9 && SHF_WIRE_BATCH_HDR == 56 &&
 			       SHF_WIRE_ACK_BYTES == 48 && SHF_WIRE_HEARTBEAT_BYTES == 120 &&
 			       SHF_WIRE_JOIN_FIXED == 120 && SHF_WIRE_LEAVE_BYTES == 56 &&
 			       SHF_WIRE_EPOCH_BYTES == 56 && SHF_WIRE_DROP_BYTES == 64,
-		       "v3-v8 sizes");
+		       "v3-v9 sizes");
 	uint8_t b[512];
 	struct shf_wire_batch_enc e;
 	EXPECTF(shf_wire_batch_begin(&e, b, sizeof(b), SRC, DST, 5) == 0 &&
