@@ -42,10 +42,11 @@
  *              victim's daemon), prints "rank R: epoch: ERR (detail)" and
  *              closes at once, as an application that exits on an error
  *              does (tests/multi/one-cause.sh checks the lines).
- *   epochwho   victim=R (the late rank): every other rank calls shf_epoch()
- *              with a 600 ms timeout, expects -ETIMEDOUT with `expect` in
- *              shf_error_detail() (who holds it up, as its daemon knows
- *              it), posts "timed.r" and calls shf_epoch() again; rank R
+ *   epochwho   victim=R (the late rank): every other rank waits until the
+ *              others but R opened, calls shf_epoch() with a 1 s timeout,
+ *              expects -ETIMEDOUT with `expect` in shf_error_detail() (who
+ *              holds it up, as its daemon knows it), posts "timed.r" and
+ *              calls shf_epoch() again; rank R
  *              enters once every other rank timed out; every epoch then
  *              completes (the resumed ones too).
  *   epochtime  (scripts/scale) times shf_open(), then `count` + 1 epochs
@@ -587,7 +588,14 @@ static int mode_epochwho(void)
 			if (x != g_rank)
 				tc_sync_wait(cfg.timeout, "timed.%d", x);
 	} else {
-		r = shf_epoch(c, 600);
+		/* every rank but the victim in before the timed epoch starts: a
+		 * neighbour that is slow to start on a loaded machine would
+		 * otherwise be named instead of the victim */
+		tc_sync_post("open.%d", g_rank);
+		for (int x = 0; x < g_world; x++)
+			if (x != g_rank && x != cfg.victim)
+				tc_sync_wait(cfg.timeout, "open.%d", x);
+		r = shf_epoch(c, 1000);
 		printf("rank %d: epoch without rank %d: %s (%s)\n", g_rank, cfg.victim, err_name(r),
 		       shf_error_detail());
 		if (r != -ETIMEDOUT || !strstr(shf_error_detail(), cfg.expect))
