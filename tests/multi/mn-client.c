@@ -45,7 +45,7 @@
  *   epochwho   victim=R (the late rank): every other rank waits until the
  *              others but R opened, calls shf_epoch() with a 1 s timeout,
  *              expects -ETIMEDOUT with `expect` in shf_error_detail() (who
- *              holds it up, as its daemon knows it), posts "timed.r" and
+ *              holds it up, as its daemon knows it), posts "JOB.timed.r" and
  *              calls shf_epoch() again; rank R
  *              enters once every other rank timed out; every epoch then
  *              completes (the resumed ones too).
@@ -582,25 +582,27 @@ static int mode_onecause(void)
 static int mode_epochwho(void)
 {
 	struct shf_ctx *c = open_ctx(true, 0);
+	/* sync points of this job: a script runs several jobs in one directory */
+	const char *job = getenv("SHF_JOB") ? getenv("SHF_JOB") : "";
 	int r;
 	if (g_rank == cfg.victim) {
 		for (int x = 0; x < g_world; x++)
 			if (x != g_rank)
-				tc_sync_wait(cfg.timeout, "timed.%d", x);
+				tc_sync_wait(cfg.timeout, "%s.timed.%d", job, x);
 	} else {
 		/* every rank but the victim in before the timed epoch starts: a
 		 * neighbour that is slow to start on a loaded machine would
 		 * otherwise be named instead of the victim */
-		tc_sync_post("open.%d", g_rank);
+		tc_sync_post("%s.open.%d", job, g_rank);
 		for (int x = 0; x < g_world; x++)
 			if (x != g_rank && x != cfg.victim)
-				tc_sync_wait(cfg.timeout, "open.%d", x);
+				tc_sync_wait(cfg.timeout, "%s.open.%d", job, x);
 		r = shf_epoch(c, 1000);
 		printf("rank %d: epoch without rank %d: %s (%s)\n", g_rank, cfg.victim, err_name(r),
 		       shf_error_detail());
 		if (r != -ETIMEDOUT || !strstr(shf_error_detail(), cfg.expect))
 			tc_fail("rank %d: the timeout does not say '%s'", g_rank, cfg.expect);
-		tc_sync_post("timed.%d", g_rank);
+		tc_sync_post("%s.timed.%d", job, g_rank);
 	}
 	r = shf_epoch(c, cfg.timeout);
 	if (r != 0)
