@@ -368,6 +368,31 @@ static int cmp_u32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* Every rank of ours in the map e[ne] from `from` left before it came: one
+ * leave (rank -1) to each other node of the map, and to the home.  The
+ * blocks of an expanded map name each node many times (a cyclic layout:
+ * once per rank), so the nodes are made unique first. */
+static void left_before_map(struct shd_daemon *d, uint32_t from, uint64_t hash,
+			    const struct shf_wire_map_ent *e, uint32_t ne)
+{
+	uint32_t *nodes = malloc(sizeof(*nodes) * ((size_t)ne + 1));
+	if (!nodes) {
+		shd_err("out of memory: the job's nodes do not hear that our ranks left");
+		return;
+	}
+	uint32_t nn = 0;
+	for (uint32_t i = 0; i < ne; i++)
+		if (e[i].node != d->node_id)
+			nodes[nn++] = e[i].node;
+	if (from != d->node_id)
+		nodes[nn++] = from;
+	qsort(nodes, nn, sizeof(*nodes), cmp_u32);
+	for (uint32_t i = 0; i < nn; i++)
+		if (!i || nodes[i] != nodes[i - 1])
+			leave_send(d, nodes[i], hash, -1, NULL);
+	free(nodes);
+}
+
 /* The home's map of a job this node has (or had) ranks of. */
 static void map_apply(struct shd_daemon *d, uint32_t from, const char *name, uint64_t hash,
 		      int32_t world, uint32_t uid, uint32_t flags,
@@ -377,17 +402,12 @@ static void map_apply(struct shd_daemon *d, uint32_t from, const char *name, uin
 	if (!j || j->deny) {
 		/* every rank of ours left before the map came: they left for
 		 * the job's nodes too (once; a later map part finds nothing) */
-		if (!j && (flags & SHF_WIRE_MAP_FINAL)) {
+		if (!j && (flags & SHF_WIRE_MAP_FINAL))
 			for (uint32_t i = 0; i < ne; i++)
 				if (e[i].node == d->node_id) {
-					for (uint32_t k = 0; k < ne; k++)
-						if (e[k].node != d->node_id)
-							leave_send(d, e[k].node, hash, -1, NULL);
-					if (from != d->node_id)
-						leave_send(d, from, hash, -1, NULL);
+					left_before_map(d, from, hash, e, ne);
 					break;
 				}
-		}
 		return;
 	}
 	if ((uint32_t)j->uid != uid || j->world != world) {

@@ -48,6 +48,12 @@
  *                 --order benign: the completion to A first, to B gap-ms
  *                 later (the control case).
  *
+ *   straymap T JOB WORLD
+ *                 send node T the final JOB_MAP of a job T has no record of
+ *                 (its ranks all left before the map came): WORLD ranks
+ *                 round-robin over all nodes, one entry; count T's leaves
+ *                 of the job to us for 1.5 s and print them.
+ *
  *   replay T MS   a member (--key) that dies: after 1.5 s of its session
  *                 with T, only its recorded heartbeats are sent again from
  *                 its address for MS ms (mode_replay); T must declare it
@@ -127,6 +133,7 @@ static struct {
 	uint64_t placed_from[MAX_NODES], drained_from[MAX_NODES];
 	uint64_t epoch_no;                        /* epoch number the daemons use */
 	bool left[MAX_NODES];                     /* a LEAVE came from that node */
+	uint32_t leaves[MAX_NODES];               /* straymap: LEAVEs of our job from it */
 	bool joined[MAX_NODES];                   /* epochleave: its JOB_JOIN came (we are
 						     the job's home) */
 	struct shf_wire_range joined_rg[MAX_NODES]; /* ... its first range */
@@ -273,8 +280,10 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 			g.drained_from[s]++;
 		break;
 	case SHF_WIRE_JOB_LEAVE:
-		if (h.u.leave.job_hash == g.job_hash)
+		if (h.u.leave.job_hash == g.job_hash) {
 			g.left[s] = true;
+			g.leaves[s]++;
+		}
 		break;
 	case SHF_WIRE_JOB_JOIN:
 		if (h.u.join.job_hash == g.job_hash) {
@@ -747,6 +756,42 @@ static uint32_t home_of(uint64_t hash)
 
 static bool joined_both(void) { return g.joined[g_a] && g.joined[g_b]; }
 
+/*
+ * straymap T JOB WORLD: send node T the final JOB_MAP of a job it has no
+ * record of (as when its ranks of the job all left before the map came),
+ * WORLD ranks dealt round-robin over every node: one compacted entry that T
+ * expands into WORLD blocks, WORLD / nodes of them on each node.  T must tell
+ * every other node of the map once (rank -1), not once per block; print how
+ * many leaves came to us.
+ */
+static int mode_straymap(uint32_t t, const char *job, int32_t world)
+{
+	uint32_t peers[MAX_NODES];
+	size_t np = 0;
+	for (uint32_t to = 0; to < g.n; to++)
+		if (to != g.me && shd_fabric_has_node(g.f, to))
+			peers[np++] = to;
+	handshake(peers, np);
+	g.job_hash = shf_wire_job_hash(job);
+	if (world % (int32_t)g.n)
+		FAIL("world %d is not a multiple of %u nodes", world, g.n);
+	struct shf_wire_map_ent e = {0, 1, 0, g.n - 1, (uint32_t)world / g.n - 1};
+	struct shf_wire_map m = {.world = world, .uid = (uint32_t)getuid(),
+				 .flags = SHF_WIRE_MAP_FINAL};
+	snprintf(m.name, sizeof(m.name), "%s", job);
+	uint8_t mb[512];
+	long l = shf_wire_enc_map(mb, sizeof(mb), g.me, t, &m, &e, 1);
+	if (l <= 0)
+		FAIL("encode map: %ld", l);
+	send_msg(t, mb, (size_t)l);
+	pump(1500, NULL);
+	printf("straymap: %u leave(s) of job %s from node %u\n", g.leaves[t], job, t);
+	if (g.bad_in || g.stale_in)
+		FAIL("the daemons sent %" PRIu64 " malformed messages, %" PRIu64
+		     " outside their sessions", g.bad_in, g.stale_in);
+	return 0;
+}
+
 static int mode_epochleave(const char *job, uint32_t a, uint32_t bn)
 {
 	g_a = a;
@@ -1211,6 +1256,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(mode, "epochleave") && i + 3 < argc)
 		rc = mode_epochleave(argv[i + 1], (uint32_t)atoi(argv[i + 2]),
 				     (uint32_t)atoi(argv[i + 3]));
+	else if (!strcmp(mode, "straymap") && i + 3 < argc)
+		rc = mode_straymap((uint32_t)atoi(argv[i + 1]), argv[i + 2], atoi(argv[i + 3]));
 	else if (!strcmp(mode, "forge") && i + 4 < argc)
 		rc = mode_forge((uint32_t)atoi(argv[i + 1]), argv[i + 2], argv[i + 3], atoi(argv[i + 4]));
 	else if (!strcmp(mode, "bundle") && i + 2 < argc)
