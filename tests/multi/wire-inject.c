@@ -756,6 +756,18 @@ static uint32_t home_of(uint64_t hash)
 
 static bool joined_both(void) { return g.joined[g_a] && g.joined[g_b]; }
 
+/* A session with every daemon the fabric knows: a JOIN, a MAP or an EPOCH
+ * is taken only from an UP peer, in its current session. */
+static void handshake_all(void)
+{
+	uint32_t peers[MAX_NODES];
+	size_t np = 0;
+	for (uint32_t to = 0; to < g.n; to++)
+		if (to != g.me && shd_fabric_has_node(g.f, to))
+			peers[np++] = to;
+	handshake(peers, np);
+}
+
 /*
  * straymap T JOB WORLD: send node T the final JOB_MAP of a job it has no
  * record of (as when its ranks of the job all left before the map came),
@@ -766,12 +778,7 @@ static bool joined_both(void) { return g.joined[g_a] && g.joined[g_b]; }
  */
 static int mode_straymap(uint32_t t, const char *job, int32_t world)
 {
-	uint32_t peers[MAX_NODES];
-	size_t np = 0;
-	for (uint32_t to = 0; to < g.n; to++)
-		if (to != g.me && shd_fabric_has_node(g.f, to))
-			peers[np++] = to;
-	handshake(peers, np);
+	handshake_all();
 	g.job_hash = shf_wire_job_hash(job);
 	if (world % (int32_t)g.n)
 		FAIL("world %d is not a multiple of %u nodes", world, g.n);
@@ -799,14 +806,7 @@ static int mode_epochleave(const char *job, uint32_t a, uint32_t bn)
 	if (a >= g.n || bn >= g.n || a == g.me || bn == g.me || a == bn || g.me > a || g.me > bn)
 		usage("epochleave: bad A/B (and --me must be the lowest node id: the tree's root)");
 	g.job_hash = shf_wire_job_hash(job);
-	/* a session with every daemon first: a JOIN or an EPOCH is taken only
-	 * from an UP peer, in its current session */
-	uint32_t peers[MAX_NODES];
-	size_t np = 0;
-	for (uint32_t to = 0; to < g.n; to++)
-		if (to != g.me && shd_fabric_has_node(g.f, to))
-			peers[np++] = to;
-	handshake(peers, np);
+	handshake_all();
 	/* rank 2 of the job lives here */
 	uint8_t b[256];
 	struct shf_wire_join j = {0};
