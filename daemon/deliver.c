@@ -89,7 +89,7 @@ static uint8_t *run_open(struct shd_daemon *d, struct shd_client *t, int32_t src
 	p += SHF_RUN_HDR_BYTES;
 	t->orun.end = p + bytes;
 	uint32_t room = shf_ring_grow_room(&t->deliver, t->orun.rec, t->orun.len);
-	uint32_t cap = SHF_RUN_MAX_BYTES - bytes;
+	uint32_t cap = bytes < SHF_RUN_MAX_BYTES ? SHF_RUN_MAX_BYTES - bytes : 0;
 	t->orun.room = room < cap ? room : cap;
 	return p;
 }
