@@ -12,11 +12,6 @@
 #include "daemon/sched.h"
 #include "proto/shm.h"
 
-static inline bool can_take(const struct shd_client *t)
-{
-	return t && !t->doomed && (t->state == SHD_SESS_ACTIVE || t->state == SHD_SESS_WAITWORLD);
-}
-
 /* Reserve a record in t's ring: the payload pointer, or NULL with the
  * error (-EAGAIN full; -ESRCH its tail index is corrupt: cut off). */
 static uint8_t *reserve(struct shd_daemon *d, struct shd_client *t, uint32_t plen, uint32_t kind,
@@ -47,19 +42,20 @@ static inline void count_out(struct shd_daemon *d, struct shd_client *t, uint32_
 	t->st.bytes_out += bytes;
 }
 
-/* One record of `kind`: an 8-byte header, then len bytes; it holds msgs
- * messages of `bytes` payload bytes in all.  The start of the record's
- * payload (NULL and *err when it could not be reserved). */
-static uint8_t *put(struct shd_daemon *d, struct shd_client *t, uint32_t kind, const void *hdr8,
-		    const void *data, uint32_t len, uint32_t msgs, uint64_t bytes, int *err)
+/* One message as a record of its own (a client that does not read runs,
+ * or a message too long for a run). */
+static int put_msg(struct shd_daemon *d, struct shd_client *t, int32_t src, uint32_t type,
+		   const void *data, uint32_t len)
 {
-	uint8_t *p = reserve(d, t, 8 + len, kind, err);
+	int e;
+	uint8_t *p = reserve(d, t, SHF_MSG_HDR_BYTES + len, SHF_REC_MSG, &e);
 	if (!p)
-		return NULL;
-	memcpy(p, hdr8, 8);
-	memcpy(p + 8, data, len);
-	count_out(d, t, msgs, bytes);
-	return p;
+		return e;
+	struct shf_msg_hdr h = {src, type};
+	memcpy(p, &h, sizeof(h));
+	memcpy(p + SHF_MSG_HDR_BYTES, data, len);
+	count_out(d, t, 1, len);
+	return 0;
 }
 
 /* Write t's open run's length and count into the ring: it grows no more. */
@@ -119,11 +115,11 @@ static uint8_t *run_room(struct shd_daemon *d, struct shd_client *t, int32_t src
 int shd_deliver_place_new(struct shd_daemon *d, struct shd_client *t, int32_t src, uint32_t type,
 			  const void *data, uint32_t len)
 {
-	if (!can_take(t))
+	if (!shd_deliver_can_take(t))
 		return -ESRCH;
-	int e = 0;
 	uint32_t ib = shf_run_item_bytes(len);
 	if (t->runs && ib <= SHF_RUN_MAX_BYTES && SHF_RUN_HDR_BYTES + ib <= t->deliver.max_rec) {
+		int e;
 		uint8_t *p = run_room(d, t, src, ib, 1, &e);
 		if (!p)
 			return e;
@@ -133,16 +129,14 @@ int shd_deliver_place_new(struct shd_daemon *d, struct shd_client *t, int32_t sr
 	}
 	if (t->orun.rec)
 		close_run(t);
-	struct shf_msg_hdr h = {src, type};
-	put(d, t, SHF_REC_MSG, &h, data, len, 1, len, &e);
-	return e;
+	return put_msg(d, t, src, type, data, len);
 }
 
 int shd_deliver_run(struct shd_daemon *d, struct shd_client *t, int32_t src,
 		    const uint8_t *items, uint32_t bytes, uint32_t count, uint64_t payload,
 		    struct shd_run_pos *pos)
 {
-	if (!can_take(t))
+	if (!shd_deliver_can_take(t))
 		return -ESRCH;
 	if (t->runs && pos->done == 0 && SHF_RUN_HDR_BYTES + bytes <= t->deliver.max_rec) {
 		int e = 0;

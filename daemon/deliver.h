@@ -46,6 +46,12 @@ void shd_deliver_wake(struct shd_client *c);
 /* The publish step: one release store per dirty ring, bells rung. */
 void shd_deliver_publish(struct shd_daemon *d);
 
+/* dst takes messages: registered, not doomed. */
+static inline bool shd_deliver_can_take(const struct shd_client *t)
+{
+	return t && !t->doomed && (t->state == SHD_SESS_ACTIVE || t->state == SHD_SESS_WAITWORLD);
+}
+
 /* Room for `bytes` bytes of `count` more items from src at the end of the
  * run open in t's ring (t reads runs, is on d->dirty and had room when the
  * run opened; only its session may have changed since), or NULL. */
@@ -53,8 +59,7 @@ static inline uint8_t *shd_deliver_append(struct shd_client *t, int32_t src, uin
 					  uint32_t count)
 {
 	if (!t || !t->orun.rec || t->orun.src != src || bytes > t->orun.room ||
-	    count > SHF_RUN_MAX_COUNT - t->orun.count || t->doomed ||
-	    (t->state != SHD_SESS_ACTIVE && t->state != SHD_SESS_WAITWORLD))
+	    count > SHF_RUN_MAX_COUNT - t->orun.count || !shd_deliver_can_take(t))
 		return NULL;
 	uint8_t *p = t->orun.end;
 	shf_ring_grow(&t->deliver, bytes);

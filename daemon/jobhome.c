@@ -368,28 +368,44 @@ static int cmp_u32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* The nodes of the map e[ne] other than this one, and `extra` unless it is
+ * this one (SHD_NODE_NONE: none), sorted and each once (the blocks of an
+ * expanded map name a node many times: a cyclic layout, once per rank):
+ * *nn_p of them, NULL when out of memory. */
+static uint32_t *map_nodes(const struct shd_daemon *d, const struct shf_wire_map_ent *e,
+			   uint32_t ne, uint32_t extra, uint32_t *nn_p)
+{
+	uint32_t *nodes = malloc(sizeof(*nodes) * ((size_t)ne + 1));
+	uint32_t nn = 0;
+	if (!nodes)
+		return NULL;
+	for (uint32_t i = 0; i < ne; i++)
+		if (e[i].node != d->node_id)
+			nodes[nn++] = e[i].node;
+	if (extra != SHD_NODE_NONE && extra != d->node_id)
+		nodes[nn++] = extra;
+	qsort(nodes, nn, sizeof(*nodes), cmp_u32);
+	uint32_t u = 0;
+	for (uint32_t i = 0; i < nn; i++)
+		if (!u || nodes[u - 1] != nodes[i])
+			nodes[u++] = nodes[i];
+	*nn_p = u;
+	return nodes;
+}
+
 /* Every rank of ours in the map e[ne] from `from` left before it came: one
- * leave (rank -1) to each other node of the map, and to the home.  The
- * blocks of an expanded map name each node many times (a cyclic layout:
- * once per rank), so the nodes are made unique first. */
+ * leave (rank -1) to each other node of the map, and to the home. */
 static void left_before_map(struct shd_daemon *d, uint32_t from, uint64_t hash,
 			    const struct shf_wire_map_ent *e, uint32_t ne)
 {
-	uint32_t *nodes = malloc(sizeof(*nodes) * ((size_t)ne + 1));
+	uint32_t nn;
+	uint32_t *nodes = map_nodes(d, e, ne, from, &nn);
 	if (!nodes) {
 		shd_err("out of memory: the job's nodes do not hear that our ranks left");
 		return;
 	}
-	uint32_t nn = 0;
-	for (uint32_t i = 0; i < ne; i++)
-		if (e[i].node != d->node_id)
-			nodes[nn++] = e[i].node;
-	if (from != d->node_id)
-		nodes[nn++] = from;
-	qsort(nodes, nn, sizeof(*nodes), cmp_u32);
 	for (uint32_t i = 0; i < nn; i++)
-		if (!i || nodes[i] != nodes[i - 1])
-			leave_send(d, nodes[i], hash, -1, NULL);
+		leave_send(d, nodes[i], hash, -1, NULL);
 	free(nodes);
 }
 
@@ -427,14 +443,9 @@ static void map_apply(struct shd_daemon *d, uint32_t from, const char *name, uin
 	/* ranks the home counts here that left meanwhile: gone for everyone */
 	int32_t *stale = NULL;
 	uint32_t nstale = 0, capstale = 0;
-	uint32_t *nodes = malloc(sizeof(*nodes) * (ne ? ne : 1));
-	uint32_t nn = 0;
 	for (uint32_t i = 0; i < ne; i++) {
-		if (e[i].node != d->node_id) {
-			if (nodes)
-				nodes[nn++] = e[i].node;
+		if (e[i].node != d->node_id)
 			continue;
-		}
 		for (int32_t k = 0; k < e[i].count; k++) {
 			int32_t r = e[i].first + k;
 			if (shd_jobtab_node(j, r) != SHD_NODE_NONE)
@@ -453,15 +464,12 @@ static void map_apply(struct shd_daemon *d, uint32_t from, const char *name, uin
 			}
 		}
 	}
+	uint32_t nn;
+	uint32_t *nodes = map_nodes(d, e, ne, SHD_NODE_NONE, &nn);
 	if (nodes) {
-		qsort(nodes, nn, sizeof(*nodes), cmp_u32);
-		uint32_t u = 0;
-		for (uint32_t i = 0; i < nn; i++)
-			if (!u || nodes[u - 1] != nodes[i])
-				nodes[u++] = nodes[i];
 		free(j->jnodes);
 		j->jnodes = nodes;
-		j->n_jnodes = u;
+		j->n_jnodes = nn;
 	}
 	j->confirmed = true;
 	shd_job_check_ready(j);

@@ -45,10 +45,10 @@
  *   epochwho   victim=R (the late rank): every other rank waits until the
  *              others but R opened, calls shf_epoch() with a 1 s timeout,
  *              expects -ETIMEDOUT with `expect` in shf_error_detail() (who
- *              holds it up, as its daemon knows it), posts "JOB.timed.r" and
- *              calls shf_epoch() again; rank R
- *              enters once every other rank timed out; every epoch then
- *              completes (the resumed ones too).
+ *              holds it up, as its daemon knows it), posts "JOB.timed.r"
+ *              and calls shf_epoch() again; rank R enters once every other
+ *              rank timed out; every epoch then completes (the resumed ones
+ *              too).
  *   epochtime  (scripts/scale) times shf_open(), then `count` + 1 epochs
  *              with nothing sent (the first absorbs the ranks' start skew
  *              and is not counted) and prints "rank R: open_ms X epochs N
