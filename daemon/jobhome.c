@@ -472,7 +472,7 @@ static void map_apply(struct shd_daemon *d, uint32_t from, const char *name, uin
 		j->n_jnodes = nn;
 	}
 	j->confirmed = true;
-	shd_job_check_ready(j);
+	shd_job_check_ready(d, j);
 	for (uint32_t i = 0; i < nstale; i++)
 		shd_home_local_left(d, j, stale[i]);
 	free(stale);
