@@ -724,6 +724,39 @@ int shf_wire_batch_put(struct shf_wire_batch_enc *e, int32_t dst_rank, int32_t s
 size_t shf_wire_batch_end(struct shf_wire_batch_enc *e, uint64_t seq);
 
 /*
+ * Packing (docs/protocol-wire.md, "Packing"): before end(), regroup a
+ * batch's records so that the messages of one (src, dst) pair go as runs
+ * (8 bytes of header per message instead of 16).  Per-pair order is kept,
+ * and a broadcast record is a barrier: nothing moves across it.  Pairs in
+ * the order they first appear; a pair with one message stays a message
+ * record, and runs keep their limits (SHF_RUN_MAX_COUNT items,
+ * SHF_RUN_MAX_BYTES); a message too large for a run stays as it is.  The
+ * workspace is the caller's, sized for batches of up to cap bytes.
+ */
+#define SHF_WIRE_PACK_PAIRS 1024u /* more pairs than this: the batch stays as built */
+struct shf_wire_pack_slot {
+	uint64_t key;  /* (src << 32) | dst */
+	uint32_t gen;  /* the slot is in use in this pass when gen matches */
+	uint32_t pair; /* index into the pass's pairs */
+};
+struct shf_wire_pack {
+	uint32_t cap;                    /* batch bytes it was made for */
+	uint8_t *out;                    /* [cap]: the packed batch is built here */
+	uint32_t *next;                  /* [cap / 16]: the next record of its pair */
+	uint32_t *off;                   /* [cap / 16]: where each record starts */
+	uint32_t (*pairs)[3];            /* [SHF_WIRE_PACK_PAIRS]: first, last, items */
+	struct shf_wire_pack_slot *slot; /* [2 * SHF_WIRE_PACK_PAIRS] */
+	uint32_t gen;
+};
+/* 0 or -ENOMEM; free with shf_wire_pack_free (also after a failed init). */
+int shf_wire_pack_init(struct shf_wire_pack *w, size_t cap);
+void shf_wire_pack_free(struct shf_wire_pack *w);
+/* Pack e's records in place.  Returns the bytes saved (0: left as built,
+ * for lack of pairs to merge, too many pairs, or a batch larger than the
+ * workspace). */
+uint32_t shf_wire_batch_pack(struct shf_wire_batch_enc *e, struct shf_wire_pack *w);
+
+/*
  * Encoders of the other kinds: write one message into buf (cap bytes) and
  * return its length, -ENOBUFS when cap is too small, or -EINVAL when the
  * result would not pass shf_wire_check() at dst_node (each encoder runs the

@@ -10,6 +10,7 @@
 #include "proto/wire_int.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void put_hdr(uint8_t *b, unsigned kind, uint32_t src, uint32_t dst)
@@ -101,6 +102,207 @@ size_t shf_wire_batch_end(struct shf_wire_batch_enc *e, uint64_t seq)
 	P32(e->buf, batch, count, e->count);
 	P32(e->buf, batch, bytes, e->off - SHF_WIRE_BATCH_HDR);
 	return e->off;
+}
+
+/* ------------------------------------------------------------- packing */
+
+#define PACK_NONE UINT32_MAX
+#define PACK_SLOTS (2u * SHF_WIRE_PACK_PAIRS)
+
+int shf_wire_pack_init(struct shf_wire_pack *w, size_t cap)
+{
+	memset(w, 0, sizeof(*w));
+	if (cap > UINT32_MAX)
+		cap = UINT32_MAX & ~(uint32_t)7;
+	size_t nrec = cap / SHF_WIRE_REC_HDR + 1;
+	w->cap = (uint32_t)cap;
+	w->out = malloc(cap);
+	w->next = malloc(nrec * sizeof(*w->next));
+	w->off = malloc(nrec * sizeof(*w->off));
+	w->pairs = malloc(SHF_WIRE_PACK_PAIRS * sizeof(*w->pairs));
+	w->slot = calloc(PACK_SLOTS, sizeof(*w->slot));
+	return w->out && w->next && w->off && w->pairs && w->slot ? 0 : -ENOMEM;
+}
+
+void shf_wire_pack_free(struct shf_wire_pack *w)
+{
+	free(w->out);
+	free(w->next);
+	free(w->off);
+	free(w->pairs);
+	free(w->slot);
+	memset(w, 0, sizeof(*w));
+}
+
+/* A new generation of slots: every slot of the last one is free again. */
+static void pack_next_gen(struct shf_wire_pack *w)
+{
+	if (++w->gen == 0) {
+		memset(w->slot, 0, PACK_SLOTS * sizeof(*w->slot));
+		w->gen = 1;
+	}
+}
+
+/* The pair of key in this generation, a new one, or PACK_NONE when the
+ * pairs are all taken. */
+static uint32_t pack_pair(struct shf_wire_pack *w, uint64_t key, uint32_t *np, uint32_t rec)
+{
+	uint32_t h = (uint32_t)((key * UINT64_C(0x9e3779b97f4a7c15)) >> 53) & (PACK_SLOTS - 1);
+	for (;; h = (h + 1) & (PACK_SLOTS - 1)) {
+		struct shf_wire_pack_slot *s = &w->slot[h];
+		if (s->gen == w->gen) {
+			if (s->key == key)
+				return s->pair;
+			continue; /* at most half the slots are ever used: this ends */
+		}
+		if (*np == SHF_WIRE_PACK_PAIRS)
+			return PACK_NONE;
+		*s = (struct shf_wire_pack_slot){key, w->gen, *np};
+		w->pairs[*np][0] = rec;
+		w->pairs[*np][1] = PACK_NONE;
+		w->pairs[*np][2] = 0;
+		return (*np)++;
+	}
+}
+
+/* The run being filled in w->out. */
+struct pack_run {
+	uint32_t at;    /* its record header's offset; PACK_NONE: none open */
+	uint32_t items; /* messages in it */
+	uint32_t bytes; /* bytes of its items */
+};
+
+/* Close the open run at *o: its header, or, with one item, a message
+ * record (8 bytes shorter). */
+static void pack_close(uint8_t *out, struct pack_run *r, int32_t dst, int32_t src, uint32_t *o,
+		       uint32_t *count)
+{
+	if (r->at == PACK_NONE)
+		return;
+	uint8_t *h = out + r->at;
+	if (r->items == 1) {
+		uint32_t type = shf_wire_get32(h + SHF_WIRE_REC_HDR);
+		uint32_t len = shf_wire_get32(h + SHF_WIRE_REC_HDR + 4);
+		P32(h, rec, type, type);
+		P32(h, rec, len, len);
+		memmove(h + SHF_WIRE_REC_HDR, h + SHF_WIRE_REC_HDR + SHF_RUN_ITEM_BYTES,
+			r->bytes - SHF_RUN_ITEM_BYTES);
+		*o -= SHF_RUN_ITEM_BYTES;
+	} else {
+		P32(h, rec, type, r->items);
+		P32(h, rec, len, SHF_WIRE_REC_RUN | r->bytes);
+	}
+	P32(h, rec, dst_rank, (uint32_t)dst);
+	P32(h, rec, src_rank, (uint32_t)src);
+	(*count)++;
+	r->at = PACK_NONE;
+}
+
+/* Open a run at *o (its header written at close). */
+static void pack_open(struct pack_run *r, uint32_t *o)
+{
+	*r = (struct pack_run){*o, 0, 0};
+	*o += SHF_WIRE_REC_HDR;
+}
+
+/* One pair's records, in order, into out at *o. */
+static void pack_emit(const uint8_t *in, struct shf_wire_pack *w, uint32_t pair, uint32_t *o,
+		      uint32_t *count)
+{
+	uint8_t *out = w->out;
+	const uint8_t *first = in + w->off[w->pairs[pair][0]];
+	int32_t dst = GI32(first, rec, dst_rank), src = GI32(first, rec, src_rank);
+	struct pack_run r = {PACK_NONE, 0, 0};
+	for (uint32_t i = w->pairs[pair][0]; i != PACK_NONE; i = w->next[i]) {
+		const uint8_t *rec = in + w->off[i];
+		uint32_t len = G32(rec, rec, len), type = G32(rec, rec, type);
+		if (len & SHF_WIRE_REC_RUN) {
+			uint32_t bytes = len & ~SHF_WIRE_REC_RUN;
+			if (r.at == PACK_NONE || r.items + type > SHF_RUN_MAX_COUNT ||
+			    r.bytes + bytes > SHF_RUN_MAX_BYTES) {
+				pack_close(out, &r, dst, src, o, count);
+				pack_open(&r, o);
+			}
+			memcpy(out + *o, rec + SHF_WIRE_REC_HDR, bytes);
+			*o += bytes;
+			r.items += type;
+			r.bytes += bytes;
+			continue;
+		}
+		uint32_t isz = shf_run_item_bytes(len);
+		if (w->pairs[pair][2] == 1 || isz > SHF_RUN_MAX_BYTES) {
+			/* alone, or too large for a run: as it is */
+			pack_close(out, &r, dst, src, o, count);
+			uint32_t sz = (uint32_t)shf_wire_rec_bytes(len);
+			memcpy(out + *o, rec, sz);
+			*o += sz;
+			(*count)++;
+			continue;
+		}
+		if (r.at == PACK_NONE || r.items == SHF_RUN_MAX_COUNT ||
+		    r.bytes + isz > SHF_RUN_MAX_BYTES) {
+			pack_close(out, &r, dst, src, o, count);
+			pack_open(&r, o);
+		}
+		uint8_t *it = out + *o;
+		shf_wire_put32(it, type);
+		shf_wire_put32(it + 4, len);
+		memcpy(it + SHF_RUN_ITEM_BYTES, rec + SHF_WIRE_REC_HDR, isz - SHF_RUN_ITEM_BYTES);
+		*o += isz;
+		r.items++;
+		r.bytes += isz;
+	}
+	pack_close(out, &r, dst, src, o, count);
+}
+
+uint32_t shf_wire_batch_pack(struct shf_wire_batch_enc *e, struct shf_wire_pack *w)
+{
+	if (!w->out || e->off > w->cap || e->count < 2)
+		return 0;
+	const uint8_t *in = e->buf;
+	uint32_t np = 0, i = 0;
+	bool merge = false;
+	pack_next_gen(w);
+	/* the records of each pair, linked in order; a broadcast is a pair of
+	 * its own and starts a new generation, so no pair reaches across it */
+	for (uint32_t at = SHF_WIRE_BATCH_HDR; at < e->off; i++) {
+		const uint8_t *rec = in + at;
+		int32_t dst = GI32(rec, rec, dst_rank);
+		uint32_t len = G32(rec, rec, len);
+		w->off[i] = at;
+		w->next[i] = PACK_NONE;
+		at += len & SHF_WIRE_REC_RUN ? SHF_WIRE_REC_HDR + (len & ~SHF_WIRE_REC_RUN)
+					     : (uint32_t)shf_wire_rec_bytes(len);
+		if (dst == SHF_WIRE_DST_BCAST) {
+			if (np == SHF_WIRE_PACK_PAIRS)
+				return 0;
+			w->pairs[np][0] = i;
+			w->pairs[np][1] = PACK_NONE;
+			w->pairs[np++][2] = 1;
+			pack_next_gen(w);
+			continue;
+		}
+		uint64_t key = (uint64_t)G32(rec, rec, src_rank) << 32 | (uint32_t)dst;
+		uint32_t p = pack_pair(w, key, &np, i);
+		if (p == PACK_NONE)
+			return 0;
+		if (w->pairs[p][1] != PACK_NONE) {
+			w->next[w->pairs[p][1]] = i;
+			merge = true;
+		}
+		w->pairs[p][1] = i;
+		w->pairs[p][2] += len & SHF_WIRE_REC_RUN ? G32(rec, rec, type) : 1;
+	}
+	if (!merge)
+		return 0;
+	uint32_t o = SHF_WIRE_BATCH_HDR, count = 0;
+	for (uint32_t p = 0; p < np; p++)
+		pack_emit(in, w, p, &o, &count);
+	memcpy(e->buf + SHF_WIRE_BATCH_HDR, w->out + SHF_WIRE_BATCH_HDR, o - SHF_WIRE_BATCH_HDR);
+	uint32_t saved = e->off - o;
+	e->off = o;
+	e->count = count;
+	return saved;
 }
 
 /* Validate what an encoder wrote as the receiver would. */

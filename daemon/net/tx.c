@@ -82,6 +82,12 @@ static void close_open(struct shd_peer *p, enum close_why why)
 	if (!m)
 		return;
 	uint32_t count = p->enc.count;
+	if (!n->pack.out && !n->pack_off && shf_wire_pack_init(&n->pack, n->batch_cap) < 0) {
+		shf_wire_pack_free(&n->pack);
+		n->pack_off = true;
+		shd_warn("out of memory for the batch packing workspace: batches go as built");
+	}
+	d->st.pack_saved_bytes += shf_wire_batch_pack(&p->enc, &n->pack);
 	m->seq = ++p->seq_closed;
 	m->len = (uint32_t)shf_wire_batch_end(&p->enc, m->seq);
 	m->peer = p;

@@ -1121,8 +1121,205 @@ static void test_runs(void)
 	}
 }
 
+/* ------------------------------------------------------------- packing */
+
+/* One message of a batch as the receiver sees it (runs expanded); seg:
+ * broadcasts before it in the batch. */
+struct pk_msg {
+	int32_t dst, src;
+	uint32_t type, len, seg;
+	uint64_t sum; /* of the payload */
+};
+
+/* Decode a finished batch of n bytes into msgs (max), 0 or -1 (refused). */
+static int pk_decode(const uint8_t *buf, size_t n, uint32_t max_msg, struct pk_msg *msgs,
+		     size_t max, size_t *nm)
+{
+	struct shf_wire_hdr h;
+	if (chk(buf, n, &h) != 0 || shf_wire_batch_verify(buf, &h, max_msg) != 0)
+		return -1;
+	struct shf_wire_iter it;
+	struct shf_wire_rec r;
+	shf_wire_iter_init(&it, buf, &h, max_msg);
+	uint32_t seg = 0;
+	*nm = 0;
+	while (shf_wire_iter_next(&it, &r) == 1) {
+		uint32_t k = r.count ? r.count : 1;
+		const uint8_t *d = r.data;
+		for (uint32_t i = 0; i < k && *nm < max; i++) {
+			struct pk_msg *m = &msgs[(*nm)++];
+			*m = (struct pk_msg){r.dst_rank, r.src_rank, r.type, r.len, seg, 0};
+			const uint8_t *pl = d;
+			if (r.count) {
+				struct shf_run_item ri;
+				memcpy(&ri, d, 8);
+				m->type = ri.type;
+				m->len = ri.len;
+				pl = d + 8;
+				d += shf_run_item_bytes(ri.len);
+			}
+			for (uint32_t b = 0; b < m->len; b++)
+				m->sum = m->sum * 131 + pl[b] + 1;
+		}
+		if (r.dst_rank == SHF_WIRE_DST_BCAST)
+			seg++;
+	}
+	return it.err ? -1 : 0;
+}
+
+/* Every pair's messages, in order and in their segment, the same? */
+static int pk_same(const struct pk_msg *a, size_t na, const struct pk_msg *b, size_t nb)
+{
+	if (na != nb)
+		return 0;
+	char *used = calloc(nb, 1);
+	int ok = 1;
+	for (size_t i = 0; i < na && ok; i++) {
+		/* a's i-th message is the first unused message of its pair in b */
+		size_t j = 0;
+		while (j < nb && (used[j] || b[j].dst != a[i].dst || b[j].src != a[i].src))
+			j++;
+		ok = j < nb && b[j].type == a[i].type && b[j].len == a[i].len &&
+		     b[j].seg == a[i].seg && b[j].sum == a[i].sum;
+		if (ok)
+			used[j] = 1;
+	}
+	free(used);
+	return ok;
+}
+
+static uint64_t pk_rng = 88172645463325252ull;
+static uint32_t pk_rand(uint32_t n)
+{
+	pk_rng ^= pk_rng << 13;
+	pk_rng ^= pk_rng >> 7;
+	pk_rng ^= pk_rng << 17;
+	return (uint32_t)(pk_rng % n);
+}
+
+static void test_pack(void)
+{
+	enum { CAP = B + (128u << 10) + 64, MAXM = 60u << 10 };
+	static _Alignas(8) uint8_t buf[CAP], copy[CAP];
+	static struct pk_msg before[CAP / 16], after[CAP / 16];
+	struct shf_wire_pack w;
+	EXPECTF(shf_wire_pack_init(&w, CAP) == 0, "pack workspace");
+	struct shf_wire_batch_enc e;
+
+	/* by hand: 1->2 "a", 1->3 "b", 1->2 "c", 1->2 "e", broadcast "x", 1->2 "d" */
+	shf_wire_batch_begin(&e, buf, CAP, SRC, DST, 5);
+	shf_wire_batch_put(&e, 2, 1, 10, "a", 1);
+	shf_wire_batch_put(&e, 3, 1, 11, "b", 1);
+	shf_wire_batch_put(&e, 2, 1, 12, "c", 1);
+	shf_wire_batch_put(&e, 2, 1, 15, "e", 1);
+	void *x = shf_wire_batch_add(&e, SHF_WIRE_DST_BCAST, 1, 13, 1);
+	memcpy(x, "x", 1);
+	shf_wire_batch_put(&e, 2, 1, 14, "d", 1);
+	uint32_t saved = shf_wire_batch_pack(&e, &w);
+	size_t n = shf_wire_batch_end(&e, 1);
+	/* a run pays from its third message: header 16 + 8 per item, against
+	 * 16 per message record */
+	EXPECTF(saved == 8 && n == B + 64 + 3 * 24 && e.count == 4,
+		"packed: a run of 3 (64 B) and 3 single records (24 B each): saved %u, %zu bytes, "
+		"%u records", saved, n, e.count);
+	EXPECTF(shf_wire_get32(buf + B) == 2 && shf_wire_get32(buf + B + 8) == 3 &&
+		      shf_wire_get32(buf + B + 12) == (SHF_WIRE_REC_RUN | 48) &&
+		      shf_wire_get32(buf + B + 16) == 10 && buf[B + 24] == 'a' &&
+		      shf_wire_get32(buf + B + 32) == 12 && buf[B + 40] == 'c' &&
+		      shf_wire_get32(buf + B + 48) == 15 && buf[B + 56] == 'e',
+	      "1->2 a, c and e form a run at the pair's first place");
+	EXPECTF(shf_wire_get32(buf + B + 64) == 3 && buf[B + 80] == 'b' &&
+		      shf_wire_get32(buf + B + 88) == (uint32_t)SHF_WIRE_DST_BCAST &&
+		      buf[B + 104] == 'x' && shf_wire_get32(buf + B + 112) == 2 && buf[B + 128] == 'd',
+	      "then 1->3 b, the broadcast, and 1->2 d after it: nothing crosses a broadcast");
+
+	/* a pair of two one-byte messages: a run of 2 is no shorter (48 bytes
+	 * either way), but one record instead of two */
+	shf_wire_batch_begin(&e, buf, CAP, SRC, DST, 5);
+	shf_wire_batch_put(&e, 2, 1, 10, "a", 1);
+	shf_wire_batch_put(&e, 2, 1, 11, "b", 1);
+	EXPECTF(shf_wire_batch_pack(&e, &w) == 0 && e.count == 1 && e.off == B + 48,
+		"two messages of a pair: one run of 48 bytes");
+
+	/* nothing to merge: left as built */
+	shf_wire_batch_begin(&e, buf, CAP, SRC, DST, 5);
+	shf_wire_batch_put(&e, 2, 1, 10, "a", 1);
+	shf_wire_batch_put(&e, 3, 1, 11, "b", 1);
+	memcpy(copy, buf, e.off);
+	EXPECTF(shf_wire_batch_pack(&e, &w) == 0 && !memcmp(copy, buf, e.off) && e.count == 2,
+		"two pairs of one message each: unchanged");
+
+	/* random batches: runs, large messages, broadcasts, up to 40 pairs */
+	size_t bad = 0, total_saved = 0;
+	for (int iter = 0; iter < 3000; iter++) {
+		shf_wire_batch_begin(&e, buf, CAP, SRC, DST, 5);
+		uint32_t ns = 1 + pk_rand(5), nd = 1 + pk_rand(8);
+		uint32_t stop = B + pk_rand(128u << 10);
+		while (e.off < stop) {
+			int32_t src = (int32_t)pk_rand(ns), dst = (int32_t)pk_rand(nd);
+			uint32_t what = pk_rand(100), type = pk_rand(1000);
+			if (what < 2) {
+				uint32_t len = pk_rand(64);
+				uint8_t *p = shf_wire_batch_add(&e, SHF_WIRE_DST_BCAST, src, type, len);
+				if (!p)
+					break;
+				for (uint32_t b = 0; b < len; b++)
+					p[b] = (uint8_t)pk_rand(256);
+			} else if (what < 10) {
+				/* a run of up to 300 items of 0..100 bytes, cut at the limits */
+				_Alignas(8) uint8_t items[SHF_RUN_MAX_BYTES];
+				uint32_t cnt = 0, bytes = 0, want = 1 + pk_rand(300);
+				while (cnt < want && cnt < SHF_RUN_MAX_COUNT) {
+					uint32_t len = pk_rand(101);
+					if (bytes + shf_run_item_bytes(len) > SHF_RUN_MAX_BYTES)
+						break;
+					struct shf_run_item ri = {pk_rand(1000), len};
+					memset(items + bytes, 0, shf_run_item_bytes(len));
+					memcpy(items + bytes, &ri, 8);
+					for (uint32_t b = 0; b < len; b++)
+						items[bytes + 8 + b] = (uint8_t)pk_rand(256);
+					bytes += shf_run_item_bytes(len);
+					cnt++;
+				}
+				uint8_t *p = shf_wire_batch_add_run(&e, dst, src, cnt, bytes);
+				if (!p)
+					break;
+				memcpy(p, items, bytes);
+			} else {
+				uint32_t len = what < 12 ? 16000 + pk_rand(8000) : pk_rand(48);
+				uint8_t *p = shf_wire_batch_add(&e, dst, src, type, len);
+				if (!p)
+					break;
+				for (uint32_t b = 0; b < len; b++)
+					p[b] = (uint8_t)pk_rand(256);
+			}
+		}
+		if (!e.count)
+			continue;
+		struct shf_wire_batch_enc e0 = e;
+		memcpy(copy, buf, e.off);
+		size_t n0 = shf_wire_batch_end(&e0, 1), nb, na;
+		memcpy(copy, buf, n0);
+		uint32_t sv = shf_wire_batch_pack(&e, &w);
+		size_t n1 = shf_wire_batch_end(&e, 1);
+		if (pk_decode(copy, n0, MAXM, before, CAP / 16, &nb) != 0 ||
+		    pk_decode(buf, n1, MAXM, after, CAP / 16, &na) != 0 || n1 + sv != n0 ||
+		    !pk_same(before, nb, after, na)) {
+			if (bad++ < 3)
+				fprintf(stderr, "pack: batch %d (%zu bytes, %zu messages) packed wrong\n",
+					iter, n0, nb);
+		}
+		total_saved += sv;
+	}
+	EXPECTF(bad == 0, "3,000 random batches: every pair's messages in order, in their "
+		"segment, intact, every packed batch valid (%zu wrong)", bad);
+	EXPECTF(total_saved > 0, "packing saved bytes (%zu)", total_saved);
+	shf_wire_pack_free(&w);
+}
+
 int main(void)
 {
+	test_pack();
 	test_runs();
 	test_fwd();
 	test_bundle();
