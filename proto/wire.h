@@ -50,6 +50,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "proto/ipc.h" /* SHF_JOB_MAX, SHF_WORLD_MAX, shf_ipc_job_check() */
 
@@ -547,6 +548,32 @@ struct shf_wire_hdr {
 
 /* ---- little-endian field access ---------------------------------------- */
 
+/* Little-endian fields at any alignment: one load or store on a
+ * little-endian host (the only kind the daemon builds for: proto/wire.c),
+ * byte by byte elsewhere. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+static inline void shf_wire_put16(void *p, uint16_t v) { memcpy(p, &v, 2); }
+static inline void shf_wire_put32(void *p, uint32_t v) { memcpy(p, &v, 4); }
+static inline void shf_wire_put64(void *p, uint64_t v) { memcpy(p, &v, 8); }
+static inline uint16_t shf_wire_get16(const void *p)
+{
+	uint16_t v;
+	memcpy(&v, p, 2);
+	return v;
+}
+static inline uint32_t shf_wire_get32(const void *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+static inline uint64_t shf_wire_get64(const void *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+#else
 static inline void shf_wire_put16(void *p, uint16_t v)
 {
 	uint8_t *b = p;
@@ -585,6 +612,7 @@ static inline uint64_t shf_wire_get64(const void *p)
 {
 	return (uint64_t)shf_wire_get32(p) | (uint64_t)shf_wire_get32((const uint8_t *)p + 4) << 32;
 }
+#endif
 
 /* ---- sizes ------------------------------------------------------------- */
 
@@ -742,9 +770,10 @@ struct shf_wire_pack_slot {
 struct shf_wire_pack {
 	uint32_t cap;                    /* batch bytes it was made for */
 	uint8_t *out;                    /* [cap]: the packed batch is built here */
-	uint32_t *next;                  /* [cap / 16]: the next record of its pair */
-	uint32_t *off;                   /* [cap / 16]: where each record starts */
-	uint32_t (*pairs)[3];            /* [SHF_WIRE_PACK_PAIRS]: first, last, items */
+	uint32_t *next;                  /* [cap / 8]: by a record's offset / 8, the
+					    next record of its pair (offset / 8) */
+	uint32_t (*pairs)[3];            /* [SHF_WIRE_PACK_PAIRS]: first, last (offsets
+					    / 8), messages */
 	struct shf_wire_pack_slot *slot; /* [2 * SHF_WIRE_PACK_PAIRS] */
 	uint32_t gen;
 };

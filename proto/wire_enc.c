@@ -114,21 +114,18 @@ int shf_wire_pack_init(struct shf_wire_pack *w, size_t cap)
 	memset(w, 0, sizeof(*w));
 	if (cap > UINT32_MAX)
 		cap = UINT32_MAX & ~(uint32_t)7;
-	size_t nrec = cap / SHF_WIRE_REC_HDR + 1;
 	w->cap = (uint32_t)cap;
 	w->out = malloc(cap);
-	w->next = malloc(nrec * sizeof(*w->next));
-	w->off = malloc(nrec * sizeof(*w->off));
+	w->next = malloc((cap / 8 + 1) * sizeof(*w->next));
 	w->pairs = malloc(SHF_WIRE_PACK_PAIRS * sizeof(*w->pairs));
 	w->slot = calloc(PACK_SLOTS, sizeof(*w->slot));
-	return w->out && w->next && w->off && w->pairs && w->slot ? 0 : -ENOMEM;
+	return w->out && w->next && w->pairs && w->slot ? 0 : -ENOMEM;
 }
 
 void shf_wire_pack_free(struct shf_wire_pack *w)
 {
 	free(w->out);
 	free(w->next);
-	free(w->off);
 	free(w->pairs);
 	free(w->slot);
 	memset(w, 0, sizeof(*w));
@@ -172,13 +169,13 @@ struct pack_run {
 	uint32_t bytes; /* bytes of its items */
 };
 
-/* Close the open run at *o: its header, or, with one item, a message
- * record (8 bytes shorter). */
-static void pack_close(uint8_t *out, struct pack_run *r, int32_t dst, int32_t src, uint32_t *o,
-		       uint32_t *count)
+/* Close the open run that ends at o: its header, or, with one item, a
+ * message record (8 bytes shorter).  Returns the new end. */
+static uint32_t pack_close(uint8_t *out, struct pack_run *r, int32_t dst, int32_t src, uint32_t o,
+			   uint32_t *count)
 {
 	if (r->at == PACK_NONE)
-		return;
+		return o;
 	uint8_t *h = out + r->at;
 	if (r->items == 1) {
 		uint32_t type = shf_wire_get32(h + SHF_WIRE_REC_HDR);
@@ -187,7 +184,7 @@ static void pack_close(uint8_t *out, struct pack_run *r, int32_t dst, int32_t sr
 		P32(h, rec, len, len);
 		memmove(h + SHF_WIRE_REC_HDR, h + SHF_WIRE_REC_HDR + SHF_RUN_ITEM_BYTES,
 			r->bytes - SHF_RUN_ITEM_BYTES);
-		*o -= SHF_RUN_ITEM_BYTES;
+		o -= SHF_RUN_ITEM_BYTES;
 	} else {
 		P32(h, rec, type, r->items);
 		P32(h, rec, len, SHF_WIRE_REC_RUN | r->bytes);
@@ -196,108 +193,153 @@ static void pack_close(uint8_t *out, struct pack_run *r, int32_t dst, int32_t sr
 	P32(h, rec, src_rank, (uint32_t)src);
 	(*count)++;
 	r->at = PACK_NONE;
+	return o;
 }
 
-/* Open a run at *o (its header written at close). */
-static void pack_open(struct pack_run *r, uint32_t *o)
+/* n bytes (a multiple of 8) from 8-aligned s to 8-aligned d: small
+ * payloads word by word, without a call. */
+static inline void pack_copy(uint8_t *d, const uint8_t *s, uint32_t n)
 {
-	*r = (struct pack_run){*o, 0, 0};
-	*o += SHF_WIRE_REC_HDR;
-}
-
-/* One pair's records, in order, into out at *o. */
-static void pack_emit(const uint8_t *in, struct shf_wire_pack *w, uint32_t pair, uint32_t *o,
-		      uint32_t *count)
-{
-	uint8_t *out = w->out;
-	const uint8_t *first = in + w->off[w->pairs[pair][0]];
-	int32_t dst = GI32(first, rec, dst_rank), src = GI32(first, rec, src_rank);
-	struct pack_run r = {PACK_NONE, 0, 0};
-	for (uint32_t i = w->pairs[pair][0]; i != PACK_NONE; i = w->next[i]) {
-		const uint8_t *rec = in + w->off[i];
-		uint32_t len = G32(rec, rec, len), type = G32(rec, rec, type);
-		if (len & SHF_WIRE_REC_RUN) {
-			uint32_t bytes = len & ~SHF_WIRE_REC_RUN;
-			if (r.at == PACK_NONE || r.items + type > SHF_RUN_MAX_COUNT ||
-			    r.bytes + bytes > SHF_RUN_MAX_BYTES) {
-				pack_close(out, &r, dst, src, o, count);
-				pack_open(&r, o);
-			}
-			memcpy(out + *o, rec + SHF_WIRE_REC_HDR, bytes);
-			*o += bytes;
-			r.items += type;
-			r.bytes += bytes;
-			continue;
-		}
-		uint32_t isz = shf_run_item_bytes(len);
-		if (w->pairs[pair][2] == 1 || isz > SHF_RUN_MAX_BYTES) {
-			/* alone, or too large for a run: as it is */
-			pack_close(out, &r, dst, src, o, count);
-			uint32_t sz = (uint32_t)shf_wire_rec_bytes(len);
-			memcpy(out + *o, rec, sz);
-			*o += sz;
-			(*count)++;
-			continue;
-		}
-		if (r.at == PACK_NONE || r.items == SHF_RUN_MAX_COUNT ||
-		    r.bytes + isz > SHF_RUN_MAX_BYTES) {
-			pack_close(out, &r, dst, src, o, count);
-			pack_open(&r, o);
-		}
-		uint8_t *it = out + *o;
-		shf_wire_put32(it, type);
-		shf_wire_put32(it + 4, len);
-		memcpy(it + SHF_RUN_ITEM_BYTES, rec + SHF_WIRE_REC_HDR, isz - SHF_RUN_ITEM_BYTES);
-		*o += isz;
-		r.items++;
-		r.bytes += isz;
+	if (n > 64) {
+		memcpy(d, s, n);
+		return;
 	}
-	pack_close(out, &r, dst, src, o, count);
+	for (uint32_t k = 0; k < n; k += 8) {
+		uint64_t v;
+		memcpy(&v, s + k, 8);
+		memcpy(d + k, &v, 8);
+	}
+}
+
+/* A record header, read at once (little-endian host: proto/wire.c). */
+struct pack_hdr {
+	int32_t dst, src;
+	uint32_t type, len;
+};
+
+static inline struct pack_hdr pack_hdr_at(const uint8_t *rec)
+{
+	struct pack_hdr h;
+	memcpy(&h, rec, sizeof(h));
+	return h;
+}
+
+/* Bytes a record with this len takes in the batch, header included. */
+static inline uint32_t pack_rec_bytes(uint32_t len)
+{
+	return SHF_WIRE_REC_HDR + (len & SHF_WIRE_REC_RUN ? len & ~SHF_WIRE_REC_RUN
+							  : (len + 7u) & ~7u);
+}
+
+/* One pair's records, in order, into out from o; returns the new end. */
+static uint32_t pack_emit(const uint8_t *restrict in, uint8_t *restrict out,
+			  const uint32_t *restrict next, const uint32_t *pair, uint32_t o,
+			  uint32_t *count)
+{
+	uint32_t i = pair[0];
+	struct pack_hdr h = pack_hdr_at(in + 8 * (size_t)i);
+	if (pair[2] == 1) { /* a lone message (or a broadcast): as it is */
+		uint32_t sz = pack_rec_bytes(h.len);
+		memcpy(out + o, in + 8 * (size_t)i, sz);
+		(*count)++;
+		return o + sz;
+	}
+	const int32_t dst = h.dst, src = h.src;
+	struct pack_run r = {PACK_NONE, 0, 0};
+	for (; i != PACK_NONE; i = next[i]) {
+		const uint8_t *rec = in + 8 * (size_t)i;
+		h = pack_hdr_at(rec);
+		if (!(h.len & SHF_WIRE_REC_RUN)) {
+			uint32_t pl = (h.len + 7u) & ~7u, isz = SHF_RUN_ITEM_BYTES + pl;
+			if (r.items == SHF_RUN_MAX_COUNT || r.bytes + isz > SHF_RUN_MAX_BYTES ||
+			    r.at == PACK_NONE) {
+				o = pack_close(out, &r, dst, src, o, count);
+				if (isz > SHF_RUN_MAX_BYTES) { /* too large for a run: as it is */
+					memcpy(out + o, rec, SHF_WIRE_REC_HDR + pl);
+					o += SHF_WIRE_REC_HDR + pl;
+					(*count)++;
+					continue;
+				}
+				r = (struct pack_run){o, 0, 0};
+				o += SHF_WIRE_REC_HDR;
+			}
+			uint8_t *it = out + o;
+			uint32_t ih[2] = {h.type, h.len};
+			memcpy(it, ih, sizeof(ih));
+			pack_copy(it + SHF_RUN_ITEM_BYTES, rec + SHF_WIRE_REC_HDR, pl);
+			o += isz;
+			r.items++;
+			r.bytes += isz;
+			continue;
+		}
+		uint32_t bytes = h.len & ~SHF_WIRE_REC_RUN;
+		if (r.at == PACK_NONE || r.items + h.type > SHF_RUN_MAX_COUNT ||
+		    r.bytes + bytes > SHF_RUN_MAX_BYTES) {
+			o = pack_close(out, &r, dst, src, o, count);
+			r = (struct pack_run){o, 0, 0};
+			o += SHF_WIRE_REC_HDR;
+		}
+		memcpy(out + o, rec + SHF_WIRE_REC_HDR, bytes);
+		o += bytes;
+		r.items += h.type;
+		r.bytes += bytes;
+	}
+	return pack_close(out, &r, dst, src, o, count);
 }
 
 uint32_t shf_wire_batch_pack(struct shf_wire_batch_enc *e, struct shf_wire_pack *w)
 {
 	if (!w->out || e->off > w->cap || e->count < 2)
 		return 0;
-	const uint8_t *in = e->buf;
-	uint32_t np = 0, i = 0;
+	const uint8_t *restrict in = e->buf;
+	uint32_t np = 0, (*restrict pairs)[3] = w->pairs;
+	uint32_t *restrict next = w->next;
 	bool merge = false;
+	uint64_t last_key = UINT64_MAX; /* a pair's records often come in a row */
+	uint32_t last = PACK_NONE;
 	pack_next_gen(w);
-	/* the records of each pair, linked in order; a broadcast is a pair of
-	 * its own and starts a new generation, so no pair reaches across it */
-	for (uint32_t at = SHF_WIRE_BATCH_HDR; at < e->off; i++) {
-		const uint8_t *rec = in + at;
-		int32_t dst = GI32(rec, rec, dst_rank);
-		uint32_t len = G32(rec, rec, len);
-		w->off[i] = at;
-		w->next[i] = PACK_NONE;
-		at += len & SHF_WIRE_REC_RUN ? SHF_WIRE_REC_HDR + (len & ~SHF_WIRE_REC_RUN)
-					     : (uint32_t)shf_wire_rec_bytes(len);
-		if (dst == SHF_WIRE_DST_BCAST) {
+	/* the records of each pair, linked in order (a record's index: its
+	 * offset / 8); a broadcast is a pair of its own and starts a new
+	 * generation, so no pair reaches across it */
+	for (uint32_t at = SHF_WIRE_BATCH_HDR, end = e->off; at < end;) {
+		struct pack_hdr h = pack_hdr_at(in + at);
+		uint32_t i = at / 8;
+		next[i] = PACK_NONE;
+		at += pack_rec_bytes(h.len);
+		uint32_t p;
+		if (h.dst == SHF_WIRE_DST_BCAST) {
 			if (np == SHF_WIRE_PACK_PAIRS)
 				return 0;
-			w->pairs[np][0] = i;
-			w->pairs[np][1] = PACK_NONE;
-			w->pairs[np++][2] = 1;
+			p = np++;
+			pairs[p][0] = i;
+			pairs[p][1] = i;
+			pairs[p][2] = 1;
 			pack_next_gen(w);
+			last_key = UINT64_MAX;
 			continue;
 		}
-		uint64_t key = (uint64_t)G32(rec, rec, src_rank) << 32 | (uint32_t)dst;
-		uint32_t p = pack_pair(w, key, &np, i);
-		if (p == PACK_NONE)
-			return 0;
-		if (w->pairs[p][1] != PACK_NONE) {
-			w->next[w->pairs[p][1]] = i;
+		uint64_t key = (uint64_t)(uint32_t)h.src << 32 | (uint32_t)h.dst;
+		if (key == last_key) {
+			p = last;
+		} else {
+			p = pack_pair(w, key, &np, i);
+			if (p == PACK_NONE)
+				return 0;
+			last_key = key;
+			last = p;
+		}
+		if (pairs[p][1] != PACK_NONE) {
+			next[pairs[p][1]] = i;
 			merge = true;
 		}
-		w->pairs[p][1] = i;
-		w->pairs[p][2] += len & SHF_WIRE_REC_RUN ? G32(rec, rec, type) : 1;
+		pairs[p][1] = i;
+		pairs[p][2] += h.len & SHF_WIRE_REC_RUN ? h.type : 1;
 	}
 	if (!merge)
 		return 0;
 	uint32_t o = SHF_WIRE_BATCH_HDR, count = 0;
 	for (uint32_t p = 0; p < np; p++)
-		pack_emit(in, w, p, &o, &count);
+		o = pack_emit(in, w->out, next, pairs[p], o, &count);
 	memcpy(e->buf + SHF_WIRE_BATCH_HDR, w->out + SHF_WIRE_BATCH_HDR, o - SHF_WIRE_BATCH_HDR);
 	uint32_t saved = e->off - o;
 	e->off = o;
