@@ -58,7 +58,6 @@
 	X(batches_out, COUNTER, "batches sent to other nodes")                               \
 	X(batch_bytes_out, COUNTER, "bytes of batches sent (wire bytes, headers included)")  \
 	X(batch_msgs_out, COUNTER, "messages in batches sent")                               \
-	X(pack_saved_bytes, COUNTER, "wire bytes saved by packing batches' messages into runs per pair of ranks") \
 	X(batches_by_size, COUNTER, "batches sent because they reached batch_bytes")         \
 	X(batches_by_linger, COUNTER, "batches sent because linger_us expired")              \
 	X(batches_by_flush, COUNTER, "batches sent early for a flush or epoch")              \

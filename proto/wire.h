@@ -50,7 +50,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "proto/ipc.h" /* SHF_JOB_MAX, SHF_WORLD_MAX, shf_ipc_job_check() */
 
@@ -548,32 +547,6 @@ struct shf_wire_hdr {
 
 /* ---- little-endian field access ---------------------------------------- */
 
-/* Little-endian fields at any alignment: one load or store on a
- * little-endian host (the only kind the daemon builds for: proto/wire.c),
- * byte by byte elsewhere. */
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-static inline void shf_wire_put16(void *p, uint16_t v) { memcpy(p, &v, 2); }
-static inline void shf_wire_put32(void *p, uint32_t v) { memcpy(p, &v, 4); }
-static inline void shf_wire_put64(void *p, uint64_t v) { memcpy(p, &v, 8); }
-static inline uint16_t shf_wire_get16(const void *p)
-{
-	uint16_t v;
-	memcpy(&v, p, 2);
-	return v;
-}
-static inline uint32_t shf_wire_get32(const void *p)
-{
-	uint32_t v;
-	memcpy(&v, p, 4);
-	return v;
-}
-static inline uint64_t shf_wire_get64(const void *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return v;
-}
-#else
 static inline void shf_wire_put16(void *p, uint16_t v)
 {
 	uint8_t *b = p;
@@ -612,7 +585,6 @@ static inline uint64_t shf_wire_get64(const void *p)
 {
 	return (uint64_t)shf_wire_get32(p) | (uint64_t)shf_wire_get32((const uint8_t *)p + 4) << 32;
 }
-#endif
 
 /* ---- sizes ------------------------------------------------------------- */
 
@@ -750,40 +722,6 @@ int shf_wire_batch_put(struct shf_wire_batch_enc *e, int32_t dst_rank, int32_t s
 /* Finish with batch number seq (>= 1).  Returns the message length, or
  * 0 when the batch is empty or seq is 0 (nothing valid to send). */
 size_t shf_wire_batch_end(struct shf_wire_batch_enc *e, uint64_t seq);
-
-/*
- * Packing (docs/protocol-wire.md, "Packing"): before end(), regroup a
- * batch's records so that the messages of one (src, dst) pair go as runs
- * (8 bytes of header per message instead of 16).  Per-pair order is kept,
- * and a broadcast record is a barrier: nothing moves across it.  Pairs in
- * the order they first appear; a pair with one message stays a message
- * record, and runs keep their limits (SHF_RUN_MAX_COUNT items,
- * SHF_RUN_MAX_BYTES); a message too large for a run stays as it is.  The
- * workspace is the caller's, sized for batches of up to cap bytes.
- */
-#define SHF_WIRE_PACK_PAIRS 1024u /* more pairs than this: the batch stays as built */
-struct shf_wire_pack_slot {
-	uint64_t key;  /* (src << 32) | dst */
-	uint32_t gen;  /* the slot is in use in this pass when gen matches */
-	uint32_t pair; /* index into the pass's pairs */
-};
-struct shf_wire_pack {
-	uint32_t cap;                    /* batch bytes it was made for */
-	uint8_t *out;                    /* [cap]: the packed batch is built here */
-	uint32_t *next;                  /* [cap / 8]: by a record's offset / 8, the
-					    next record of its pair (offset / 8) */
-	uint32_t (*pairs)[3];            /* [SHF_WIRE_PACK_PAIRS]: first, last (offsets
-					    / 8), messages */
-	struct shf_wire_pack_slot *slot; /* [2 * SHF_WIRE_PACK_PAIRS] */
-	uint32_t gen;
-};
-/* 0 or -ENOMEM; free with shf_wire_pack_free (also after a failed init). */
-int shf_wire_pack_init(struct shf_wire_pack *w, size_t cap);
-void shf_wire_pack_free(struct shf_wire_pack *w);
-/* Pack e's records in place.  Returns the bytes saved (0: left as built,
- * for lack of pairs to merge, too many pairs, or a batch larger than the
- * workspace). */
-uint32_t shf_wire_batch_pack(struct shf_wire_batch_enc *e, struct shf_wire_pack *w);
 
 /*
  * Encoders of the other kinds: write one message into buf (cap bytes) and

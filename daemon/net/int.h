@@ -254,10 +254,6 @@ struct shd_net {
 	bool acks_due;              /* ... so the next pass sends them all */
 	struct shd_ev *hb_ev;
 	uint32_t batch_cap;         /* bytes of a batch buffer */
-	/* packing a closed batch's messages into runs per pair (proto/wire.h):
-	 * the workspace, made at the first batch (pack_off: it could not be) */
-	struct shf_wire_pack pack;
-	bool pack_off;
 	uint32_t inflight;          /* batches posted, not acknowledged */
 	struct shd_list linger;     /* peers with open batches, oldest first */
 	struct shd_list retry;      /* messages the fabric had no slot for */

@@ -337,7 +337,6 @@ static void net_free(struct shd_net *n)
 	 * buffers (posted or not) go with the slab after it */
 	shd_fabric_close(n->fab);
 	shd_net_pool_fini(n);
-	shf_wire_pack_free(&n->pack);
 	shd_rdv_close(n->rdv);
 	shd_auth_free(n->auth);
 	for (uint32_t i = 0; i < n->n_nodes; i++) {

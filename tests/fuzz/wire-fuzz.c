@@ -53,74 +53,12 @@ static uint32_t below(uint32_t n)
 
 /* ---- the property checked for every input ------------------------------- */
 
-#define NODES 8u
-
 struct counts {
 	uint64_t accepted, rejected, records;
-	uint64_t packed; /* accepted batches that packing made shorter */
 	uint64_t by_kind[256];
 };
 
 static struct counts cnt;
-
-/* Messages (runs expanded) of a checked batch, and a sum of their types,
- * lengths and bytes. */
-static uint64_t batch_msgs(const uint8_t *buf, const struct shf_wire_hdr *h, uint32_t max_msg,
-			   uint64_t *sum)
-{
-	struct shf_wire_iter it;
-	struct shf_wire_rec r;
-	uint64_t k = 0;
-	*sum = 0;
-	shf_wire_iter_init(&it, buf, h, max_msg);
-	while (shf_wire_iter_next(&it, &r) == 1) {
-		const uint8_t *d = r.data;
-		for (uint32_t m = 0; m < (r.count ? r.count : 1); m++, k++) {
-			uint32_t type = r.type, len = r.len;
-			if (r.count) {
-				struct shf_run_item ri;
-				memcpy(&ri, d, sizeof(ri));
-				type = ri.type;
-				len = ri.len;
-				d += SHF_RUN_ITEM_BYTES;
-			}
-			*sum += type + len;
-			for (uint32_t b = 0; b < len; b++)
-				*sum += (uint64_t)d[b] * (b + 1);
-			d += (len + 7u) & ~7u;
-		}
-	}
-	return k;
-}
-
-/* The accepted batch being re-encoded in e, packed (a copy): still valid,
- * never longer, the same messages and bytes (their order per pair is
- * tests/net/wire-unit.c's test_pack). */
-static void check_packed(const struct shf_wire_batch_enc *e, const struct shf_wire_hdr *h,
-			 uint32_t max_msg)
-{
-	static struct shf_wire_pack w;
-	static uint8_t pk[MAX_BUF + 64], orig[MAX_BUF + 64];
-	if (!w.out)
-		CHECKF(shf_wire_pack_init(&w, sizeof(pk)) == 0, "pack workspace");
-	struct shf_wire_batch_enc a = *e, b = *e;
-	memcpy(orig, e->buf, e->off);
-	memcpy(pk, e->buf, e->off);
-	a.buf = orig;
-	b.buf = pk;
-	uint32_t saved = shf_wire_batch_pack(&b, &w);
-	size_t na = shf_wire_batch_end(&a, h->u.batch.seq), nb = shf_wire_batch_end(&b, h->u.batch.seq);
-	struct shf_wire_hdr ha, hb;
-	CHECKF(shf_wire_check(orig, na, NODES, h->dst_node, &ha) == 0 &&
-		       shf_wire_check(pk, nb, NODES, h->dst_node, &hb) == 0 &&
-		       shf_wire_batch_verify(pk, &hb, max_msg) == 0,
-	       "a packed batch is valid");
-	CHECKF(nb + saved == na, "packing saved %u of %zu -> %zu bytes", saved, na, nb);
-	uint64_t sa, sb;
-	CHECKF(batch_msgs(orig, &ha, max_msg, &sa) == batch_msgs(pk, &hb, max_msg, &sb) && sa == sb,
-	       "packing kept the messages");
-	cnt.packed += saved > 0;
-}
 
 /* Re-encode a checked message from its decoded fields; must give buf back. */
 static void check_canonical(const uint8_t *buf, size_t n, const struct shf_wire_hdr *h,
@@ -182,7 +120,6 @@ static void check_canonical(const uint8_t *buf, size_t n, const struct shf_wire_
 		}
 		CHECKF(seen == h->u.batch.count, "count not enforced");
 		CHECKF(shf_wire_batch_verify(buf, h, max_msg) == 0, "verify agrees");
-		check_packed(&e, h, max_msg);
 		m = (long)shf_wire_batch_end(&e, h->u.batch.seq);
 		break;
 	}
@@ -300,6 +237,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 /* ---- generators of valid messages --------------------------------------- */
 
+#define NODES 8u
 
 /* A session tag as the peer protocol sends them: mostly random, sometimes
  * 0 (unstamped, or a first heartbeat's dst) or all ones.  The check must
@@ -312,10 +250,6 @@ static uint64_t gen_tag(void)
 	default: return rnd();
 	}
 }
-
-/* Ranks of the batch being made: half the batches take them from a few,
- * so that pairs repeat and packing (shf_wire_batch_pack) has work. */
-static uint32_t g_dst_span = SHF_WORLD_MAX, g_src_span = 1000;
 
 /* A run of 1..12 items of random lengths (<= max_msg) with random payload,
  * as a client writes one (proto/shm.h). */
@@ -340,7 +274,7 @@ static void add_run(struct shf_wire_batch_enc *e, uint32_t max_msg)
 	if (k == 0)
 		return;
 	CHECKF(shf_run_check(items, bytes, k, max_msg) >= 0, "a well-formed run is refused");
-	uint8_t *p = shf_wire_batch_add_run(e, (int32_t)below(g_dst_span), (int32_t)below(g_src_span),
+	uint8_t *p = shf_wire_batch_add_run(e, (int32_t)below(SHF_WORLD_MAX), (int32_t)below(1000),
 					    k, bytes);
 	if (p)
 		memcpy(p, items, bytes);
@@ -352,9 +286,6 @@ static size_t gen_batch(uint8_t *b, uint32_t src, uint32_t dst, uint32_t max_msg
 	uint32_t cap = SHF_WIRE_BATCH_HDR + 24 + below(MAX_BUF - SHF_WIRE_BATCH_HDR - 24);
 	CHECKF(shf_wire_batch_begin(&e, b, cap, src, dst, rnd()) == 0, "begin");
 	uint32_t want = 1 + below(24);
-	bool few = below(2);
-	g_dst_span = few ? 3 : SHF_WORLD_MAX;
-	g_src_span = few ? 2 : 1000;
 	for (uint32_t i = 0; i < want; i++) {
 		uint32_t len = below(4) == 0 ? 0 : below(below(2) ? 16 : max_msg + 1);
 		if (len > max_msg)
@@ -364,8 +295,8 @@ static size_t gen_batch(uint8_t *b, uint32_t src, uint32_t dst, uint32_t max_msg
 			continue;
 		}
 		/* one record in 8 a broadcast copy */
-		int32_t to = below(8) == 0 ? SHF_WIRE_DST_BCAST : (int32_t)below(g_dst_span);
-		uint8_t *p = shf_wire_batch_add(&e, to, (int32_t)below(g_src_span), (uint32_t)rnd(), len);
+		int32_t to = below(8) == 0 ? SHF_WIRE_DST_BCAST : (int32_t)below(SHF_WORLD_MAX);
+		uint8_t *p = shf_wire_batch_add(&e, to, (int32_t)below(1000), (uint32_t)rnd(), len);
 		if (!p)
 			break;
 		for (uint32_t k = 0; k < len; k++)
@@ -615,10 +546,10 @@ int main(void)
 	}
 	fprintf(stderr,
 		"wire-fuzz: seed %#llx, %llu iterations: mutants accepted %llu, rejected %llu, "
-		"records walked %llu, batches packed shorter %llu\n",
+		"records walked %llu\n",
 		(unsigned long long)seed, (unsigned long long)iters,
 		(unsigned long long)(cnt.accepted - iters), (unsigned long long)cnt.rejected,
-		(unsigned long long)cnt.records, (unsigned long long)cnt.packed);
+		(unsigned long long)cnt.records);
 	/* The mutator must produce both outcomes, or it tests nothing. */
 	if (iters >= 1000 && (cnt.rejected < iters / 10 || cnt.accepted - iters < iters / 100)) {
 		fprintf(stderr, "wire-fuzz: FAIL: mutations are not exercising both paths\n");
