@@ -81,7 +81,7 @@ static void close_open(struct shd_peer *p, enum close_why why)
 	struct net_msg *m = p->open;
 	if (!m)
 		return;
-	uint32_t count = p->enc.count;
+	uint32_t count = p->enc.msgs; /* messages: a run counts its items */
 	m->seq = ++p->seq_closed;
 	m->len = (uint32_t)shf_wire_batch_end(&p->enc, m->seq);
 	m->peer = p;

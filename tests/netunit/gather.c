@@ -127,6 +127,12 @@ int main(void)
 	check_all(0, 8);
 	CHECKF(records == 4 && runs == 2, "%u records, %u runs: want a run for 4, one for 5, "
 	       "a record each for 6 and 7", records, runs);
+	/* the counters count messages, a run its items (they equal the
+	 * receivers' batch_msgs_in and the senders' msgs_remote) */
+	CHECKF(D->st.batch_msgs_out == 8 && h_peer(1)->cold->st.msgs_out == 8,
+	       "batch_msgs_out %llu, peer msgs_out %llu: want 8",
+	       (unsigned long long)D->st.batch_msgs_out,
+	       (unsigned long long)h_peer(1)->cold->st.msgs_out);
 	h_recv_ack(1, 1);
 
 	h_step("run limits; a message too large for a run stays a record");
