@@ -92,12 +92,14 @@ static uint32_t home_pick(struct shd_daemon *d, uint64_t hash)
 
 static void home_join(struct shd_daemon *d, uint32_t from, const char *name, int32_t world,
 		      uint32_t uid, uint32_t flags, const struct shf_wire_range *rg, uint32_t nr);
-static void home_leave(struct shd_daemon *d, uint32_t from, uint64_t hash, int32_t rank);
+static void home_leave(struct shd_daemon *d, uint32_t from, uint64_t hash, int32_t first,
+		       int32_t count);
 static void map_apply(struct shd_daemon *d, uint32_t from, const char *name, uint64_t hash,
 		      int32_t world, uint32_t uid, uint32_t flags,
 		      const struct shf_wire_map_ent *e, uint32_t ne);
 static void deny_apply(struct shd_daemon *d, uint64_t hash, int reason, uint32_t other,
 		       uint32_t uid, int32_t world);
+static void leaves_now(struct shd_daemon *d, struct shd_job *j);
 
 /* Items of `item` bytes after `fixed` that fit one message: large (a pool
  * buffer) or, when none is free, small (the fabric's copy). */
@@ -107,24 +109,79 @@ static uint32_t per_msg(struct shd_daemon *d, bool small, uint32_t fixed, uint32
 	return max > fixed + item ? (max - fixed) / item : 1;
 }
 
-/* j (NULL: none here) says why: a job that lost a node names it (one cause,
- * one error on every node: events.c, on_left); a rank that left after
- * another had is no culprit of the job's failures (-ESRCH). */
-static void leave_send(struct shd_daemon *d, uint32_t node, uint64_t hash, int32_t rank,
-		       const struct shd_job *j)
+/* Why rank (-1: every local rank) of j (NULL: none here) leaves, fixed
+ * when it leaves: a job that lost a node names it (one cause, one error on
+ * every node: events.c, on_left); a rank that left after another had is no
+ * culprit of the job's failures (-ESRCH); else 0. */
+static struct shf_wire_leave_ent leave_why(const struct shd_job *j, int32_t rank)
 {
-	if (node == d->node_id) {
-		home_leave(d, d->node_id, hash, rank);
-		return;
-	}
-	uint8_t buf[SHF_WIRE_LEAVE_BYTES];
 	bool lost = j && j->lost;
 	bool after = j && j->ready && rank >= 0 && !shd_job_is_culprit(j, rank);
-	struct shf_wire_leave l = {hash, rank, lost ? -EHOSTDOWN : after ? -ESRCH : 0,
-				   lost ? j->lost_node : SHF_WIRE_NODE_NONE};
-	long len = shf_wire_enc_leave(buf, sizeof(buf), d->node_id, node, &l);
-	if (len > 0 && shd_net_send_msg(d, node, buf, (size_t)len) == 0)
+	return (struct shf_wire_leave_ent){rank, 1, lost ? -EHOSTDOWN : after ? -ESRCH : 0,
+					   lost ? j->lost_node : SHF_WIRE_NODE_NONE};
+}
+
+/* A JOB_LEAVE stays under rxm's eager limit (with room for a FWD header):
+ * the fabric then completes it in the order posted relative to the epoch
+ * messages sent after it (docs/protocol-wire.md, "A held leave and the
+ * order of messages"); 1,017 ranges. */
+#define LEAVE_MSG_MAX (SHD_FABRIC_RXM_EAGER - 64u)
+
+/* JOB_LEAVE of e[0..ne) (sorted, disjoint, inside the world) to node: one
+ * message, or several if they do not fit one. */
+static void leave_send(struct shd_daemon *d, uint32_t node, uint64_t hash, int32_t world,
+		       const struct shf_wire_leave_ent *e, uint32_t ne)
+{
+	if (node == d->node_id) {
+		for (uint32_t i = 0; i < ne; i++)
+			home_leave(d, d->node_id, hash, e[i].first, e[i].count);
+		return;
+	}
+	struct shf_wire_leave l = {.job_hash = hash, .world = world};
+	uint8_t one[SHF_WIRE_LEAVE_FIXED + SHF_WIRE_LEAVE_ENT_BYTES];
+	uint32_t cap = shd_net_msg_max(d);
+	if (cap > LEAVE_MSG_MAX)
+		cap = LEAVE_MSG_MAX;
+	if (ne <= 1)
+		cap = sizeof(one);
+	uint8_t *buf = ne > 1 ? malloc(cap) : one;
+	bool small = false;
+	if (!buf)
+		shd_err("out of memory: node %u does not hear that %u range(s) of ranks left", node,
+			ne);
+	for (uint32_t off = 0; buf && off < ne;) {
+		uint32_t k = small ? per_msg(d, true, SHF_WIRE_LEAVE_FIXED, SHF_WIRE_LEAVE_ENT_BYTES)
+				   : (cap - SHF_WIRE_LEAVE_FIXED) / SHF_WIRE_LEAVE_ENT_BYTES;
+		if (k > ne - off)
+			k = ne - off;
+		long len = shf_wire_enc_leave(buf, cap, d->node_id, node, &l, e + off, k);
+		int r = len > 0 ? shd_net_send_msg(d, node, buf, (size_t)len) : (int)len;
+		if (r == -ENOBUFS && !small) {
+			small = true;
+			continue;
+		}
+		if (r < 0) {
+			/* it went down: it loses this job's ranks of ours anyway */
+			shd_debug("leaves to node %u not sent: %s", node, strerror(-r));
+			break;
+		}
 		d->st.leave_msgs_out++;
+		off += k;
+	}
+	if (buf != one)
+		free(buf);
+}
+
+/* Every rank of this node's side of a job (hash, world) leaves at once:
+ * one entry, the whole world (the receiver takes the ranks it holds of
+ * this node), to node. */
+static void leave_all_send(struct shd_daemon *d, uint32_t node, uint64_t hash, int32_t world,
+			   const struct shd_job *j)
+{
+	struct shf_wire_leave_ent e = leave_why(j, -1);
+	e.first = 0;
+	e.count = world;
+	leave_send(d, node, hash, world, &e, 1);
 }
 
 /* The local ranks of j as ranges (*nr_p of them; NULL and 0: none or no
@@ -264,17 +321,9 @@ static void join_timer_fired(int fd, void *arg)
 	shd_sched_pass(arg); /* the network step sends what is due */
 }
 
-/* Announce j at now + delay_ms (at once: 0) or earlier if already due. */
-static void mark(struct shd_daemon *d, struct shd_job *j, uint32_t delay_ms)
+/* The network step runs again in delay_ms (0: at once) or earlier. */
+static void timer_in(struct shd_daemon *d, uint32_t delay_ms)
 {
-	uint64_t due = shd_now_ns() + (uint64_t)delay_ms * 1000000u;
-	if (!j->join_dirty) {
-		j->join_dirty = true;
-		d->joins_dirty++;
-		j->join_due_ns = due;
-	} else if (due < j->join_due_ns) {
-		j->join_due_ns = due;
-	}
 	if (!delay_ms || !d->loop) {
 		shd_sched_pass(d);
 		return;
@@ -289,6 +338,20 @@ static void mark(struct shd_daemon *d, struct shd_job *j, uint32_t delay_ms)
 		shd_ev_arm(d->join_timer, (uint64_t)delay_ms * 1000u);
 }
 
+/* Announce j at now + delay_ms (at once: 0) or earlier if already due. */
+static void mark(struct shd_daemon *d, struct shd_job *j, uint32_t delay_ms)
+{
+	uint64_t due = shd_now_ns() + (uint64_t)delay_ms * 1000000u;
+	if (!j->join_dirty) {
+		j->join_dirty = true;
+		d->joins_dirty++;
+		j->join_due_ns = due;
+	} else if (due < j->join_due_ns) {
+		j->join_due_ns = due;
+	}
+	timer_in(d, delay_ms);
+}
+
 void shd_home_announce(struct shd_daemon *d, struct shd_job *j)
 {
 	if (d->net)
@@ -300,7 +363,8 @@ static void home_move(struct shd_daemon *d, struct shd_job *j, uint32_t h)
 {
 	if (j->home != SHD_NODE_NONE && j->home != h && !j->ready) {
 		/* withdraw from the old home: its record must not count them */
-		leave_send(d, j->home, j->hash, -1, j);
+		leaves_now(d, j); /* what left before goes first */
+		leave_all_send(d, j->home, j->hash, j->world, j);
 		for (uint8_t i = 0; i < j->n_homes; i++)
 			if (j->homes[i] == j->home) {
 				j->homes[i] = j->homes[--j->n_homes];
@@ -322,12 +386,18 @@ static void home_move(struct shd_daemon *d, struct shd_job *j, uint32_t h)
 
 void shd_home_flush(struct shd_daemon *d)
 {
-	if (!d->joins_dirty)
+	if (!d->joins_dirty && !d->leaves_dirty)
 		return;
 	struct shd_list *q;
 	uint64_t now = shd_now_ns(), next = 0;
 	for (q = d->jobs.next; q != &d->jobs; q = q->next) {
 		struct shd_job *j = shd_container_of(q, struct shd_job, link);
+		if (j->n_lv) {
+			if (j->leave_due_ns <= now)
+				leaves_now(d, j);
+			else if (!next || j->leave_due_ns < next)
+				next = j->leave_due_ns;
+		}
 		if (!j->join_dirty)
 			continue;
 		if (j->join_due_ns > now) {
@@ -339,6 +409,9 @@ void shd_home_flush(struct shd_daemon *d)
 		d->joins_dirty--;
 		if (j->local <= 0 || j->deny)
 			continue;
+		/* a rank that left and registered again: its leave goes
+		 * before the join that names it again */
+		leaves_now(d, j);
 		uint32_t h = home_pick(d, j->hash);
 		home_move(d, j, h);
 		join_send(d, j, h);
@@ -347,19 +420,128 @@ void shd_home_flush(struct shd_daemon *d)
 		shd_ev_arm(d->join_timer, (next - now + 999) / 1000);
 }
 
-void shd_home_local_left(struct shd_daemon *d, struct shd_job *j, int32_t rank)
+/*
+ * Leaves of one node's ranks coalesce like its registrations: the first
+ * leave of a job opens a window of LEAVE_LINGER_MS, and the leaves held in
+ * it go at its end as one JOB_LEAVE to each node that is to hear them (the
+ * job's homes and, once confirmed, its other nodes), in ranges of ranks,
+ * each rank with the reason it had when it left (leave_why).  r ranks of
+ * a node that end together cost k - 1 messages, not r(k - 1).  The window
+ * closes early, before anything that must not pass a leave sent before it
+ * (docs/protocol-wire.md, "Leaves"): an epoch message of the job
+ * (epoch.c), a join of the job (shd_home_flush), a withdrawal from a home
+ * (home_move), the job's end here (job.c, at the reap) and the daemon's
+ * stop.  A home on this node takes its leaves at once (no message).
+ */
+#define LEAVE_LINGER_MS 10u
+
+/* Leaves e[0..ne) of j to every node that is to hear them: its homes (a
+ * home here took them at once), then its other nodes that are not homes. */
+static void leaves_to_all(struct shd_daemon *d, struct shd_job *j,
+			  const struct shf_wire_leave_ent *e, uint32_t ne)
 {
-	if (!d->net)
-		return;
 	for (uint8_t i = 0; i < j->n_homes; i++)
-		leave_send(d, j->homes[i], j->hash, rank, j);
+		if (j->homes[i] != d->node_id)
+			leave_send(d, j->homes[i], j->hash, j->world, e, ne);
 	for (uint32_t i = 0; i < j->n_jnodes; i++) {
 		bool home = false;
 		for (uint8_t k = 0; k < j->n_homes; k++)
 			home |= j->homes[k] == j->jnodes[i];
 		if (!home)
-			leave_send(d, j->jnodes[i], j->hash, rank, j);
+			leave_send(d, j->jnodes[i], j->hash, j->world, e, ne);
 	}
+}
+
+void shd_home_local_left(struct shd_daemon *d, struct shd_job *j, int32_t rank)
+{
+	if (!d->net)
+		return;
+	struct shf_wire_leave_ent e = leave_why(j, rank);
+	for (uint8_t i = 0; i < j->n_homes; i++)
+		if (j->homes[i] == d->node_id)
+			home_leave(d, d->node_id, j->hash, rank, 1);
+	if (j->n_lv == j->cap_lv) {
+		uint32_t cap = j->cap_lv ? 2 * j->cap_lv : 8;
+		struct shf_wire_leave_ent *g = realloc(j->lv, sizeof(*g) * cap);
+		if (!g) {
+			/* no room to hold it: what is held and it go now */
+			shd_err("job %s: out of memory holding the leave of rank %d: sent at once",
+				j->name, rank);
+			leaves_now(d, j);
+			leaves_to_all(d, j, &e, 1);
+			return;
+		}
+		j->lv = g;
+		j->cap_lv = cap;
+	}
+	j->lv[j->n_lv++] = e;
+	if (j->n_lv > 1)
+		return;
+	d->leaves_dirty++;
+	j->leave_due_ns = shd_now_ns() + (uint64_t)LEAVE_LINGER_MS * 1000000u;
+	timer_in(d, LEAVE_LINGER_MS);
+}
+
+static int cmp_leave(const void *a, const void *b)
+{
+	const struct shf_wire_leave_ent *x = a, *y = b;
+	if (x->first != y->first)
+		return (x->first > y->first) - (x->first < y->first);
+	if (x->reason != y->reason)
+		return (x->reason > y->reason) - (x->reason < y->reason);
+	return (x->lost_node > y->lost_node) - (x->lost_node < y->lost_node);
+}
+
+/* j's held leaves, sorted by rank, each rank once (a rank that left,
+ * registered again and left again within one window is held twice: the
+ * first of its leaves, in cmp_leave's order, stays), ranges of
+ * consecutive ranks with one reason merged: an entry per range. */
+static uint32_t leaves_compact(struct shd_job *j)
+{
+	qsort(j->lv, j->n_lv, sizeof(*j->lv), cmp_leave);
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < j->n_lv; i++) {
+		struct shf_wire_leave_ent *t = k ? &j->lv[k - 1] : NULL;
+		if (t && (int64_t)t->first + t->count > j->lv[i].first)
+			continue; /* the same rank again */
+		if (t && (int64_t)t->first + t->count == j->lv[i].first &&
+		    t->reason == j->lv[i].reason && t->lost_node == j->lv[i].lost_node) {
+			t->count++;
+			continue;
+		}
+		j->lv[k++] = j->lv[i];
+	}
+	return k;
+}
+
+static void leaves_now(struct shd_daemon *d, struct shd_job *j)
+{
+	if (!j->n_lv)
+		return;
+	leaves_to_all(d, j, j->lv, leaves_compact(j));
+	j->n_lv = 0;
+	d->leaves_dirty--;
+	if (j->cap_lv > 64) {
+		/* a job's end held many: give the memory back */
+		free(j->lv);
+		j->lv = NULL;
+		j->cap_lv = 0;
+	}
+}
+
+void shd_home_leaves_now(struct shd_daemon *d, struct shd_job *j)
+{
+	if (d->net)
+		leaves_now(d, j);
+}
+
+void shd_home_leaves_all(struct shd_daemon *d)
+{
+	struct shd_list *q;
+	if (!d->net || !d->leaves_dirty)
+		return;
+	for (q = d->jobs.next; q != &d->jobs; q = q->next)
+		leaves_now(d, shd_container_of(q, struct shd_job, link));
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -394,8 +576,8 @@ static uint32_t *map_nodes(const struct shd_daemon *d, const struct shf_wire_map
 }
 
 /* Every rank of ours in the map e[ne] from `from` left before it came: one
- * leave (rank -1) to each other node of the map, and to the home. */
-static void left_before_map(struct shd_daemon *d, uint32_t from, uint64_t hash,
+ * leave (the whole world) to each other node of the map, and to the home. */
+static void left_before_map(struct shd_daemon *d, uint32_t from, uint64_t hash, int32_t world,
 			    const struct shf_wire_map_ent *e, uint32_t ne)
 {
 	uint32_t nn;
@@ -405,7 +587,7 @@ static void left_before_map(struct shd_daemon *d, uint32_t from, uint64_t hash,
 		return;
 	}
 	for (uint32_t i = 0; i < nn; i++)
-		leave_send(d, nodes[i], hash, -1, NULL);
+		leave_all_send(d, nodes[i], hash, world, NULL);
 	free(nodes);
 }
 
@@ -421,7 +603,7 @@ static void map_apply(struct shd_daemon *d, uint32_t from, const char *name, uin
 		if (!j && (flags & SHF_WIRE_MAP_FINAL))
 			for (uint32_t i = 0; i < ne; i++)
 				if (e[i].node == d->node_id) {
-					left_before_map(d, from, hash, e, ne);
+					left_before_map(d, from, hash, world, e, ne);
 					break;
 				}
 		return;
@@ -598,34 +780,32 @@ static int64_t rs_add(struct home_node *hn, int32_t a, int32_t c)
 	return c - had;
 }
 
-/* Take rank out of hn's ranges: 1 if it was there. */
-static int rs_del(struct home_node *hn, int32_t rank)
+/* Take the ranks [a, a + c) out of hn's ranges: returns how many were
+ * there (0 and nothing changed when out of memory: the record only ends
+ * later). */
+static int64_t rs_del(struct home_node *hn, int32_t a, int32_t c)
 {
+	int64_t lo = a, hi = (int64_t)a + c, gone = 0;
+	struct shf_wire_range *out = malloc(sizeof(*out) * (hn->n + 1));
+	if (!out)
+		return 0;
+	uint32_t k = 0;
 	for (uint32_t i = 0; i < hn->n; i++) {
-		struct shf_wire_range r = hn->rg[i];
-		if (rank < r.first || rank >= r.first + r.count)
+		int64_t f = hn->rg[i].first, e = f + hn->rg[i].count;
+		if (e <= lo || f >= hi) {
+			out[k++] = hn->rg[i];
 			continue;
-		if (r.count == 1) {
-			memmove(hn->rg + i, hn->rg + i + 1, sizeof(*hn->rg) * (hn->n - i - 1));
-			hn->n--;
-		} else if (rank == r.first) {
-			hn->rg[i].first++;
-			hn->rg[i].count--;
-		} else if (rank == r.first + r.count - 1) {
-			hn->rg[i].count--;
-		} else {
-			struct shf_wire_range *g = realloc(hn->rg, sizeof(*g) * (hn->n + 1));
-			if (!g)
-				return 0; /* kept: the record only ends later */
-			hn->rg = g;
-			memmove(g + i + 2, g + i + 1, sizeof(*g) * (hn->n - i - 1));
-			g[i].count = rank - r.first;
-			g[i + 1] = (struct shf_wire_range){rank + 1, r.first + r.count - rank - 1};
-			hn->n++;
 		}
-		return 1;
+		gone += (e < hi ? e : hi) - (f > lo ? f : lo);
+		if (f < lo)
+			out[k++] = (struct shf_wire_range){(int32_t)f, (int32_t)(lo - f)};
+		if (e > hi)
+			out[k++] = (struct shf_wire_range){(int32_t)hi, (int32_t)(e - hi)};
 	}
-	return 0;
+	free(hn->rg);
+	hn->rg = out;
+	hn->n = k;
+	return gone;
 }
 
 /* The node (not `not`) of another side of h, for a refusal's text. */
@@ -839,7 +1019,9 @@ static void home_join(struct shd_daemon *d, uint32_t from, const char *name, int
 		confirm(d, h, h->confirmed ? from : SHD_NODE_NONE);
 }
 
-static void home_leave(struct shd_daemon *d, uint32_t from, uint64_t hash, int32_t rank)
+/* from's ranks [first, first + count) of the job left (those it holds). */
+static void home_leave(struct shd_daemon *d, uint32_t from, uint64_t hash, int32_t first,
+		       int32_t count)
 {
 	struct shd_home *h = home_find(d, hash);
 	if (!h)
@@ -847,13 +1029,7 @@ static void home_leave(struct shd_daemon *d, uint32_t from, uint64_t hash, int32
 	struct home_node *hn = hn_find(h, from);
 	if (!hn)
 		return;
-	if (rank >= 0) {
-		h->ranks -= rs_del(hn, rank);
-	} else {
-		for (uint32_t i = 0; i < hn->n; i++)
-			h->ranks -= hn->rg[i].count;
-		hn->n = 0;
-	}
+	h->ranks -= rs_del(hn, first, count);
 	if (hn->n == 0) {
 		free(hn->rg);
 		*hn = h->nodes[--h->n];
@@ -876,9 +1052,10 @@ void shd_home_on_join(struct shd_daemon *d, uint32_t node, const struct shf_wire
 	free(rg);
 }
 
-void shd_home_on_leave(struct shd_daemon *d, uint32_t node, uint64_t job_hash, int32_t rank)
+void shd_home_on_leave(struct shd_daemon *d, uint32_t node, uint64_t job_hash, int32_t first,
+		       int32_t count)
 {
-	home_leave(d, node, job_hash, rank);
+	home_leave(d, node, job_hash, first, count);
 }
 
 void shd_home_peer_up(struct shd_daemon *d, uint32_t node)
@@ -900,7 +1077,7 @@ void shd_home_peer_lost(struct shd_daemon *d, uint32_t node)
 	struct shd_list *q, *t;
 	shd_list_for_each_safe(q, t, &d->homes) {
 		struct shd_home *h = shd_container_of(q, struct shd_home, link);
-		home_leave(d, node, h->hash, -1);
+		home_leave(d, node, h->hash, 0, h->world);
 	}
 	for (q = d->jobs.next; q != &d->jobs; q = q->next) {
 		struct shd_job *j = shd_container_of(q, struct shd_job, link);

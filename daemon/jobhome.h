@@ -28,13 +28,21 @@ void shd_home_announce(struct shd_daemon *d, struct shd_job *j);
 /* The network step: announce the jobs marked by shd_home_announce(). */
 void shd_home_flush(struct shd_daemon *d);
 /* Local rank `rank` of j left: tell j's homes and, once the world was
- * confirmed, j's other nodes (JOB_LEAVE). */
+ * confirmed, j's other nodes (JOB_LEAVE), at the end of a window of 10 ms
+ * from the first leave held: one JOB_LEAVE per node for them all. */
 void shd_home_local_left(struct shd_daemon *d, struct shd_job *j, int32_t rank);
+/* j's leaves held in their window go now (before an epoch message of j,
+ * at j's end: job.c). */
+void shd_home_leaves_now(struct shd_daemon *d, struct shd_job *j);
+/* Every job's held leaves go now (the daemon stops). */
+void shd_home_leaves_all(struct shd_daemon *d);
 
 /* What the network brought (events.c). */
 void shd_home_on_join(struct shd_daemon *d, uint32_t node, const struct shf_wire_join *jn);
-/* node's rank (-1: all of node's ranks) of job_hash left: the home's side */
-void shd_home_on_leave(struct shd_daemon *d, uint32_t node, uint64_t job_hash, int32_t rank);
+/* node's ranks first .. first + count - 1 of job_hash left (those of them
+ * it holds): the home's side */
+void shd_home_on_leave(struct shd_daemon *d, uint32_t node, uint64_t job_hash, int32_t first,
+		       int32_t count);
 void shd_home_on_map(struct shd_daemon *d, uint32_t node, const struct shf_wire_map *m);
 void shd_home_on_deny(struct shd_daemon *d, uint32_t node, const struct shf_wire_deny *dn);
 /* A session with node began (or ended): homes move, joins are sent again. */

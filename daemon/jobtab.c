@@ -169,6 +169,9 @@ void shd_jobtab_free(struct shd_daemon *d, struct shd_job *j)
 	free(j->jnodes);
 	if (j->join_dirty)
 		d->joins_dirty--;
+	free(j->lv);
+	if (j->n_lv)
+		d->leaves_dirty--;
 	shd_budget_release(d, j->uid, j->dir_bytes);
 	free(j);
 }

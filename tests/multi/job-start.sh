@@ -18,7 +18,12 @@
 #   - every node outside the job but its home sent and received no job
 #     start message, woke no peer and was woken by none (peers_woken and
 #     wakes unchanged), and still sees every peer idle while the job runs;
-#   - the job is exact (tclient traffic: counts, order, epochs).
+#   - the job is exact (tclient traffic: counts, order, epochs);
+#   - its end (leave_msgs_out/_in; every JOB_LEAVE sent arrives): a node's
+#     leaves of one 10 ms window go as one JOB_LEAVE to each other node of
+#     the job and to a home outside it: k·(k - 1) = 6 for ja, + k = 9 for
+#     je; the bound allows k more (a node whose ranks ended in two
+#     windows).  One JOB_LEAVE per rank (12 and 18) fails it.
 T=multi-job-start
 # shellcheck source=tests/multi/common.sh
 . "$(dirname "$0")/common.sh"
@@ -96,8 +101,16 @@ run() {
   nodes_wait_all || t_fail "job $name failed (logs above)"
   # its end, measured (every JOB_LEAVE sent arrives)
   t_until 10000 "job $name: every JOB_LEAVE sent to arrive" leaves_arrived
-  local leaves
+  local leaves lo ideal
   leaves=$(leaves_since)
+  # a node's leaves of one window: one JOB_LEAVE to each other node of the
+  # job, and to its home when that is outside the job; k more allowed (a
+  # node whose ranks ended in two windows).  One per rank fails it.
+  read -r lo _ <<<"$leaves"
+  ideal=$((k * (k - 1)))
+  in_job "$home" || ideal=$((ideal + k))
+  [ "$lo" -le $((ideal + k)) ] ||
+    t_fail "job $name: $lo JOB_LEAVEs at its end, more than $((ideal + k)) (one per node and window: $ideal; one per rank: $((K * ideal)))"
   for i in $(seq 1 $N); do after[$i]=$(counters "$i"); done
   local per=""
   for i in $(seq 1 $N); do
@@ -115,7 +128,7 @@ run() {
   [ "$sum" -ge 1 ] || t_fail "job $name: no job start message counted at all"
   [ "$sum" -le $((3 * k)) ] ||
     t_fail "job $name: $sum job start messages on $k of $N nodes (per node: $per), more than 3k = $((3 * k))"
-  t_note "job $name on nodes $JOB_NODES (home node $home): exact; $sum job start messages in all (per node: ${per% }; bound 3k = $((3 * k)), all-to-all k(N-1) = $((k * (N - 1)))); nodes outside it and its home: nothing sent or received, no wake; its end: JOB_LEAVEs sent and received: $leaves"
+  t_note "job $name on nodes $JOB_NODES (home node $home): exact; $sum job start messages in all (per node: ${per% }; bound 3k = $((3 * k)), all-to-all k(N-1) = $((k * (N - 1)))); nodes outside it and its home: nothing sent or received, no wake; its end: JOB_LEAVEs sent and received: $leaves (bound $((ideal + k)), one per node and window $ideal)"
 }
 
 run je 3

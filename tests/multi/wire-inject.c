@@ -948,8 +948,9 @@ static unsigned send_every_kind(uint32_t src, uint32_t t, const char *job, int32
 		send_raw(t, b, (size_t)l), sent++;
 	}
 	{
-		struct shf_wire_leave lv = {jh, -1, -ECONNRESET, SHF_WIRE_NODE_NONE};
-		l = shf_wire_enc_leave(b, sizeof(b), src, t, &lv);
+		struct shf_wire_leave lv = {.job_hash = jh, .world = rank + 2};
+		struct shf_wire_leave_ent le = {0, rank + 2, -ECONNRESET, SHF_WIRE_NODE_NONE};
+		l = shf_wire_enc_leave(b, sizeof(b), src, t, &lv, &le, 1);
 		if (l <= 0)
 			FAIL("encode leave");
 		shf_wire_stamp(b, st, dt);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/net/wire-unit.c - proto/wire: byte layout, round trip of every
- * kind, and rejection of each malformed field.  Wire version 7 (JOB_LEAVE
- * names a lost node; joins to a job's home, JOB_MAP and JOB_DENY since 6;
- * broadcast records since 4): a 32-byte
+ * kind, and rejection of each malformed field.  Wire version 9 (JOB_LEAVE
+ * carries ranges of ranks with a reason each, JOB_MAP entries rounds; a
+ * JOB_LEAVE names a lost node since 7; joins to a job's home, JOB_MAP and
+ * JOB_DENY since 6; broadcast records since 4): a 32-byte
  * common header whose session tags (offsets 16 and 24) are written by
  * shf_wire_stamp(), decoded by shf_wire_check() and never judged by it.
  */
@@ -340,49 +341,79 @@ static void test_small_kinds(void)
 	EXPECTF(shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb) == SHF_WIRE_HEARTBEAT_BYTES,
 	      "heartbeat: no MAC, zero MAC bytes");
 
-	struct shf_wire_leave l = {0x55, 7, -ECONNRESET, SHF_WIRE_NODE_NONE};
-	n = shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l);
-	EXPECTF(n == SHF_WIRE_LEAVE_BYTES && n == 56 && chk(b, (size_t)n, &h) == 0 &&
+	/* version 9: a window's leaves in one, ranges of ranks, a reason each */
+	struct shf_wire_leave l = {.job_hash = 0x55, .world = 100};
+	struct shf_wire_leave_ent le[3] = {{7, 1, 0, SHF_WIRE_NODE_NONE},
+					   {8, 4, -ESRCH, SHF_WIRE_NODE_NONE},
+					   {20, 2, -EHOSTDOWN, 3}};
+	n = shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l, le, 3);
+	EXPECTF(n == (long)shf_wire_leave_bytes(3) && n == 48 + 3 * 16 && chk(b, (size_t)n, &h) == 0 &&
 		      h.kind == SHF_WIRE_JOB_LEAVE && h.u.leave.job_hash == 0x55 &&
-		      h.u.leave.rank == 7 && h.u.leave.reason == -ECONNRESET &&
-		      h.u.leave.lost_node == SHF_WIRE_NODE_NONE,
+		      h.u.leave.world == 100 && h.u.leave.nents == 3,
 	      "leave round trip");
-	EXPECTF(shf_wire_get32(b + 48) == SHF_WIRE_NODE_NONE && shf_wire_get32(b + 52) == 0,
-	      "leave: no lost node at 48, reserved at 52");
-	l.rank = -1;
-	l.reason = 0;
-	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l) == SHF_WIRE_LEAVE_BYTES,
-	      "leave of all ranks");
-	l.rank = -2;
-	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l) == -EINVAL, "rank -2");
-	l.rank = 1;
-	l.reason = 5;
-	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l) == -EINVAL, "positive reason");
-	/* version 7: a leave after the sender's job lost a node names it */
-	l.reason = -EHOSTDOWN;
-	l.lost_node = 3;
-	n = shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l);
-	EXPECTF(n == SHF_WIRE_LEAVE_BYTES && chk(b, (size_t)n, &h) == 0 &&
-		      h.u.leave.reason == -EHOSTDOWN && h.u.leave.lost_node == 3 &&
-		      shf_wire_get32(b + 48) == 3,
-	      "leave with a lost node");
-	EXPECTF(chk_patched32(b, (size_t)n, 48, NODES) == -EBADMSG, "leave: lost node >= nodes");
-	EXPECTF(chk_patched32(b, (size_t)n, 48, SRC) == -EBADMSG, "leave: the sender lost itself");
-	EXPECTF(chk_patched32(b, (size_t)n, 48, DST) == 0, "leave: the sender lost the receiver");
-	EXPECTF(chk_patched32(b, (size_t)n, 48, SHF_WIRE_NODE_NONE) == -EBADMSG,
-	      "leave: EHOSTDOWN without its node");
-	EXPECTF(chk_patched32(b, (size_t)n, 52, 1) == -EBADMSG, "leave: reserved not zero");
-	EXPECTF(chk_patched32(b, (size_t)n, 44, 0) == -EBADMSG, "leave: a lost node with reason 0");
-	EXPECTF(chk_patched32(b, (size_t)n, 44, (uint32_t)-ESRCH) == -EBADMSG,
+	{
+		struct shf_wire_leave_ent x = shf_wire_leave_entry(&h.u.leave, 1);
+		struct shf_wire_leave_ent y = shf_wire_leave_entry(&h.u.leave, 2);
+		EXPECTF(x.first == 8 && x.count == 4 && x.reason == -ESRCH &&
+			      x.lost_node == SHF_WIRE_NODE_NONE && y.first == 20 && y.count == 2 &&
+			      y.reason == -EHOSTDOWN && y.lost_node == 3,
+		      "leave entries decoded with their own reasons");
+	}
+	EXPECTF(shf_wire_get32(b + 40) == 100 && shf_wire_get32(b + 44) == 3 &&
+		      shf_wire_get32(b + 48) == 7 && shf_wire_get32(b + 52) == 1 &&
+		      shf_wire_get32(b + 56) == 0 && shf_wire_get32(b + 60) == SHF_WIRE_NODE_NONE &&
+		      shf_wire_get32(b + 64) == 8 && (int32_t)shf_wire_get32(b + 72) == -ESRCH &&
+		      shf_wire_get32(b + 92) == 3,
+	      "leave: world at 40, nents at 44, entries of 16 bytes from 48");
+	/* the header's fields */
+	EXPECTF(chk_patched32(b, (size_t)n, 40, 0) == -EBADMSG, "leave: world 0");
+	EXPECTF(chk_patched32(b, (size_t)n, 40, SHF_WORLD_MAX + 1) == -EBADMSG,
+	      "leave: world past the maximum");
+	EXPECTF(chk_patched32(b, (size_t)n, 40, 21) == -EBADMSG, "leave: a range past the world");
+	EXPECTF(chk_patched32(b, (size_t)n, 40, 22) == 0, "leave: a range up to the world");
+	EXPECTF(chk_patched32(b, (size_t)n, 44, 0) == -EBADMSG, "leave: no entry");
+	EXPECTF(chk_patched32(b, (size_t)n, 44, 2) == -EBADMSG, "leave: nents shorter than the message");
+	EXPECTF(chk_patched32(b, (size_t)n, 44, 4) == -EBADMSG, "leave: nents longer than the message");
+	EXPECTF(chk(b, (size_t)n - 16, NULL) == -EBADMSG, "truncated leave");
+	EXPECTF(chk(b, 47, NULL) == -EBADMSG, "leave shorter than its fixed part");
+	/* each entry's fields */
+	EXPECTF(chk_patched32(b, (size_t)n, 48, (uint32_t)-1) == -EBADMSG, "leave: first -1");
+	EXPECTF(chk_patched32(b, (size_t)n, 52, 0) == -EBADMSG, "leave: count 0");
+	EXPECTF(chk_patched32(b, (size_t)n, 52, (uint32_t)-1) == -EBADMSG, "leave: count -1");
+	EXPECTF(chk_patched32(b, (size_t)n, 52, 2) == -EBADMSG, "leave: entries overlap");
+	EXPECTF(chk_patched32(b, (size_t)n, 64, 6) == -EBADMSG, "leave: entries unsorted");
+	EXPECTF(chk_patched32(b, (size_t)n, 68, 0x7fffffff) == -EBADMSG,
+	      "leave: first + count wraps 32 bits");
+	EXPECTF(chk_patched32(b, (size_t)n, 56, 5) == -EBADMSG, "leave: positive reason");
+	EXPECTF(chk_patched32(b, (size_t)n, 56, (uint32_t)-4096) == -EBADMSG,
+	      "leave: reason below -4095");
+	EXPECTF(chk_patched32(b, (size_t)n, 60, 3) == -EBADMSG, "leave: a lost node with reason 0");
+	EXPECTF(chk_patched32(b, (size_t)n, 76, 3) == -EBADMSG,
 	      "leave: a lost node with reason ESRCH");
-	EXPECTF(chk(b, (size_t)n - 8, NULL) == -EBADMSG, "truncated leave (version 6's length)");
-	l.lost_node = SRC;
-	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l) == -EINVAL,
+	/* version 7: a leave after the sender's job lost a node names it */
+	EXPECTF(chk_patched32(b, (size_t)n, 92, NODES) == -EBADMSG, "leave: lost node >= nodes");
+	EXPECTF(chk_patched32(b, (size_t)n, 92, SRC) == -EBADMSG, "leave: the sender lost itself");
+	EXPECTF(chk_patched32(b, (size_t)n, 92, DST) == 0, "leave: the sender lost the receiver");
+	EXPECTF(chk_patched32(b, (size_t)n, 92, SHF_WIRE_NODE_NONE) == -EBADMSG,
+	      "leave: EHOSTDOWN without its node");
+	/* every rank of the sender: one entry, the whole world */
+	le[0] = (struct shf_wire_leave_ent){0, 100, 0, SHF_WIRE_NODE_NONE};
+	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l, le, 1) == 64, "leave of all ranks");
+	le[0].count = 101;
+	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l, le, 1) == -EINVAL,
+	      "leave: encoder refuses a range past the world");
+	le[0] = (struct shf_wire_leave_ent){1, 1, 5, SHF_WIRE_NODE_NONE};
+	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l, le, 1) == -EINVAL, "positive reason");
+	le[0] = (struct shf_wire_leave_ent){1, 1, -EHOSTDOWN, SRC};
+	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l, le, 1) == -EINVAL,
 	      "leave: encoder refuses the sender as the lost node");
-	l.reason = 0;
-	l.lost_node = 0;
-	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l) == -EINVAL,
+	le[0] = (struct shf_wire_leave_ent){1, 1, 0, 0};
+	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l, le, 1) == -EINVAL,
 	      "leave: encoder refuses a node without EHOSTDOWN");
+	le[0] = (struct shf_wire_leave_ent){1, 1, 0, SHF_WIRE_NODE_NONE};
+	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l, le, 0) == -EINVAL,
+	      "leave: encoder refuses no entry");
+	EXPECTF(shf_wire_enc_leave(b, 63, SRC, DST, &l, le, 1) == -ENOBUFS, "leave: no room");
 
 	struct shf_wire_epoch ep = {0x66, 3, SHF_WIRE_EPOCH_DRAINED, 12};
 	n = shf_wire_enc_epoch_kind(b, sizeof(b), SHF_WIRE_EPOCH_UP, SRC, DST, &ep);
@@ -807,7 +838,8 @@ static void test_stamp(void)
 		       "v2 common header");
 	_Static_assert(SHF_WIRE_VERSION == 9 && SHF_WIRE_BATCH_HDR == 56 &&
 			       SHF_WIRE_ACK_BYTES == 48 && SHF_WIRE_HEARTBEAT_BYTES == 120 &&
-			       SHF_WIRE_JOIN_FIXED == 120 && SHF_WIRE_LEAVE_BYTES == 56 &&
+			       SHF_WIRE_JOIN_FIXED == 120 && SHF_WIRE_LEAVE_FIXED == 48 &&
+			       SHF_WIRE_LEAVE_ENT_BYTES == 16 &&
 			       SHF_WIRE_EPOCH_BYTES == 56 && SHF_WIRE_DROP_BYTES == 64,
 		       "v3-v9 sizes");
 	uint8_t b[512];
@@ -827,11 +859,13 @@ static void test_stamp(void)
 	struct shf_wire_range rg[1] = {{0, 4}};
 	stamp_round_trip(b, shf_wire_enc_join(b, sizeof(b), SRC, DST, &j, rg, 1), SHF_WIRE_JOB_JOIN,
 			 "join");
-	struct shf_wire_leave l = {7, 1, -EHOSTDOWN, 0};
-	stamp_round_trip(b, shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l), SHF_WIRE_JOB_LEAVE,
-			 "leave");
-	EXPECTF(shf_wire_get64(b + 32) == 7 && shf_wire_get32(b + 40) == 1 &&
-		      (int32_t)shf_wire_get32(b + 44) == -EHOSTDOWN && shf_wire_get32(b + 48) == 0,
+	struct shf_wire_leave l = {.job_hash = 7, .world = 2};
+	struct shf_wire_leave_ent le = {1, 1, -EHOSTDOWN, 0};
+	stamp_round_trip(b, shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l, &le, 1),
+			 SHF_WIRE_JOB_LEAVE, "leave");
+	EXPECTF(shf_wire_get64(b + 32) == 7 && shf_wire_get32(b + 40) == 2 &&
+		      shf_wire_get32(b + 44) == 1 && shf_wire_get32(b + 48) == 1 &&
+		      (int32_t)shf_wire_get32(b + 56) == -EHOSTDOWN && shf_wire_get32(b + 60) == 0,
 	      "leave body at 32");
 	struct shf_wire_epoch ep = {8, 9, SHF_WIRE_EPOCH_PLACED, 1};
 	stamp_round_trip(b, shf_wire_enc_epoch_kind(b, sizeof(b), SHF_WIRE_EPOCH_UP, SRC, DST, &ep),
