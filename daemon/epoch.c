@@ -437,7 +437,7 @@ static void epoch_send(struct shd_daemon *d, uint32_t node, unsigned kind, struc
 		       uint64_t epoch, uint32_t phase, int32_t count)
 {
 	if (d->job_ev)
-		d->job_ev->leaves_now(d, j);
+		d->job_ev->leaves_now(d, j, false);
 	shd_net_epoch(d, node, kind, j, epoch, phase, count);
 }
 

@@ -101,10 +101,15 @@ static int leave_class(int reason)
 static void on_left(struct shd_daemon *d, uint32_t node, const struct shf_wire_leave *l)
 {
 	d->st.leave_msgs_in++;
+	bool relay = l->flags & SHF_WIRE_LEAVE_RELAY;
+	if (l->flags & SHF_WIRE_LEAVE_FORWARDED)
+		shd_home_forwarded(d, node, l); /* ours among them: they came through */
 	for (uint32_t i = 0; i < l->nents; i++) {
 		struct shf_wire_leave_ent e = shf_wire_leave_entry(l, i);
-		/* if this node is the job's home */
-		shd_home_on_leave(d, node, l->job_hash, e.first, e.count);
+		/* if this node is the job's home (of e.node: the sender, or
+		 * relayed by the home) */
+		if (e.node != d->node_id)
+			shd_home_on_leave(d, e.node, l->job_hash, l->world, &e, relay);
 	}
 	struct shd_job *j = shd_jobtab_find_hash(d, l->job_hash);
 	if (!j)
@@ -112,9 +117,14 @@ static void on_left(struct shd_daemon *d, uint32_t node, const struct shf_wire_l
 	for (int c = 0; c < 3; c++)
 		for (uint32_t i = 0; i < l->nents; i++) {
 			struct shf_wire_leave_ent e = shf_wire_leave_entry(l, i);
-			if (leave_class(e.reason) == c)
-				left_range(d, j, node, &e);
+			if (leave_class(e.reason) == c && e.node != d->node_id)
+				left_range(d, j, e.node, &e);
 		}
+}
+
+static void on_left_ask(struct shd_daemon *d, uint32_t node, const struct shf_wire_leave_ask *a)
+{
+	shd_home_on_ask(d, node, a);
 }
 
 static void on_epoch(struct shd_daemon *d, uint32_t node, unsigned kind, uint64_t job_hash,
@@ -173,6 +183,7 @@ const struct shd_net_events shd_events = {
 	.mapped = on_mapped,
 	.denied = on_denied,
 	.left = on_left,
+	.left_ask = on_left_ask,
 	.epoch = on_epoch,
 	.drops = on_drops,
 	.mark_acked = shd_relay_mark_acked,

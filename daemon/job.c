@@ -43,7 +43,7 @@ void shd_job_reap(struct shd_daemon *d)
 		if (!job_unused(j)) /* a rank may have registered since */
 			continue;
 		if (d->job_ev)
-			d->job_ev->leaves_now(d, j); /* held leaves go before it is freed */
+			d->job_ev->leaves_now(d, j, true); /* held leaves go before it is freed */
 		shd_jobtab_free(d, j);
 	}
 }

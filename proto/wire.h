@@ -67,7 +67,9 @@
                                * 9: and for rounds of such runs (again): a
                                * cyclic layout in one entry; JOB_LEAVE
                                * carries ranges of ranks, a reason each
-                               * (a node's leaves of a window in one) */
+                               * (a node's leaves of a window in one),
+                               * relayed by the job's home at the end of a
+                               * node's part (JOB_LEAVE_ASK on a failure) */
 
 #define SHF_WIRE_HDR 32u        /* common header */
 #define SHF_WIRE_BATCH_HDR 56u  /* common header + batch body; records start here */
@@ -79,8 +81,9 @@
 #define SHF_WIRE_MAC_BYTES 32u   /* heartbeat: the handshake MAC */
 #define SHF_WIRE_JOIN_FIXED 120u /* JOB_JOIN without its ranges */
 #define SHF_WIRE_RANGE_BYTES 8u  /* one (first, count) rank range */
-#define SHF_WIRE_LEAVE_FIXED 48u  /* JOB_LEAVE without its entries */
-#define SHF_WIRE_LEAVE_ENT_BYTES 16u /* one (first, count, reason, lost_node) entry of a JOB_LEAVE */
+#define SHF_WIRE_LEAVE_FIXED 56u  /* JOB_LEAVE without its entries */
+#define SHF_WIRE_LEAVE_ENT_BYTES 20u /* one (first, count, reason, lost_node, node) entry of a JOB_LEAVE */
+#define SHF_WIRE_LEAVE_ASK_BYTES 48u
 #define SHF_WIRE_MAP_FIXED 120u  /* JOB_MAP without its entries */
 #define SHF_WIRE_MAP_ENT_BYTES 20u /* one (first, count, node, repeat, again) entry of a JOB_MAP */
 #define SHF_WIRE_DENY_BYTES 120u
@@ -111,6 +114,8 @@ enum shf_wire_kind {
 	SHF_WIRE_DROP = 7,      /* records of a batch were dropped at the receiver */
 	SHF_WIRE_JOB_MAP = 8,   /* the job's home: where every rank of the job lives */
 	SHF_WIRE_JOB_DENY = 9,  /* the job's home: the job conflicts with another node's */
+	SHF_WIRE_JOB_LEAVE_ASK = 10, /* src lost the relay of a job's leaves: the
+	                                receiver's leaves of it, directly */
 	SHF_WIRE_KIND_MAX,
 	/* the fan-out tree (daemon/admin/fanout.c; docs/protocol-wire.md, "FAN_REQ"
 	 * and "FAN_ANS"), numbered apart (0x40-0x4f) */
@@ -286,13 +291,44 @@ struct shf_wire_raw_deny {
 #define SHF_WIRE_NODE_NONE UINT32_MAX
 
 /* JOB_LEAVE (version 7: lost_node; version 9: ranges of ranks, a reason
- * each, so that one message carries a node's leaves of a window). */
+ * each, so that one message carries a node's leaves of a window; relayed
+ * by the job's home). */
 struct shf_wire_raw_leave {
 	struct shf_wire_raw_hdr h;
 	uint64_t job_hash;
 	int32_t world;      /* 1 <= world <= SHF_WORLD_MAX */
 	uint32_t nents;     /* entries that follow, >= 1 */
+	uint32_t flags;     /* enum shf_wire_leave_flag */
+	uint32_t reserved;  /* zero */
 	/* nents x struct shf_wire_raw_leave_ent, sorted, disjoint, inside [0, world) */
+};
+
+enum shf_wire_leave_flag {
+	/* to the job's home, the sender's part of the job ended: apply, and
+	 * forward to the job's other nodes (every entry's node is the sender) */
+	SHF_WIRE_LEAVE_RELAY = 1u,
+	/* from the job's home: the leaves it relays, of the nodes each entry
+	 * names (the receiver's own among them tell it they came through) */
+	SHF_WIRE_LEAVE_FORWARDED = 2u,
+	SHF_WIRE_LEAVE_FLAGS = 3u
+};
+
+/* JOB_LEAVE_ASK: the sender's session with the home that relays a job's
+ * leaves ended (or the home could not relay them): the receiver sends its
+ * departed ranks of the job to the sender directly (a JOB_LEAVE), and from
+ * now on its leaves of the job too. */
+struct shf_wire_raw_leave_ask {
+	struct shf_wire_raw_hdr h;
+	uint64_t job_hash;
+	int32_t world;      /* 1 <= world <= SHF_WORLD_MAX */
+	uint32_t flags;     /* enum shf_wire_ask_flag */
+};
+
+enum shf_wire_ask_flag {
+	/* from the home that could not relay: to every node of the job, not
+	 * only to the asker, and no more through the home */
+	SHF_WIRE_ASK_ALL = 1u,
+	SHF_WIRE_ASK_FLAGS = 1u
 };
 
 struct shf_wire_raw_leave_ent {
@@ -303,8 +339,11 @@ struct shf_wire_raw_leave_ent {
 			       after another had; -EHOSTDOWN: src node's job had
 			       lost lost_node when they left (the cause of their
 			       failures there) */
-	uint32_t lost_node; /* reason -EHOSTDOWN: that node, < n_nodes, != src node;
+	uint32_t lost_node; /* reason -EHOSTDOWN: that node, < n_nodes, != node;
 			       else SHF_WIRE_NODE_NONE */
+	uint32_t node;      /* whose ranks they are: src node, or with
+			       FORWARDED any node of the job, < n_nodes (dst
+			       node's own: they came through the home) */
 };
 
 struct shf_wire_raw_epoch {
@@ -508,6 +547,7 @@ struct shf_wire_deny {
 struct shf_wire_leave {
 	uint64_t job_hash;
 	int32_t world;
+	uint32_t flags;      /* enum shf_wire_leave_flag */
 	uint32_t nents;      /* decoder: entries in the message */
 	const uint8_t *ents; /* decoder: points into the checked buffer; read
 	                        them with shf_wire_leave_entry() */
@@ -518,6 +558,13 @@ struct shf_wire_leave_ent {
 	int32_t count;
 	int32_t reason;
 	uint32_t lost_node; /* SHF_WIRE_NODE_NONE unless reason is -EHOSTDOWN */
+	uint32_t node;      /* whose ranks (raw_leave_ent) */
+};
+
+struct shf_wire_leave_ask {
+	uint64_t job_hash;
+	int32_t world;
+	uint32_t flags; /* enum shf_wire_ask_flag */
 };
 
 struct shf_wire_epoch {
@@ -553,6 +600,7 @@ struct shf_wire_hdr {
 		struct shf_wire_map map;
 		struct shf_wire_deny deny;
 		struct shf_wire_leave leave;
+		struct shf_wire_leave_ask leave_ask;
 		struct shf_wire_epoch epoch;
 		struct shf_wire_drop drop;
 		struct shf_wire_fan_req fan_req;
@@ -771,10 +819,12 @@ long shf_wire_enc_map(void *buf, size_t cap, uint32_t src_node, uint32_t dst_nod
 /* dn->name is used for job_hash. */
 long shf_wire_enc_deny(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
 		       const struct shf_wire_deny *dn);
-/* l->job_hash and world are used, with the entries e[0..ne). */
+/* l->job_hash, world and flags are used, with the entries e[0..ne). */
 long shf_wire_enc_leave(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
 			const struct shf_wire_leave *l, const struct shf_wire_leave_ent *e,
 			uint32_t ne);
+long shf_wire_enc_leave_ask(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+			    const struct shf_wire_leave_ask *a);
 /* An epoch step as one of the tree's kinds (SHF_WIRE_EPOCH_UP/_DOWN/_ABORT). */
 long shf_wire_enc_epoch_kind(void *buf, size_t cap, unsigned kind, uint32_t src_node,
 			     uint32_t dst_node, const struct shf_wire_epoch *ep);

@@ -154,19 +154,31 @@ static void check_canonical(const uint8_t *buf, size_t n, uint32_t n_nodes,
 			       "leave entry unchecked");
 			CHECKF(i == 0 || le[i].first >= le[i - 1].first + le[i - 1].count,
 			       "leave entries unsorted");
-			/* a lost node only with -EHOSTDOWN, one of the set, not the sender */
+			/* whose: the sender's, or forwarded, any node's */
+			CHECKF((h->u.leave.flags & SHF_WIRE_LEAVE_FORWARDED)
+				       ? le[i].node < n_nodes
+				       : le[i].node == h->src_node,
+			       "leave: node %u unchecked", le[i].node);
+			/* a lost node only with -EHOSTDOWN, one of the set, not its own */
 			CHECKF(le[i].reason == -EHOSTDOWN
-				       ? le[i].lost_node < n_nodes && le[i].lost_node != h->src_node
+				       ? le[i].lost_node < n_nodes && le[i].lost_node != le[i].node
 				       : le[i].lost_node == SHF_WIRE_NODE_NONE,
 			       "leave: lost node %u (reason %d) unchecked", le[i].lost_node,
 			       le[i].reason);
 			CHECKF(le[i].reason == 0 || (le[i].reason < 0 && le[i].reason >= -4095),
 			       "leave: reason %d unchecked", le[i].reason);
 		}
+		CHECKF(h->u.leave.flags != 3 && !(h->u.leave.flags & ~3u), "leave flags unchecked");
 		m = shf_wire_enc_leave(re, sizeof(re), h->src_node, h->dst_node, &h->u.leave, le,
 				       h->u.leave.nents);
 		break;
 	}
+	case SHF_WIRE_JOB_LEAVE_ASK:
+		CHECKF(h->u.leave_ask.world >= 1 && h->u.leave_ask.world <= SHF_WORLD_MAX &&
+			       !(h->u.leave_ask.flags & ~(uint32_t)SHF_WIRE_ASK_FLAGS),
+		       "leave ask unchecked");
+		m = shf_wire_enc_leave_ask(re, sizeof(re), h->src_node, h->dst_node, &h->u.leave_ask);
+		break;
 	case SHF_WIRE_JOB_MAP: {
 		static struct shf_wire_map_ent me[MAX_BUF / SHF_WIRE_MAP_ENT_BYTES];
 		CHECKF(h->u.map.nents <= sizeof(me) / sizeof(me[0]), "nents vs length");
@@ -403,8 +415,16 @@ static size_t gen(uint8_t *b, uint32_t src, uint32_t dst, uint32_t max_msg)
 	case 5: {
 		if (below(2)) {
 			/* a window's leaves: sorted, disjoint ranges of one reason
-			 * each, some after a loss (version 7's lost node) */
+			 * each, some after a loss (version 7's lost node); or a
+			 * home's forward of several nodes' (the receiver's too),
+			 * or the ask for them */
 			struct shf_wire_leave l = {.job_hash = rnd(), .world = 1 + (int32_t)below(1000)};
+			if (below(6) == 0) {
+				struct shf_wire_leave_ask a = {l.job_hash, l.world, below(2)};
+				n = shf_wire_enc_leave_ask(b, MAX_BUF, src, dst, &a);
+				break;
+			}
+			uint32_t flags = (uint32_t)below(3);
 			struct shf_wire_leave_ent le[16];
 			uint32_t ne = 0;
 			int32_t next = 0;
@@ -416,14 +436,15 @@ static size_t gen(uint8_t *b, uint32_t src, uint32_t dst, uint32_t max_msg)
 				int32_t count = 1 + (int32_t)below((uint32_t)(l.world - first));
 				if (count > 20)
 					count = 1 + (int32_t)below(20);
+				uint32_t who = flags == SHF_WIRE_LEAVE_FORWARDED ? below(NODES) : src;
 				le[ne] = (struct shf_wire_leave_ent){first, count,
 								     -(int32_t)below(4096),
-								     SHF_WIRE_NODE_NONE};
+								     SHF_WIRE_NODE_NONE, who};
 				if (le[ne].reason == -EHOSTDOWN) /* only with its lost node */
 					le[ne].reason = 0;
 				if (below(3) == 0) {
 					le[ne].reason = -EHOSTDOWN;
-					le[ne].lost_node = lost;
+					le[ne].lost_node = lost == who ? (who + 1) % NODES : lost;
 				}
 				ne++;
 				next = first + count;
@@ -431,9 +452,10 @@ static size_t gen(uint8_t *b, uint32_t src, uint32_t dst, uint32_t max_msg)
 					break;
 			}
 			if (ne == 0) {
-				le[0] = (struct shf_wire_leave_ent){0, l.world, 0, SHF_WIRE_NODE_NONE};
+				le[0] = (struct shf_wire_leave_ent){0, l.world, 0, SHF_WIRE_NODE_NONE, src};
 				ne = 1;
 			}
+			l.flags = flags;
 			n = shf_wire_enc_leave(b, MAX_BUF, src, dst, &l, le, ne);
 		} else {
 			struct shf_wire_epoch ep = {rnd(), 1 + below(100), 1 + below(2), below(99)};

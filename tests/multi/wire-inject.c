@@ -949,7 +949,7 @@ static unsigned send_every_kind(uint32_t src, uint32_t t, const char *job, int32
 	}
 	{
 		struct shf_wire_leave lv = {.job_hash = jh, .world = rank + 2};
-		struct shf_wire_leave_ent le = {0, rank + 2, -ECONNRESET, SHF_WIRE_NODE_NONE};
+		struct shf_wire_leave_ent le = {0, rank + 2, -ECONNRESET, SHF_WIRE_NODE_NONE, src};
 		l = shf_wire_enc_leave(b, sizeof(b), src, t, &lv, &le, 1);
 		if (l <= 0)
 			FAIL("encode leave");
