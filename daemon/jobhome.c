@@ -126,12 +126,52 @@ static void leaves_now(struct shd_daemon *d, struct shd_job *j, bool may_relay);
 static void home_forward(struct shd_daemon *d, struct shd_home *h);
 static struct shd_home *home_find(struct shd_daemon *d, uint64_t hash);
 
-/* Items of `item` bytes after `fixed` that fit one message: large (a pool
- * buffer) or, when none is free, small (the fabric's copy). */
-static uint32_t per_msg(struct shd_daemon *d, bool small, uint32_t fixed, uint32_t item)
+/* Encode items [off, off + k) of a message that carries n items (the last
+ * part: off + k == n) to node into buf (cap bytes): its length or a
+ * negative errno. */
+typedef long (*part_enc_fn)(const void *ctx, uint8_t *buf, uint32_t cap, uint32_t from,
+			    uint32_t node, uint32_t off, uint32_t k, uint32_t n);
+
+/*
+ * n items of `item` bytes after a `fixed` part to node, in as few messages
+ * of at most cap bytes (shd_net_msg_max() at most) as they fit, or, when no
+ * pool buffer is free, of the fabric's small copy.  Each message sent
+ * counts in *sent.  Returns the items that went: fewer than n when node
+ * went down (it loses what they were about anyway) or out of memory.
+ */
+static uint32_t send_parts(struct shd_daemon *d, uint32_t node, uint32_t n, uint32_t fixed,
+			   uint32_t item, uint32_t cap, part_enc_fn enc, const void *ctx,
+			   uint64_t *sent, const char *what)
 {
-	uint32_t max = small ? SHD_FABRIC_SMALL : shd_net_msg_max(d);
-	return max > fixed + item ? (max - fixed) / item : 1;
+	if (cap > shd_net_msg_max(d))
+		cap = shd_net_msg_max(d);
+	uint8_t *buf = malloc(cap);
+	if (!buf) {
+		shd_err("out of memory: %s not sent to node %u", what, node);
+		return 0;
+	}
+	uint32_t off = 0;
+	bool small = false;
+	while (off < n) {
+		uint32_t max = small ? SHD_FABRIC_SMALL : cap;
+		uint32_t k = max > fixed + item ? (max - fixed) / item : 1;
+		if (k > n - off)
+			k = n - off;
+		long len = enc(ctx, buf, cap, d->node_id, node, off, k, n);
+		int r = len > 0 ? shd_net_send_msg(d, node, buf, (size_t)len) : (int)len;
+		if (r == -ENOBUFS && !small) {
+			small = true;
+			continue;
+		}
+		if (r < 0) {
+			shd_debug("%s to node %u not sent: %s", what, node, strerror(-r));
+			break;
+		}
+		(*sent)++;
+		off += k;
+	}
+	free(buf);
+	return off;
 }
 
 /* Why rank (-1: every local rank) of j (NULL: none here) leaves, fixed
@@ -153,6 +193,19 @@ static struct shf_wire_leave_ent leave_why(const struct shd_daemon *d, const str
  * order of messages"); 813 ranges. */
 #define LEAVE_MSG_MAX (SHD_FABRIC_RXM_EAGER - 64u)
 
+struct leave_parts {
+	const struct shf_wire_leave *l;
+	const struct shf_wire_leave_ent *e;
+};
+
+static long leave_enc(const void *ctx, uint8_t *buf, uint32_t cap, uint32_t from, uint32_t node,
+		      uint32_t off, uint32_t k, uint32_t n)
+{
+	(void)n;
+	const struct leave_parts *p = ctx;
+	return shf_wire_enc_leave(buf, cap, from, node, p->l, p->e + off, k);
+}
+
 /* JOB_LEAVE of e[0..ne) (sorted, disjoint, inside the world) to node: one
  * message, or several if they do not fit one (flags: enum
  * shf_wire_leave_flag).  false: node is down, not everything went. */
@@ -164,42 +217,10 @@ static bool leave_send(struct shd_daemon *d, uint32_t node, uint64_t hash, int32
 			home_leave(d, d->node_id, hash, world, &e[i], flags & SHF_WIRE_LEAVE_RELAY);
 		return true;
 	}
-	bool all = false;
 	struct shf_wire_leave l = {.job_hash = hash, .world = world, .flags = flags};
-	uint8_t one[SHF_WIRE_LEAVE_FIXED + SHF_WIRE_LEAVE_ENT_BYTES];
-	uint32_t cap = shd_net_msg_max(d);
-	if (cap > LEAVE_MSG_MAX)
-		cap = LEAVE_MSG_MAX;
-	if (ne <= 1)
-		cap = sizeof(one);
-	uint8_t *buf = ne > 1 ? malloc(cap) : one;
-	bool small = false;
-	if (!buf)
-		shd_err("out of memory: node %u does not hear that %u range(s) of ranks left", node,
-			ne);
-	for (uint32_t off = 0; buf && off < ne;) {
-		uint32_t k = small ? per_msg(d, true, SHF_WIRE_LEAVE_FIXED, SHF_WIRE_LEAVE_ENT_BYTES)
-				   : (cap - SHF_WIRE_LEAVE_FIXED) / SHF_WIRE_LEAVE_ENT_BYTES;
-		if (k > ne - off)
-			k = ne - off;
-		long len = shf_wire_enc_leave(buf, cap, d->node_id, node, &l, e + off, k);
-		int r = len > 0 ? shd_net_send_msg(d, node, buf, (size_t)len) : (int)len;
-		if (r == -ENOBUFS && !small) {
-			small = true;
-			continue;
-		}
-		if (r < 0) {
-			/* it went down: it loses this job's ranks of ours anyway */
-			shd_debug("leaves to node %u not sent: %s", node, strerror(-r));
-			break;
-		}
-		d->st.leave_msgs_out++;
-		off += k;
-		all = off == ne;
-	}
-	if (buf != one)
-		free(buf);
-	return all;
+	struct leave_parts p = {&l, e};
+	return send_parts(d, node, ne, SHF_WIRE_LEAVE_FIXED, SHF_WIRE_LEAVE_ENT_BYTES,
+			  LEAVE_MSG_MAX, leave_enc, &p, &d->st.leave_msgs_out, "leaves") == ne;
 }
 
 /* Every rank of this node's side of a job (hash, world) leaves at once:
@@ -242,7 +263,21 @@ static struct shf_wire_range *local_ranges(struct shd_daemon *d, const struct sh
 	return rg;
 }
 
-/* JOB_JOIN of j's local ranks to home (several if they do not fit one). */
+struct join_parts {
+	const struct shf_wire_join *jn;
+	const struct shf_wire_range *rg;
+};
+
+static long join_enc(const void *ctx, uint8_t *buf, uint32_t cap, uint32_t from, uint32_t node,
+		     uint32_t off, uint32_t k, uint32_t n)
+{
+	(void)n;
+	const struct join_parts *p = ctx;
+	return shf_wire_enc_join(buf, cap, from, node, p->jn, p->rg + off, k);
+}
+
+/* JOB_JOIN of j's local ranks to home (several if they do not fit one; a
+ * home that went down: the pick moves at the peers step). */
 static void join_send(struct shd_daemon *d, struct shd_job *j, uint32_t home)
 {
 	uint32_t nr;
@@ -253,36 +288,30 @@ static void join_send(struct shd_daemon *d, struct shd_job *j, uint32_t home)
 	} else if (nr) {
 		struct shf_wire_join jn = {.world = j->world, .uid = (uint32_t)j->uid, .flags = flags};
 		snprintf(jn.name, sizeof(jn.name), "%s", j->name);
-		uint32_t cap = shd_net_msg_max(d);
-		uint8_t *buf = malloc(cap);
-		bool small = false;
-		for (uint32_t off = 0; buf && off < nr;) {
-			uint32_t k = per_msg(d, small, SHF_WIRE_JOIN_FIXED, SHF_WIRE_RANGE_BYTES);
-			if (k > nr - off)
-				k = nr - off;
-			long len = shf_wire_enc_join(buf, cap, d->node_id, home, &jn, rg + off, k);
-			int r = len > 0 ? shd_net_send_msg(d, home, buf, (size_t)len) : (int)len;
-			if (r == -ENOBUFS && !small) {
-				small = true;
-				continue;
-			}
-			if (r < 0) {
-				/* the home went down: the pick moves at the peers step */
-				shd_debug("job %s: join to home node %u not sent: %s", j->name, home,
-					  strerror(-r));
-				break;
-			}
-			d->st.join_msgs_out++;
-			off += k;
-		}
-		if (!buf)
-			shd_err("out of memory announcing job %s", j->name);
-		free(buf);
+		struct join_parts p = {&jn, rg};
+		send_parts(d, home, nr, SHF_WIRE_JOIN_FIXED, SHF_WIRE_RANGE_BYTES, UINT32_MAX,
+			   join_enc, &p, &d->st.join_msgs_out, "join");
 	}
 	free(rg);
 }
 
-/* JOB_MAP of e[0..ne) to node (the last part FINAL when final). */
+struct map_parts {
+	const struct shf_wire_map *m;
+	const struct shf_wire_map_ent *e;
+	bool final;
+};
+
+static long map_enc(const void *ctx, uint8_t *buf, uint32_t cap, uint32_t from, uint32_t node,
+		    uint32_t off, uint32_t k, uint32_t n)
+{
+	const struct map_parts *p = ctx;
+	struct shf_wire_map m = *p->m;
+	m.flags = p->final && off + k == n ? SHF_WIRE_MAP_FINAL : 0;
+	return shf_wire_enc_map(buf, cap, from, node, &m, p->e + off, k);
+}
+
+/* JOB_MAP of e[0..ne) to node (the last part FINAL when final; a node that
+ * went down loses its ranks everywhere anyway). */
 static void map_send(struct shd_daemon *d, const struct shd_home *h, uint32_t node,
 		     const struct shf_wire_map_ent *e, uint32_t ne, bool final)
 {
@@ -293,31 +322,9 @@ static void map_send(struct shd_daemon *d, const struct shd_home *h, uint32_t no
 	}
 	struct shf_wire_map m = {.world = h->world, .uid = h->uid};
 	snprintf(m.name, sizeof(m.name), "%s", h->name);
-	uint32_t cap = shd_net_msg_max(d);
-	uint8_t *buf = malloc(cap);
-	bool small = false;
-	for (uint32_t off = 0; buf && off < ne;) {
-		uint32_t k = per_msg(d, small, SHF_WIRE_MAP_FIXED, SHF_WIRE_MAP_ENT_BYTES);
-		if (k > ne - off)
-			k = ne - off;
-		m.flags = final && off + k == ne ? SHF_WIRE_MAP_FINAL : 0;
-		long len = shf_wire_enc_map(buf, cap, d->node_id, node, &m, e + off, k);
-		int r = len > 0 ? shd_net_send_msg(d, node, buf, (size_t)len) : (int)len;
-		if (r == -ENOBUFS && !small) {
-			small = true;
-			continue;
-		}
-		if (r < 0) {
-			/* it went down: it loses its ranks everywhere anyway */
-			shd_debug("job %s: map to node %u not sent: %s", h->name, node, strerror(-r));
-			break;
-		}
-		d->st.join_msgs_out++;
-		off += k;
-	}
-	if (!buf)
-		shd_err("out of memory sending the map of job %s", h->name);
-	free(buf);
+	struct map_parts p = {&m, e, final};
+	send_parts(d, node, ne, SHF_WIRE_MAP_FIXED, SHF_WIRE_MAP_ENT_BYTES, UINT32_MAX, map_enc, &p,
+		   &d->st.join_msgs_out, "map");
 }
 
 static void deny_send(struct shd_daemon *d, uint32_t node, const char *name, int reason,
