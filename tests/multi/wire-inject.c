@@ -48,6 +48,12 @@
  *                 --order benign: the completion to A first, to B gap-ms
  *                 later (the control case).
  *
+ *   leavemix JOB A
+ *                 play ranks 1 and 2 of JOB (world 3; rank 0 lives on
+ *                 daemon A) on the lowest node id; once A counted rank 0
+ *                 into an epoch, send A one JOB_LEAVE: rank 1 with -ESRCH,
+ *                 rank 2 with 0 (the culprit); wait for "epoch.0".
+ *
  *   straymap T JOB WORLD
  *                 send node T the final JOB_MAP of a job T has no record of
  *                 (its ranks all left before the map came): WORLD ranks
@@ -891,6 +897,72 @@ static int mode_epochleave(const char *job, uint32_t a, uint32_t bn)
 	return 0;
 }
 
+/* ------------------------------------------------------------ leavemix */
+
+static bool joined_a(void) { return g.joined[g_a]; }
+static bool placed_a(void) { return g.placed_from[g_a]; }
+
+/*
+ * leavemix JOB A: play ranks 1 and 2 of JOB (world 3; rank 0 lives on
+ * daemon A) on the lowest node id, the root of the job's epoch tree.  Once
+ * A counted rank 0 into an epoch (EPOCH_UP PLACED), send A one JOB_LEAVE
+ * for both: rank 1 left with -ESRCH (after another rank had, as this node
+ * knew it), rank 2 with 0 (the first to leave: the culprit).  The entries
+ * are sorted by rank, so rank 1's comes first; A must still name rank 2
+ * as the culprit of its failed epoch (docs/protocol-wire.md, JOB_LEAVE:
+ * the entries are taken in the order their ranks left).
+ */
+static int mode_leavemix(const char *job, uint32_t a)
+{
+	g_a = a;
+	if (a >= g.n || a == g.me || g.me > a)
+		usage("leavemix: bad A (and --me must be the lowest node id: the tree's root)");
+	g.job_hash = shf_wire_job_hash(job);
+	handshake_all();
+	uint8_t b[512];
+	struct shf_wire_join j = {0};
+	struct shf_wire_range rg = {1, 2};
+	snprintf(j.name, sizeof(j.name), "%s", job);
+	j.world = 3;
+	j.uid = (uint32_t)getuid();
+	uint32_t home = home_of(g.job_hash);
+	if (home != g.me) {
+		long l = shf_wire_enc_join(b, sizeof(b), g.me, home, &j, &rg, 1);
+		if (l <= 0)
+			FAIL("encode join: %ld", l);
+		send_msg(home, b, (size_t)l);
+		printf("joined job %s as ranks 1-2 (JOB_JOIN to its home, node %u)\n", job, home);
+	} else {
+		if (!pump(g.timeout, joined_a))
+			FAIL("no JOB_JOIN from node %u", a);
+		struct shf_wire_map_ent e[2] = {{0, 1, a, 0, 0}, {1, 2, g.me, 0, 0}};
+		struct shf_wire_map m = {.world = 3, .uid = j.uid, .flags = SHF_WIRE_MAP_FINAL};
+		snprintf(m.name, sizeof(m.name), "%s", job);
+		long l = shf_wire_enc_map(b, sizeof(b), g.me, a, &m, e, 2);
+		if (l <= 0)
+			FAIL("encode map: %ld", l);
+		send_msg(a, b, (size_t)l);
+		printf("joined job %s as ranks 1-2 (its home: the map sent)\n", job);
+	}
+	if (!pump(g.timeout, placed_a))
+		FAIL("no PLACED step from node %u", a);
+	struct shf_wire_leave lv = {.job_hash = g.job_hash, .world = 3};
+	struct shf_wire_leave_ent le[2] = {{1, 1, -ESRCH, SHF_WIRE_NODE_NONE, g.me},
+					   {2, 1, 0, SHF_WIRE_NODE_NONE, g.me}};
+	long l = shf_wire_enc_leave(b, sizeof(b), g.me, a, &lv, le, 2);
+	if (l <= 0)
+		FAIL("encode leave: %ld", l);
+	send_msg(a, b, (size_t)l);
+	printf("one JOB_LEAVE to node %u: rank 1 (-ESRCH), rank 2 (0, the culprit)\n", a);
+	if (!pump(g.timeout, rank0_done))
+		FAIL("rank 0 never finished its epoch");
+	pump(200, NULL);
+	if (g.bad_in || g.stale_in)
+		FAIL("the daemons sent %" PRIu64 " malformed messages, %" PRIu64
+		     " outside their sessions", g.bad_in, g.stale_in);
+	return 0;
+}
+
 /* ------------------------------------------------------------ forge, squat */
 
 /* One of every kind from `src` (claimed) to t, into job (rank for the
@@ -1257,6 +1329,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(mode, "epochleave") && i + 3 < argc)
 		rc = mode_epochleave(argv[i + 1], (uint32_t)atoi(argv[i + 2]),
 				     (uint32_t)atoi(argv[i + 3]));
+	else if (!strcmp(mode, "leavemix") && i + 2 < argc)
+		rc = mode_leavemix(argv[i + 1], (uint32_t)atoi(argv[i + 2]));
 	else if (!strcmp(mode, "straymap") && i + 3 < argc)
 		rc = mode_straymap((uint32_t)atoi(argv[i + 1]), argv[i + 2], atoi(argv[i + 3]));
 	else if (!strcmp(mode, "forge") && i + 4 < argc)
