@@ -17,6 +17,8 @@
 #include "daemon/relay.h"
 #include "proto/wire.h"
 
+static struct shd_ratelimit rl_fwd = SHD_RATELIMIT_INIT(10000, 2);
+
 static void on_peer_up(struct shd_daemon *d, uint32_t node, const char *host)
 {
 	shd_info("peer node %u (%s) up", node, host);
@@ -102,16 +104,25 @@ static void on_left(struct shd_daemon *d, uint32_t node, const struct shf_wire_l
 {
 	d->st.leave_msgs_in++;
 	bool relay = l->flags & SHF_WIRE_LEAVE_RELAY;
-	if (l->flags & SHF_WIRE_LEAVE_FORWARDED)
-		shd_home_forwarded(d, node, l); /* ours among them: they came through */
-	for (uint32_t i = 0; i < l->nents; i++) {
-		struct shf_wire_leave_ent e = shf_wire_leave_entry(l, i);
-		/* if this node is the job's home (of e.node: the sender, or
-		 * relayed by the home) */
-		if (e.node != d->node_id)
-			shd_home_on_leave(d, e.node, l->job_hash, l->world, &e, relay);
-	}
+	bool fwd = l->flags & SHF_WIRE_LEAVE_FORWARDED;
 	struct shd_job *j = shd_jobtab_find_hash(d, l->job_hash);
+	if (fwd) {
+		shd_home_forwarded(d, node, l); /* ours among them: they came through */
+		/* other nodes' ranks: taken only from the home whose map this
+		 * node took (the one its nodes relay through) */
+		if (!j || j->map_home != node) {
+			if (j)
+				shd_log_rl(&rl_fwd, SHD_LOG_WARN, "job %s: leaves forwarded by node %u, "
+					   "which is not the home whose map this node took: ignored",
+					   j->name, node);
+			return;
+		}
+	}
+	for (uint32_t i = 0; i < l->nents && !fwd; i++) {
+		struct shf_wire_leave_ent e = shf_wire_leave_entry(l, i);
+		/* if this node is the job's home */
+		shd_home_on_leave(d, node, l->job_hash, l->world, &e, relay);
+	}
 	if (!j)
 		return;
 	for (int c = 0; c < 3; c++)
