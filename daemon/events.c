@@ -23,6 +23,13 @@ static void on_peer_up(struct shd_daemon *d, uint32_t node, const char *host)
 {
 	shd_info("peer node %u (%s) up", node, host);
 	shd_home_peer_up(d, node);
+	/* a confirmed job may have waited for this session (job.c) */
+	struct shd_list *q;
+	for (q = d->jobs.next; q != &d->jobs; q = q->next) {
+		struct shd_job *j = shd_container_of(q, struct shd_job, link);
+		if (j->confirmed && !j->ready)
+			shd_job_check_ready(d, j);
+	}
 }
 
 /* The peer is down: every rank it hosted is lost (-EHOSTDOWN). */

@@ -18,6 +18,7 @@
 #include "daemon/job.h"
 #include "daemon/jobtab.h"
 #include "daemon/log.h"
+#include "daemon/net/net.h"
 #include "daemon/sched.h"
 #include "daemon/stats.h"
 
@@ -166,7 +167,17 @@ void shd_job_leave(struct shd_client *c, bool gone, bool keep_route)
 	job_maybe_end(d, j);
 }
 
-void shd_job_check_ready(struct shd_job *j)
+uint32_t shd_job_nodes_not_up(const struct shd_daemon *d, const struct shd_job *j,
+			      uint32_t *first)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < j->n_jnodes; i++)
+		if (!shd_net_peer_is_up(d, j->jnodes[i]) && n++ == 0 && first)
+			*first = j->jnodes[i];
+	return n;
+}
+
+void shd_job_check_ready(struct shd_daemon *d, struct shd_job *j)
 {
 	/* a world with ranks on other nodes waits for the home's confirmation
 	 * (jobhome.c: every node of it named the same owner and world); a
@@ -176,6 +187,15 @@ void shd_job_check_ready(struct shd_job *j)
 	if (j->local != j->world && !j->confirmed)
 		return;
 	if (j->gone && !j->confirmed)
+		return;
+	/* and for this node's sessions with the job's other nodes: the home
+	 * confirmed the world over its own sessions, and a session of this
+	 * node's may still be on its way (routing=2d: one outside the row and
+	 * column comes up after the links it is forwarded over).  Records for
+	 * a node that is not up drop as "node down" (net/tx.c), so the ranks
+	 * wait for it, within the world timeout; events.c checks again when a
+	 * session comes up. */
+	if (shd_job_nodes_not_up(d, j, NULL))
 		return;
 	j->ready = true;
 	struct shd_list *p, *t;
@@ -276,7 +296,7 @@ void shd_job_remote_rank(struct shd_daemon *d, struct shd_job *j, int32_t rank, 
 			shd_warn("job %s: rank %d claimed by node %u but known on node %u", j->name,
 				 rank, node, known);
 		}
-		shd_job_check_ready(j);
+		shd_job_check_ready(d, j);
 		return;
 	}
 	if (known != node)

@@ -23,8 +23,13 @@ int shd_job_register(struct shd_daemon *d, struct shd_client *c, const char *nam
 /* Take c's rank out of the job (gone: it had been part of a complete
  * world).  keep_route: c keeps its job pointer to relay what it published. */
 void shd_job_leave(struct shd_client *c, bool gone, bool keep_route);
-/* The world is complete: READY to every waiting client. */
-void shd_job_check_ready(struct shd_job *j);
+/* The world is complete, confirmed, and this node's sessions with the
+ * job's other nodes are up: READY to every waiting client. */
+void shd_job_check_ready(struct shd_daemon *d, struct shd_job *j);
+/* The job's other nodes (known once confirmed) this node has no session
+ * with yet: how many, and the first of them in *first (may be NULL). */
+uint32_t shd_job_nodes_not_up(const struct shd_daemon *d, const struct shd_job *j,
+			      uint32_t *first);
 /* Find or create a job announced by another node (NULL: world conflict).
  * The caller compares the announced owner uid with the job's (events.c). */
 struct shd_job *shd_job_remote(struct shd_daemon *d, const char *name, int32_t world,

@@ -898,7 +898,7 @@ static void map_apply(struct shd_daemon *d, uint32_t from, const char *name, uin
 	/* this node's part, when it ends, goes to the job's nodes through
 	 * this home (while the session with it lasts) */
 	j->map_home = j->relay_home = from;
-	shd_job_check_ready(j);
+	shd_job_check_ready(d, j);
 	for (uint32_t i = 0; i < nstale; i++)
 		shd_home_local_left(d, j, stale[i]);
 	free(stale);

@@ -39,6 +39,7 @@
 #include "daemon/client.h"
 #include "daemon/deliver.h"
 #include "daemon/epoch.h"
+#include "daemon/gather.h"
 #include "daemon/jobtab.h"
 #include "daemon/log.h"
 #include "daemon/net/tx.h"
@@ -115,6 +116,7 @@ static enum relay_result ring_fault(struct shd_daemon *d, struct shd_client *s, 
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
+	shd_gather_flush(d, s); /* what came before the fault goes as it would have */
 	d->st.disc_ring++;
 	shd_client_cutoff(s, -EPROTO, "%s", why);
 	return RELAY_CUT;
@@ -316,6 +318,8 @@ static enum relay_result relay_client(struct shd_daemon *d, struct shd_client *s
 			res = RELAY_IDLE;
 			break;
 		}
+		if (v.kind != SHF_REC_MSG)
+			shd_gather_flush(d, s); /* a mark or run comes after what was noted */
 		if (v.kind == SHF_REC_MARK) {
 			res = take_mark(d, s, &v);
 			if (res != RELAY_MORE)
@@ -339,6 +343,7 @@ static enum relay_result relay_client(struct shd_daemon *d, struct shd_client *s
 		const uint8_t *data = v.data + sizeof(mh);
 		uint32_t len = v.len - (uint32_t)sizeof(mh);
 		if (mh.rank == SHF_MSG_BCAST || mh.rank == SHF_MSG_BCAST_SELF) {
+			shd_gather_flush(d, s);
 			res = relay_bcast(d, s, &v, &mh, data, len);
 			if (res != RELAY_MORE)
 				break;
@@ -369,7 +374,7 @@ static enum relay_result relay_client(struct shd_daemon *d, struct shd_client *s
 			drop(s, node == SHD_NODE_LOST);
 			continue;
 		} else {
-			r = shd_net_append(d, s, node, j, mh.rank, mh.type, data, len);
+			r = shd_gather_msg(d, s, node, mh.rank, mh.type, data, len);
 			if (r == -EAGAIN) {
 				shf_ring_unpeek(&s->send, &v);
 				s->st.credit_stalls++;
@@ -385,6 +390,8 @@ static enum relay_result relay_client(struct shd_daemon *d, struct shd_client *s
 		s->st.msgs_in++;
 		s->st.bytes_in += len;
 	}
+	if (res != RELAY_CUT)
+		shd_gather_flush(d, s); /* before the ring's records are released */
 	if (res != RELAY_CUT && shf_ring_release(&s->send))
 		shf_bell_ring(s->bell_space);
 	return res;

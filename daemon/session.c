@@ -344,8 +344,20 @@ static void world_timeout(int fd, void *arg)
 		memcpy(nodes, "; ", 2);
 	else
 		nodes[0] = '\0';
-	shd_warn("job %s: world of %d incomplete after rank %d's timeout; missing ranks %s%s%s",
-		 j->name, j->world, c->rank, missing, bad, nodes);
+	/* a complete, confirmed world that waits for this node's sessions
+	 * with the job's other nodes (job.c, shd_job_check_ready) */
+	uint32_t first = 0, nup = j->confirmed && j->registered == j->world && !j->deny
+					  ? shd_job_nodes_not_up(d, j, &first) : 0;
+	if (nup) {
+		snprintf(missing, sizeof(missing), "none, but this node has no session yet with "
+			 "node %u%s of the job", first, nup > 1 ? " and others" : "");
+		shd_warn("job %s: world of %d complete at rank %d's timeout, but this node has no "
+			 "session with %u of the job's nodes (node %u first)%s", j->name, j->world,
+			 c->rank, nup, first, nodes);
+	} else {
+		shd_warn("job %s: world of %d incomplete after rank %d's timeout; missing ranks "
+			 "%s%s%s", j->name, j->world, c->rank, missing, bad, nodes);
+	}
 	int32_t registered = j->registered;
 	/* each leave takes its client off j->waiting; j itself is freed no
 	 * earlier than the reap step */
@@ -460,7 +472,7 @@ static void on_register(struct shd_client *c, uint32_t id, const struct shf_ipc_
 		shd_ev_arm(c->world_timer, (uint64_t)tmo * 1000u);
 	}
 	shd_list_add_tail(&c->job->waiting, &c->job_link);
-	shd_job_check_ready(c->job);
+	shd_job_check_ready(c->d, c->job);
 }
 
 /* NODE_INFO from an active client: its job's layout (a slice of a list). */

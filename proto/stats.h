@@ -57,7 +57,7 @@
 	X(stray_fds, COUNTER, "file descriptors clients sent (never expected): closed off the loop, client cut off") \
 	X(batches_out, COUNTER, "batches sent to other nodes")                               \
 	X(batch_bytes_out, COUNTER, "bytes of batches sent (wire bytes, headers included)")  \
-	X(batch_msgs_out, COUNTER, "messages in batches sent")                               \
+	X(batch_msgs_out, COUNTER, "messages in batches sent (a run counts its messages)") \
 	X(batches_by_size, COUNTER, "batches sent because they reached batch_bytes")         \
 	X(batches_by_linger, COUNTER, "batches sent because linger_us expired")              \
 	X(batches_by_flush, COUNTER, "batches sent early for a flush or epoch")              \

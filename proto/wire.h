@@ -769,6 +769,7 @@ struct shf_wire_batch_enc {
 	uint32_t cap;      /* buffer bytes */
 	uint32_t off;      /* bytes used (header included) */
 	uint32_t count;    /* records added */
+	uint32_t msgs;     /* messages added (a run: its items) */
 	uint64_t job_hash; /* as given to begin() */
 };
 

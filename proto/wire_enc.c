@@ -34,6 +34,7 @@ int shf_wire_batch_begin(struct shf_wire_batch_enc *e, void *buf, size_t cap,
 	e->cap = (uint32_t)cap;
 	e->off = SHF_WIRE_BATCH_HDR;
 	e->count = 0;
+	e->msgs = 0;
 	e->job_hash = job_hash;
 	memset(e->buf, 0, SHF_WIRE_BATCH_HDR);
 	put_hdr(e->buf, SHF_WIRE_BATCH, src_node, dst_node);
@@ -61,6 +62,7 @@ void *shf_wire_batch_add(struct shf_wire_batch_enc *e, int32_t dst_rank, int32_t
 	memset(p + SHF_WIRE_REC_HDR + len, 0, (size_t)(need - SHF_WIRE_REC_HDR - len));
 	e->off += (uint32_t)need;
 	e->count++;
+	e->msgs++;
 	return p + SHF_WIRE_REC_HDR;
 }
 
@@ -77,6 +79,7 @@ void *shf_wire_batch_add_run(struct shf_wire_batch_enc *e, int32_t dst_rank, int
 	P32(p, rec, len, SHF_WIRE_REC_RUN | bytes);
 	e->off += SHF_WIRE_REC_HDR + bytes;
 	e->count++;
+	e->msgs += count;
 	return p + SHF_WIRE_REC_HDR;
 }
 

@@ -81,7 +81,7 @@ static void close_open(struct shd_peer *p, enum close_why why)
 	struct net_msg *m = p->open;
 	if (!m)
 		return;
-	uint32_t count = p->enc.count;
+	uint32_t count = p->enc.msgs; /* messages: a run counts its items */
 	m->seq = ++p->seq_closed;
 	m->len = (uint32_t)shf_wire_batch_end(&p->enc, m->seq);
 	m->peer = p;
@@ -184,6 +184,45 @@ static int append(struct shd_daemon *d, struct shd_client *src, uint32_t node,
 	memcpy(to, data, len);
 	appended(d, p);
 	return 0;
+}
+
+int shd_net_reserve(struct shd_daemon *d, struct shd_client *src, uint32_t node,
+		    const struct shd_job *j, uint32_t bytes)
+{
+	int e;
+	/* batch_for() checks room for one record of len payload bytes:
+	 * SHF_WIRE_REC_HDR + len rounded up to 8 */
+	uint32_t len = bytes > SHF_WIRE_REC_HDR ? bytes - SHF_WIRE_REC_HDR : 0;
+	return batch_for(d, src, node, j, len, &e) ? 0 : e;
+}
+
+uint32_t shd_net_room(const struct shd_daemon *d, uint32_t node, const struct shd_job *j)
+{
+	const struct shd_peer *p = &d->net->peers[node];
+	if (!p->open || p->state != PEER_UP || p->enc.job_hash != j->hash)
+		return 0;
+	return p->enc.cap - p->enc.off;
+}
+
+void *shd_net_put_msg(struct shd_daemon *d, uint32_t node, int32_t dst, int32_t src,
+		      uint32_t type, uint32_t len)
+{
+	struct shd_peer *p = &d->net->peers[node];
+	return p->open ? shf_wire_batch_add(&p->enc, dst, src, type, len) : NULL;
+}
+
+void *shd_net_put_run(struct shd_daemon *d, uint32_t node, int32_t dst, int32_t src,
+		      uint32_t count, uint32_t bytes)
+{
+	struct shd_peer *p = &d->net->peers[node];
+	return p->open ? shf_wire_batch_add_run(&p->enc, dst, src, count, bytes) : NULL;
+}
+
+void shd_net_put_done(struct shd_daemon *d, uint32_t node)
+{
+	struct shd_peer *p = &d->net->peers[node];
+	if (p->open)
+		appended(d, p);
 }
 
 int shd_net_append(struct shd_daemon *d, struct shd_client *src, uint32_t node,

@@ -25,6 +25,32 @@ int shd_net_append_run(struct shd_daemon *d, struct shd_client *src, uint32_t no
 		       const struct shd_job *j, int32_t dst, uint32_t count, const void *items,
 		       uint32_t bytes);
 
+/*
+ * Writing a gathered burst (daemon/gather.c): the relay first makes sure
+ * node's open batch has room for all it will write, then writes records
+ * straight into it, then says it is done.
+ *
+ * shd_net_reserve: an open batch of job j to node with room for `bytes`
+ * bytes of records (headers included), opened if needed, or the one open
+ * closed and a new one opened when it lacks the room (so the caller writes
+ * nothing it reserved earlier into the one open: it wrote it before).  0,
+ * -EAGAIN (src->wait linked) or -EHOSTDOWN, as shd_net_append.
+ * shd_net_room: the bytes of records node's open batch of job j still
+ * takes (0: none open).
+ * shd_net_put_msg / shd_net_put_run: a message record or a run record's
+ * header in node's open batch, returning where its payload or items go;
+ * only within the room reserved (NULL otherwise: a bug of the caller).
+ * shd_net_put_done: node's batch is closed if it reached batch_bytes.
+ */
+int shd_net_reserve(struct shd_daemon *d, struct shd_client *src, uint32_t node,
+		    const struct shd_job *j, uint32_t bytes);
+uint32_t shd_net_room(const struct shd_daemon *d, uint32_t node, const struct shd_job *j);
+void *shd_net_put_msg(struct shd_daemon *d, uint32_t node, int32_t dst, int32_t src,
+		      uint32_t type, uint32_t len);
+void *shd_net_put_run(struct shd_daemon *d, uint32_t node, int32_t dst, int32_t src,
+		      uint32_t count, uint32_t bytes);
+void shd_net_put_done(struct shd_daemon *d, uint32_t node);
+
 /* src took a MARK: flush the batches holding its earlier records; returns
  * how many peers must acknowledge before the mark is done (0: done now);
  * each reports through ev->mark_acked(src). */

@@ -60,6 +60,14 @@
  *                 round-robin over all nodes, one entry; count T's leaves
  *                 of the job to us for 1.5 s and print them.
  *
+ *   mapto T NODE JOB [NODE JOB ...]
+ *                 play the home of each JOB (world 2): do the handshake
+ *                 with T only; for each pair in turn, wait for the sync
+ *                 point "map.JOB", send T the final JOB_MAP of JOB with
+ *                 rank 0 on T and rank 1 on NODE, and post "mapped.JOB";
+ *                 keep heartbeating until "inject-exit".  A NODE that
+ *                 nobody plays has no session with T, so T must hold its
+ *                 rank 0 back from READY (daemon/job.c).
  *   replay T MS   a member (--key) that dies: after 1.5 s of its session
  *                 with T, only its recorded heartbeats are sent again from
  *                 its address for MS ms (mode_replay); T must declare it
@@ -775,6 +783,41 @@ static void handshake_all(void)
 }
 
 /*
+ * mapto T NODE JOB [NODE JOB ...]: the confirmation of 2-rank jobs whose
+ * rank 1 lives on NODE, which may be a node T has no session with (one
+ * nobody plays), as when a 2-D route's session is still on its way.
+ */
+static int mode_mapto(uint32_t t, char **pairs, int npairs)
+{
+	handshake(&t, 1);
+	for (int k = 0; k + 1 < npairs; k += 2) {
+		uint32_t node = (uint32_t)atoi(pairs[k]);
+		const char *job = pairs[k + 1];
+		char name[96];
+		snprintf(name, sizeof(name), "map.%s", job);
+		int64_t end = now_ms() + g.timeout;
+		while (!sync_exists(name)) {
+			if (now_ms() > end)
+				FAIL("no sync point %s", name);
+			pump(20, NULL);
+		}
+		struct shf_wire_map_ent e[2] = {{0, 1, t, 0, 0}, {1, 1, node, 0, 0}};
+		struct shf_wire_map m = {.world = 2, .uid = (uint32_t)getuid(),
+					 .flags = SHF_WIRE_MAP_FINAL};
+		snprintf(m.name, sizeof(m.name), "%s", job);
+		uint8_t mb[512];
+		long l = shf_wire_enc_map(mb, sizeof(mb), g.me, t, &m, e, 2);
+		if (l <= 0)
+			FAIL("encode map: %ld", l);
+		send_msg(t, mb, (size_t)l);
+		printf("mapto: job %s: rank 0 on node %u, rank 1 on node %u\n", job, t, node);
+		snprintf(name, sizeof(name), "mapped.%s", job);
+		sync_post(name);
+	}
+	return serve_until_exit();
+}
+
+/*
  * straymap T JOB WORLD: send node T the final JOB_MAP of a job it has no
  * record of (as when its ranks of the job all left before the map came),
  * WORLD ranks dealt round-robin over every node: one compacted entry that T
@@ -1333,6 +1376,8 @@ int main(int argc, char **argv)
 		rc = mode_leavemix(argv[i + 1], (uint32_t)atoi(argv[i + 2]));
 	else if (!strcmp(mode, "straymap") && i + 3 < argc)
 		rc = mode_straymap((uint32_t)atoi(argv[i + 1]), argv[i + 2], atoi(argv[i + 3]));
+	else if (!strcmp(mode, "mapto") && i + 3 < argc && (argc - i) % 2 == 0)
+		rc = mode_mapto((uint32_t)atoi(argv[i + 1]), argv + i + 2, argc - i - 2);
 	else if (!strcmp(mode, "forge") && i + 4 < argc)
 		rc = mode_forge((uint32_t)atoi(argv[i + 1]), argv[i + 2], argv[i + 3], atoi(argv[i + 4]));
 	else if (!strcmp(mode, "bundle") && i + 2 < argc)

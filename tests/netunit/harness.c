@@ -688,17 +688,31 @@ uint32_t h_batch_records(size_t i, void (*fn)(const struct shf_wire_rec *r, void
 	uint32_t n = 0;
 	int r;
 	shf_wire_iter_init(&it, s->bytes, &h, UINT32_MAX);
+	uint32_t recs = 0;
 	while ((r = shf_wire_iter_next(&it, &rec)) > 0) {
-		const uint8_t *p = rec.data;
-		for (uint32_t k = 0; k < rec.len; k++)
-			CHECKF(p[k] == h_pat(rec.src_rank, rec.dst_rank, rec.type, k),
-			       "batch send %zu record %u byte %u", i, n, k);
-		if (fn)
-			fn(&rec, arg);
-		n++;
+		/* a run (the batch was packed): each of its messages in turn */
+		const uint8_t *d = rec.data;
+		for (uint32_t m = 0; m < (rec.count ? rec.count : 1); m++) {
+			struct shf_wire_rec one = rec;
+			if (rec.count) {
+				struct shf_run_item ri;
+				memcpy(&ri, d, sizeof(ri));
+				one = (struct shf_wire_rec){rec.dst_rank, rec.src_rank, ri.type, ri.len,
+							    0, ri.len, d + SHF_RUN_ITEM_BYTES};
+				d += shf_run_item_bytes(ri.len);
+			}
+			const uint8_t *p = one.data;
+			for (uint32_t k = 0; k < one.len; k++)
+				CHECKF(p[k] == h_pat(one.src_rank, one.dst_rank, one.type, k),
+				       "batch send %zu message %u byte %u", i, n, k);
+			if (fn)
+				fn(&one, arg);
+			n++;
+		}
+		recs++;
 	}
 	CHECK(r == 0);
-	CHECK(n == h.u.batch.count);
+	CHECK(recs == h.u.batch.count);
 	return n;
 }
 
