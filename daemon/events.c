@@ -130,7 +130,8 @@ static void on_left(struct shd_daemon *d, uint32_t node, const struct shf_wire_l
 		/* if this node is the job's home */
 		shd_home_on_leave(d, node, l->job_hash, l->world, &e, relay);
 	}
-	if (!j)
+	/* a withdrawal from this node as a home: the ranks live on */
+	if (!j || (l->flags & SHF_WIRE_LEAVE_WITHDRAW))
 		return;
 	for (int c = 0; c < 3; c++)
 		for (uint32_t i = 0; i < l->nents; i++) {

@@ -227,12 +227,12 @@ static bool leave_send(struct shd_daemon *d, uint32_t node, uint64_t hash, int32
  * one entry, the whole world (the receiver takes the ranks it holds of
  * this node), to node. */
 static void leave_all_send(struct shd_daemon *d, uint32_t node, uint64_t hash, int32_t world,
-			   const struct shd_job *j)
+			   const struct shd_job *j, uint32_t flags)
 {
 	struct shf_wire_leave_ent e = leave_why(d, j, -1);
 	e.first = 0;
 	e.count = world;
-	leave_send(d, node, hash, world, &e, 1, 0);
+	leave_send(d, node, hash, world, &e, 1, flags);
 }
 
 /* The local ranks of j as ranges (*nr_p of them; NULL and 0: none or no
@@ -401,7 +401,9 @@ static void home_move(struct shd_daemon *d, struct shd_job *j, uint32_t h)
 	if (j->home != SHD_NODE_NONE && j->home != h && !j->ready) {
 		/* withdraw from the old home: its record must not count them */
 		leaves_now(d, j, false); /* what left before goes first */
-		leave_all_send(d, j->home, j->hash, j->world, j);
+		/* a withdrawal, not a leave: the old home may be a node of the
+		 * job that took the map meanwhile, and its ranks live on */
+		leave_all_send(d, j->home, j->hash, j->world, j, SHF_WIRE_LEAVE_WITHDRAW);
 		for (uint8_t i = 0; i < j->n_homes; i++)
 			if (j->homes[i] == j->home) {
 				j->homes[i] = j->homes[--j->n_homes];
@@ -828,7 +830,7 @@ static void left_before_map(struct shd_daemon *d, uint32_t from, uint64_t hash, 
 		return;
 	}
 	for (uint32_t i = 0; i < nn; i++)
-		leave_all_send(d, nodes[i], hash, world, NULL);
+		leave_all_send(d, nodes[i], hash, world, NULL, 0);
 	free(nodes);
 }
 

@@ -447,8 +447,9 @@ static int check_leave(const uint8_t *b, size_t n, uint32_t n_nodes, const struc
 	o->flags = G32(b, leave, flags);
 	if (o->nents == 0 || shf_wire_leave_bytes(o->nents) != n)
 		return -EBADMSG;
+	/* at most one flag */
 	if (o->world < 1 || o->world > SHF_WORLD_MAX || (o->flags & ~(uint32_t)SHF_WIRE_LEAVE_FLAGS) ||
-	    o->flags == SHF_WIRE_LEAVE_FLAGS || G32(b, leave, reserved) != 0)
+	    (o->flags & (o->flags - 1)) || G32(b, leave, reserved) != 0)
 		return -EBADMSG;
 	bool fwd = o->flags & SHF_WIRE_LEAVE_FORWARDED;
 	o->ents = b + SHF_WIRE_LEAVE_FIXED;

@@ -310,7 +310,11 @@ enum shf_wire_leave_flag {
 	/* from the job's home: the leaves it relays, of the nodes each entry
 	 * names (the receiver's own among them tell it they came through) */
 	SHF_WIRE_LEAVE_FORWARDED = 2u,
-	SHF_WIRE_LEAVE_FLAGS = 3u
+	/* to a home the sender announced to and no longer does (its pick
+	 * moved): its ranks out of that home's record only; they did not
+	 * leave the job */
+	SHF_WIRE_LEAVE_WITHDRAW = 4u,
+	SHF_WIRE_LEAVE_FLAGS = 7u
 };
 
 /* JOB_LEAVE_ASK: the sender's session with the home that relays a job's

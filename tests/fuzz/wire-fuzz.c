@@ -168,7 +168,9 @@ static void check_canonical(const uint8_t *buf, size_t n, uint32_t n_nodes,
 			CHECKF(le[i].reason == 0 || (le[i].reason < 0 && le[i].reason >= -4095),
 			       "leave: reason %d unchecked", le[i].reason);
 		}
-		CHECKF(h->u.leave.flags != 3 && !(h->u.leave.flags & ~3u), "leave flags unchecked");
+		CHECKF(!(h->u.leave.flags & (h->u.leave.flags - 1)) &&
+			       !(h->u.leave.flags & ~(uint32_t)SHF_WIRE_LEAVE_FLAGS),
+		       "leave flags unchecked");
 		m = shf_wire_enc_leave(re, sizeof(re), h->src_node, h->dst_node, &h->u.leave, le,
 				       h->u.leave.nents);
 		break;
@@ -424,7 +426,10 @@ static size_t gen(uint8_t *b, uint32_t src, uint32_t dst, uint32_t max_msg)
 				n = shf_wire_enc_leave_ask(b, MAX_BUF, src, dst, &a);
 				break;
 			}
-			uint32_t flags = (uint32_t)below(3);
+			static const uint32_t lflags[] = {0, SHF_WIRE_LEAVE_RELAY,
+							  SHF_WIRE_LEAVE_FORWARDED,
+							  SHF_WIRE_LEAVE_WITHDRAW};
+			uint32_t flags = lflags[below(4)];
 			struct shf_wire_leave_ent le[16];
 			uint32_t ne = 0;
 			int32_t next = 0;

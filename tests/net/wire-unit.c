@@ -377,9 +377,13 @@ static void test_small_kinds(void)
 	EXPECTF(chk_patched32(b, (size_t)n, 44, 0) == -EBADMSG, "leave: no entry");
 	EXPECTF(chk_patched32(b, (size_t)n, 44, 2) == -EBADMSG, "leave: nents shorter than the message");
 	EXPECTF(chk_patched32(b, (size_t)n, 44, 4) == -EBADMSG, "leave: nents longer than the message");
-	EXPECTF(chk_patched32(b, (size_t)n, 48, 4) == -EBADMSG, "leave: unknown flag");
+	EXPECTF(chk_patched32(b, (size_t)n, 48, 16) == -EBADMSG, "leave: unknown flag");
 	EXPECTF(chk_patched32(b, (size_t)n, 48, 3) == -EBADMSG, "leave: RELAY and FORWARDED");
 	EXPECTF(chk_patched32(b, (size_t)n, 48, SHF_WIRE_LEAVE_RELAY) == 0, "leave: RELAY");
+	EXPECTF(chk_patched32(b, (size_t)n, 48, SHF_WIRE_LEAVE_WITHDRAW) == 0, "leave: WITHDRAW");
+	EXPECTF(chk_patched32(b, (size_t)n, 48, 5) == -EBADMSG, "leave: WITHDRAW and RELAY");
+	EXPECTF(chk_patched32(b, (size_t)n, 48, 6) == -EBADMSG, "leave: WITHDRAW and FORWARDED");
+	EXPECTF(chk_patched32(b, (size_t)n, 48, 8) == -EBADMSG, "leave: flag 8");
 	EXPECTF(chk_patched32(b, (size_t)n, 52, 1) == -EBADMSG, "leave: reserved not zero");
 	EXPECTF(chk(b, (size_t)n - 20, NULL) == -EBADMSG, "truncated leave");
 	EXPECTF(chk(b, 55, NULL) == -EBADMSG, "leave shorter than its fixed part");
