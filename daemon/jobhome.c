@@ -1215,7 +1215,9 @@ static void home_join(struct shd_daemon *d, uint32_t from, const char *name, int
 	bool running = flags & SHF_WIRE_JOIN_RUNNING;
 	struct shd_home *h = home_find(d, hash);
 	if (h && h->n == 1 && h->nodes[0].node == from && (h->uid != uid || h->world != world)) {
-		/* its own earlier job of that name, whose leave is late */
+		/* its own earlier job of that name, whose leave is late (what
+		 * it relays of that job goes on first) */
+		home_forward(d, h);
 		home_free(d, h);
 		h = NULL;
 	}
