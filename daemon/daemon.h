@@ -197,6 +197,25 @@ struct shd_job {
 	bool confirmed;                 /* the home confirmed the world (JOB_MAP, FINAL) */
 	uint32_t *jnodes;               /* the job's other nodes once confirmed: leaves */
 	uint32_t n_jnodes;
+	/* jobhome.c: local ranks that left, each with its reason as computed
+	 * when it left, held until leave_due_ns (a window of 10 ms from the
+	 * first), then one JOB_LEAVE to each node that is to hear them; sent
+	 * earlier before any epoch message of the job, a join, or its end */
+	struct shf_wire_leave_ent *lv;  /* [n_lv], count 1 each, in leave order */
+	uint32_t n_lv, cap_lv;
+	uint64_t leave_due_ns;
+	/* the window that ends this node's part goes to the home whose FINAL
+	 * map came (map_home) only, which forwards it to the job's nodes
+	 * (docs/protocol-wire.md, "Leaves through the home") */
+	uint32_t map_home;              /* that home (SHD_NODE_NONE: no map yet) */
+	uint32_t relay_home;            /* map_home while its session lasts and
+					   nobody asked for leaves directly */
+	bool left_direct;               /* a window went directly since the map:
+					   the last goes directly too (order) */
+	struct shf_wire_leave_ent *hist; /* every local rank that left once the
+					   world was complete, with its reason
+					   (answers JOB_LEAVE_ASK) */
+	uint32_t n_hist;
 	/* control.c: drained on this node by uid drained_by (shufflectl
 	 * drain): its sessions were cut off with -ECANCELED, registrations
 	 * here are refused with -ECANCELED until the job ends */
@@ -287,7 +306,12 @@ struct shd_daemon {
 	struct shd_list jobs;
 	struct shd_list homes;          /* jobs this node is the home of (jobhome.c) */
 	uint32_t joins_dirty;           /* jobs with join_dirty set */
-	struct shd_ev *join_timer;      /* the next join_due_ns (jobhome.c) */
+	uint32_t leaves_dirty;          /* jobs with leaves held (n_lv > 0) */
+	uint32_t forwards_dirty;        /* home records with leaves to forward */
+	struct shd_relay_pend *relays;  /* leaves sent through a home, until its
+					   forward names them (jobhome.c) */
+	uint32_t n_relays;
+	struct shd_ev *join_timer;      /* the next join_due_ns or leave_due_ns (jobhome.c) */
 
 	/* nodes */
 	uint32_t node_id;               /* my node id (rendezvous rank) */

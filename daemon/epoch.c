@@ -44,6 +44,7 @@
 #include "daemon/jobtab.h"
 #include "daemon/client.h"
 #include "daemon/epoch.h"
+#include "daemon/job.h"
 #include "daemon/log.h"
 #include "daemon/net/net.h"
 #include "daemon/net/tx.h"
@@ -427,25 +428,39 @@ void shd_epoch_fail_all(struct shd_job *j, int err)
 	j->epoch_start_ns = 0;
 }
 
+/* An epoch message of j to node.  j's leaves that this node holds in their
+ * window (jobhome.c) go first: no epoch message passes a leave of the
+ * same job from the same node, as when each leave went at once (the
+ * EPOCH_ABORT of a rank that left mid-epoch arrives after its leave, so
+ * the receiver knows the culprit it names). */
+static void epoch_send(struct shd_daemon *d, uint32_t node, unsigned kind, struct shd_job *j,
+		       uint64_t epoch, uint32_t phase, int32_t count)
+{
+	if (d->job_ev)
+		d->job_ev->leaves_now(d, j, false);
+	shd_net_epoch(d, node, kind, j, epoch, phase, count);
+}
+
 /* An abort to every tree neighbour of j but `from`. */
 static void abort_flood(struct shd_daemon *d, struct shd_job *j, int err, uint32_t from)
 {
 	if (!d->net || !epoch_tree(d, j))
 		return;
 	if (j->tree_parent != SHD_NODE_NONE && j->tree_parent != from)
-		shd_net_epoch(d, j->tree_parent, ABORT, j, j->abort_epoch, PLACED, -err);
+		epoch_send(d, j->tree_parent, ABORT, j, j->abort_epoch, PLACED, -err);
 	for (unsigned i = 0; i < j->tree_nchild; i++)
 		if (j->tree_child[i] != from)
-			shd_net_epoch(d, j->tree_child[i], ABORT, j, j->abort_epoch, PLACED, -err);
+			epoch_send(d, j->tree_child[i], ABORT, j, j->abort_epoch, PLACED, -err);
 }
 
 void shd_epoch_left_here(struct shd_daemon *d, struct shd_job *j, enum shd_epoch_state was)
 {
 	bool pending = was != SHD_EPOCH_NONE || epoch_pending(j);
 	shd_epoch_fail_all(j, shd_epoch_gone_err(j));
-	/* a job that lost a node: the rank's JOB_LEAVE, which went to every
-	 * node of the job just before, carries the loss and fails the epoch
-	 * there with the loss's error (an abort would say -ESRCH) */
+	/* a job that lost a node: the rank's JOB_LEAVE, which goes to every
+	 * node of the job at the end of its window (jobhome.c), carries the
+	 * loss and fails the epoch there with the loss's error (an abort
+	 * would say -ESRCH) */
 	if (!pending || j->epoch_abort || j->lost)
 		return;
 	/* the other nodes cannot complete it without this rank: tell them */
@@ -473,7 +488,7 @@ static void epoch_complete(struct shd_daemon *d, struct shd_job *j, uint32_t pha
 	}
 	if (d->net)
 		for (unsigned i = 0; i < j->tree_nchild; i++)
-			shd_net_epoch(d, j->tree_child[i], DOWN, j, j->epoch_seq + 1, phase, j->world);
+			epoch_send(d, j->tree_child[i], DOWN, j, j->epoch_seq + 1, phase, j->world);
 	if (phase == PLACED) {
 		j->p1_local = 0;
 		j->p1_sent = false;
@@ -529,7 +544,7 @@ static void epoch_check(struct shd_daemon *d, struct shd_job *j, uint32_t phase)
 	int32_t total = shd_epoch_subtree_count(j, phase);
 	if (j->tree_parent != SHD_NODE_NONE) {
 		if (d->net)
-			shd_net_epoch(d, j->tree_parent, UP, j, j->epoch_seq + 1, phase, total);
+			epoch_send(d, j->tree_parent, UP, j, j->epoch_seq + 1, phase, total);
 		*sent = true;
 		return;
 	}

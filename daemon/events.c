@@ -17,6 +17,8 @@
 #include "daemon/relay.h"
 #include "proto/wire.h"
 
+static struct shd_ratelimit rl_fwd = SHD_RATELIMIT_INIT(10000, 2);
+
 static void on_peer_up(struct shd_daemon *d, uint32_t node, const char *host)
 {
 	shd_info("peer node %u (%s) up", node, host);
@@ -57,29 +59,27 @@ static void on_denied(struct shd_daemon *d, uint32_t node, const struct shf_wire
 }
 
 /*
- * Ranks of node left.  A leave that says node's job had lost another node
- * (-EHOSTDOWN) brings that loss here first, as if this node had seen it:
- * the ranks of one job fail with one error for one cause, the lost node's,
- * even on a node that hears the leave of a rank that failed of it before
- * its own sessions find the loss (docs/protocol-wire.md, JOB_LEAVE).
+ * Ranks of node left: one entry of its JOB_LEAVE.  A leave that says
+ * node's job had lost another node (-EHOSTDOWN) brings that loss here
+ * first, as if this node had seen it: the ranks of one job fail with one
+ * error for one cause, the lost node's, even on a node that hears the
+ * leave of a rank that failed of it before its own sessions find the loss
+ * (docs/protocol-wire.md, JOB_LEAVE).
  */
-static void on_left(struct shd_daemon *d, uint32_t node, const struct shf_wire_leave *l)
+static void left_range(struct shd_daemon *d, struct shd_job *j, uint32_t node,
+		       const struct shf_wire_leave_ent *e)
 {
-	d->st.leave_msgs_in++;
-	shd_home_on_leave(d, node, l->job_hash, l->rank); /* if this node is the job's home */
-	struct shd_job *j = shd_jobtab_find_hash(d, l->job_hash);
-	if (!j)
-		return;
-	bool lost = l->reason == -EHOSTDOWN;
+	bool lost = e->reason == -EHOSTDOWN;
 	if (lost)
-		shd_job_node_lost(d, j, l->lost_node);
+		shd_job_node_lost(d, j, e->lost_node);
 	/* reason 0: the rank left before its node knew of any other gone,
 	 * a culprit of the job's failures (job.c, shd_job_culprit) */
-	for (int32_t r = l->rank >= 0 ? l->rank : shd_jobtab_next(j, 0); r >= 0 && r < j->world;
-	     r = l->rank >= 0 ? -1 : shd_jobtab_next(j, r + 1)) {
+	int64_t end = (int64_t)e->first + e->count;
+	for (int32_t r = shd_jobtab_next(j, e->first); r < j->world && r < end;
+	     r = shd_jobtab_next(j, r + 1)) {
 		if (shd_jobtab_node(j, r) != node)
 			continue;
-		if (!l->reason && j->ready)
+		if (!e->reason && j->ready)
 			shd_job_culprit(j, r);
 		shd_job_remote_rank(d, j, r, node, false, -ESRCH);
 	}
@@ -88,6 +88,62 @@ static void on_left(struct shd_daemon *d, uint32_t node, const struct shf_wire_l
 	 * anything here (node lost this one, or its ranks had left here) */
 	if (lost && j->ready)
 		shd_epoch_fail_all(j, shd_epoch_gone_err(j));
+}
+
+/* The order in which a node's ranks left: while its side of the job
+ * knows no other gone (0), then after one (-ESRCH, or another errno),
+ * then once the job lost a node (-EHOSTDOWN, for good). */
+static int leave_class(int reason)
+{
+	return reason == 0 ? 0 : reason == -EHOSTDOWN ? 2 : 1;
+}
+
+/*
+ * A JOB_LEAVE: node's leaves of one window, in ranges sorted by rank.
+ * Their reasons were fixed when each rank left, and on node they come in
+ * the order of leave_class() (a window never holds a culprit after a
+ * rank that left because of one, nor anything but -EHOSTDOWN after a
+ * loss), so applying the classes in that order does here what the ranks'
+ * leaves one by one did: the culprits are known before the failure they
+ * caused is taken, and a loss comes after the leaves that preceded it.
+ */
+static void on_left(struct shd_daemon *d, uint32_t node, const struct shf_wire_leave *l)
+{
+	d->st.leave_msgs_in++;
+	bool relay = l->flags & SHF_WIRE_LEAVE_RELAY;
+	bool fwd = l->flags & SHF_WIRE_LEAVE_FORWARDED;
+	struct shd_job *j = shd_jobtab_find_hash(d, l->job_hash);
+	if (fwd) {
+		shd_home_forwarded(d, node, l); /* ours among them: they came through */
+		/* other nodes' ranks: taken only from the home whose map this
+		 * node took (the one its nodes relay through) */
+		if (!j || j->map_home != node) {
+			if (j)
+				shd_log_rl(&rl_fwd, SHD_LOG_WARN, "job %s: leaves forwarded by node %u, "
+					   "which is not the home whose map this node took: ignored",
+					   j->name, node);
+			return;
+		}
+	}
+	for (uint32_t i = 0; i < l->nents && !fwd; i++) {
+		struct shf_wire_leave_ent e = shf_wire_leave_entry(l, i);
+		/* if this node is the job's home */
+		shd_home_on_leave(d, node, l->job_hash, l->world, &e, relay);
+	}
+	/* a withdrawal from this node as a home: the ranks live on */
+	if (!j || (l->flags & SHF_WIRE_LEAVE_WITHDRAW))
+		return;
+	for (int c = 0; c < 3; c++)
+		for (uint32_t i = 0; i < l->nents; i++) {
+			struct shf_wire_leave_ent e = shf_wire_leave_entry(l, i);
+			if (leave_class(e.reason) == c && e.node != d->node_id)
+				left_range(d, j, e.node, &e);
+		}
+}
+
+static void on_left_ask(struct shd_daemon *d, uint32_t node, const struct shf_wire_leave_ask *a)
+{
+	shd_home_on_ask(d, node, a);
 }
 
 static void on_epoch(struct shd_daemon *d, uint32_t node, unsigned kind, uint64_t job_hash,
@@ -136,6 +192,7 @@ static void on_fan_ans(struct shd_daemon *d, uint32_t node, const struct shf_wir
 const struct shd_job_events shd_job_events = {
 	.registered = shd_home_announce,
 	.local_left = shd_home_local_left,
+	.leaves_now = shd_home_leaves_now,
 };
 
 const struct shd_net_events shd_events = {
@@ -145,6 +202,7 @@ const struct shd_net_events shd_events = {
 	.mapped = on_mapped,
 	.denied = on_denied,
 	.left = on_left,
+	.left_ask = on_left_ask,
 	.epoch = on_epoch,
 	.drops = on_drops,
 	.mark_acked = shd_relay_mark_acked,

@@ -41,8 +41,11 @@ void shd_job_reap(struct shd_daemon *d)
 	while (!shd_list_empty(&d->ended)) {
 		struct shd_job *j = shd_container_of(d->ended.next, struct shd_job, end_link);
 		shd_list_del(&j->end_link);
-		if (job_unused(j)) /* a rank may have registered since */
-			shd_jobtab_free(d, j);
+		if (!job_unused(j)) /* a rank may have registered since */
+			continue;
+		if (d->job_ev)
+			d->job_ev->leaves_now(d, j, true); /* held leaves go before it is freed */
+		shd_jobtab_free(d, j);
 	}
 }
 

@@ -60,6 +60,10 @@ struct shd_job_events {
 	void (*registered)(struct shd_daemon *d, struct shd_job *j);
 	/* local rank `rank` of j left */
 	void (*local_left)(struct shd_daemon *d, struct shd_job *j, int32_t rank);
+	/* j's local leaves still held in their window go now: before an
+	 * epoch message of j leaves this node (epoch.c: directly), and when j
+	 * ends here (ending: through its home if its part ended) */
+	void (*leaves_now)(struct shd_daemon *d, struct shd_job *j, bool ending);
 };
 
 /* The reap step: free the jobs nothing refers to any more. */

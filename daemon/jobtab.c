@@ -149,6 +149,8 @@ struct shd_job *shd_jobtab_new(struct shd_daemon *d, const char *name, int32_t w
 	j->world = world;
 	j->uid = uid;
 	j->home = SHD_NODE_NONE;
+	j->map_home = SHD_NODE_NONE;
+	j->relay_home = SHD_NODE_NONE;
 	j->created_ns = shd_now_ns();
 	shd_list_init(&j->waiting);
 	shd_list_init(&j->end_link);
@@ -169,6 +171,10 @@ void shd_jobtab_free(struct shd_daemon *d, struct shd_job *j)
 	free(j->jnodes);
 	if (j->join_dirty)
 		d->joins_dirty--;
+	free(j->lv);
+	free(j->hist);
+	if (j->n_lv)
+		d->leaves_dirty--;
 	shd_budget_release(d, j->uid, j->dir_bytes);
 	free(j);
 }

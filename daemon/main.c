@@ -194,6 +194,7 @@ out_ctl:
 	for (unsigned i = 0; i < sizeof(d->sig_ev) / sizeof(d->sig_ev[0]); i++)
 		shd_ev_free(d->sig_ev[i]);
 	shd_session_close(d);
+	shd_home_leaves_all(d); /* the leaves of the sessions just closed */
 out_net:
 	shd_fanout_close(d);
 	shd_net_close(d);

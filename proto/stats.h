@@ -87,8 +87,8 @@
 	X(owner_conflicts, COUNTER, "owner conflicts: the job's home found another owner (uid) for a job with ranks here, on another node: the job fails with EACCES") \
 	X(join_msgs_out, COUNTER, "job start messages sent to other nodes: joins to a job's home; maps and refusals from a home") \
 	X(join_msgs_in, COUNTER, "job start messages received from other nodes (joins, maps, refusals)") \
-	X(leave_msgs_out, COUNTER, "JOB_LEAVEs sent to other nodes: a rank of a job left here (to its homes and the job's other nodes), or this node withdrew its ranks") \
-	X(leave_msgs_in, COUNTER, "JOB_LEAVEs received from other nodes") \
+	X(leave_msgs_out, COUNTER, "JOB_LEAVEs and JOB_LEAVE_ASKs sent to other nodes: ranks of a job left here within one 10 ms window (to its homes and the job's other nodes, or the last window to its home only), a home forwarded the leaves it relays, this node withdrew its ranks, or a relay failed") \
+	X(leave_msgs_in, COUNTER, "JOB_LEAVEs and JOB_LEAVE_ASKs received from other nodes") \
 	X(home_jobs, GAUGE, "jobs this node is the home of now (it collects their joins)") \
 	X(rx_drops_owner, COUNTER, "received messages for a job failed by an owner conflict, dropped") \
 	X(bcast_in, COUNTER, "broadcasts taken from local send rings (shf_bcast)")           \

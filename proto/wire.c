@@ -55,10 +55,19 @@ _Static_assert(OFF(deny, job_hash) == 32 && OFF(deny, reason) == 40 && OFF(deny,
 		       OFF(deny, other_uid) == 48 && OFF(deny, other_world) == 52 &&
 		       OFF(deny, name) == 56,
 	       "deny layout");
-_Static_assert(sizeof(struct shf_wire_raw_leave) == SHF_WIRE_LEAVE_BYTES, "leave");
-_Static_assert(OFF(leave, job_hash) == 32 && OFF(leave, rank) == 40 && OFF(leave, reason) == 44 &&
-		       OFF(leave, lost_node) == 48 && OFF(leave, reserved) == 52,
+_Static_assert(sizeof(struct shf_wire_raw_leave) == SHF_WIRE_LEAVE_FIXED, "leave");
+_Static_assert(OFF(leave, job_hash) == 32 && OFF(leave, world) == 40 && OFF(leave, nents) == 44 &&
+		       OFF(leave, flags) == 48 && OFF(leave, reserved) == 52,
 	       "leave layout");
+_Static_assert(sizeof(struct shf_wire_raw_leave_ent) == SHF_WIRE_LEAVE_ENT_BYTES, "leave entry");
+_Static_assert(OFF(leave_ent, first) == 0 && OFF(leave_ent, count) == 4 &&
+		       OFF(leave_ent, reason) == 8 && OFF(leave_ent, lost_node) == 12 &&
+		       OFF(leave_ent, node) == 16,
+	       "leave entry layout");
+_Static_assert(sizeof(struct shf_wire_raw_leave_ask) == SHF_WIRE_LEAVE_ASK_BYTES, "leave ask");
+_Static_assert(OFF(leave_ask, job_hash) == 32 && OFF(leave_ask, world) == 40 &&
+		       OFF(leave_ask, flags) == 44,
+	       "leave ask layout");
 _Static_assert(sizeof(struct shf_wire_raw_epoch) == SHF_WIRE_EPOCH_BYTES, "epoch");
 _Static_assert(OFF(epoch, job_hash) == 32 && OFF(epoch, epoch) == 40 && OFF(epoch, phase) == 48 &&
 		       OFF(epoch, count) == 52,
@@ -110,6 +119,7 @@ const char *shf_wire_kind_name(unsigned kind)
 	case SHF_WIRE_JOB_LEAVE: return "job-leave";
 	case SHF_WIRE_JOB_MAP: return "job-map";
 	case SHF_WIRE_JOB_DENY: return "job-deny";
+	case SHF_WIRE_JOB_LEAVE_ASK: return "job-leave-ask";
 	case SHF_WIRE_DROP: return "drop";
 	case SHF_WIRE_FAN_REQ: return "fan-req";
 	case SHF_WIRE_FAN_ANS: return "fan-ans";
@@ -142,8 +152,8 @@ static size_t fixed_len(unsigned kind)
 	switch (kind) {
 	case SHF_WIRE_ACK: return SHF_WIRE_ACK_BYTES;
 	case SHF_WIRE_HEARTBEAT: return SHF_WIRE_HEARTBEAT_BYTES;
-	case SHF_WIRE_JOB_LEAVE: return SHF_WIRE_LEAVE_BYTES;
 	case SHF_WIRE_JOB_DENY: return SHF_WIRE_DENY_BYTES;
+	case SHF_WIRE_JOB_LEAVE_ASK: return SHF_WIRE_LEAVE_ASK_BYTES;
 	case SHF_WIRE_EPOCH_UP:
 	case SHF_WIRE_EPOCH_DOWN:
 	case SHF_WIRE_EPOCH_ABORT: return SHF_WIRE_EPOCH_BYTES;
@@ -419,20 +429,53 @@ static int check_heartbeat(const uint8_t *b, struct shf_wire_heartbeat *o)
 	return 0;
 }
 
-/* JOB_LEAVE: a lost node only with -EHOSTDOWN, and then a node of the set
- * other than the sender (it cannot have lost itself). */
-static int check_leave(const uint8_t *b, uint32_t n_nodes, uint32_t src, struct shf_wire_leave *o)
+/* JOB_LEAVE: ranges of ranks inside the world, sorted and disjoint (a
+ * receiver touches each rank of the world at most once per message), each
+ * of the sender's own ranks, or, forwarded by the job's home, of any node
+ * (the receiver's own too: they came through); per entry a lost node only
+ * with -EHOSTDOWN, and
+ * then a node of the set other than the entry's (it cannot have lost
+ * itself). */
+static int check_leave(const uint8_t *b, size_t n, uint32_t n_nodes, const struct shf_wire_hdr *h,
+		       struct shf_wire_leave *o)
 {
+	if (n < SHF_WIRE_LEAVE_FIXED)
+		return -EBADMSG;
 	o->job_hash = G64(b, leave, job_hash);
-	o->rank = GI32(b, leave, rank);
-	o->reason = GI32(b, leave, reason);
-	o->lost_node = G32(b, leave, lost_node);
-	if (!(o->rank == -1 || shf_wire_rank_ok(o->rank)) || !(o->reason == 0 || neg_errno_ok(o->reason)))
+	o->world = GI32(b, leave, world);
+	o->nents = G32(b, leave, nents);
+	o->flags = G32(b, leave, flags);
+	if (o->nents == 0 || shf_wire_leave_bytes(o->nents) != n)
 		return -EBADMSG;
-	if (o->reason == -EHOSTDOWN ? o->lost_node >= n_nodes || o->lost_node == src
-				    : o->lost_node != SHF_WIRE_NODE_NONE)
+	/* at most one flag */
+	if (o->world < 1 || o->world > SHF_WORLD_MAX || (o->flags & ~(uint32_t)SHF_WIRE_LEAVE_FLAGS) ||
+	    (o->flags & (o->flags - 1)) || G32(b, leave, reserved) != 0)
 		return -EBADMSG;
-	if (G32(b, leave, reserved) != 0)
+	bool fwd = o->flags & SHF_WIRE_LEAVE_FORWARDED;
+	o->ents = b + SHF_WIRE_LEAVE_FIXED;
+	int64_t next = 0; /* lowest rank the next entry may start at */
+	for (uint32_t i = 0; i < o->nents; i++) {
+		struct shf_wire_leave_ent e = shf_wire_leave_entry(o, i);
+		if (e.first < next || e.count < 1 || (int64_t)e.first + e.count > o->world)
+			return -EBADMSG;
+		if (fwd ? e.node >= n_nodes : e.node != h->src_node)
+			return -EBADMSG;
+		if (!(e.reason == 0 || neg_errno_ok(e.reason)))
+			return -EBADMSG;
+		if (e.reason == -EHOSTDOWN ? e.lost_node >= n_nodes || e.lost_node == e.node
+					   : e.lost_node != SHF_WIRE_NODE_NONE)
+			return -EBADMSG;
+		next = (int64_t)e.first + e.count;
+	}
+	return 0;
+}
+
+static int check_leave_ask(const uint8_t *b, struct shf_wire_leave_ask *o)
+{
+	o->job_hash = G64(b, leave_ask, job_hash);
+	o->world = GI32(b, leave_ask, world);
+	o->flags = G32(b, leave_ask, flags);
+	if (o->world < 1 || o->world > SHF_WORLD_MAX || (o->flags & ~(uint32_t)SHF_WIRE_ASK_FLAGS))
 		return -EBADMSG;
 	return 0;
 }
@@ -547,7 +590,8 @@ int shf_wire_check(const void *buf, size_t n, uint32_t n_nodes, uint32_t my_node
 	case SHF_WIRE_JOB_JOIN: r = check_join(b, n, &h.u.join); break;
 	case SHF_WIRE_JOB_MAP: r = check_map(b, n, n_nodes, &h.u.map); break;
 	case SHF_WIRE_JOB_DENY: r = check_deny(b, n_nodes, h.dst_node, &h.u.deny); break;
-	case SHF_WIRE_JOB_LEAVE: r = check_leave(b, n_nodes, h.src_node, &h.u.leave); break;
+	case SHF_WIRE_JOB_LEAVE: r = check_leave(b, n, n_nodes, &h, &h.u.leave); break;
+	case SHF_WIRE_JOB_LEAVE_ASK: r = check_leave_ask(b, &h.u.leave_ask); break;
 	case SHF_WIRE_EPOCH_UP:
 	case SHF_WIRE_EPOCH_DOWN:
 	case SHF_WIRE_EPOCH_ABORT: r = check_epoch(b, h.kind, &h.u.epoch); break;
@@ -573,6 +617,14 @@ struct shf_wire_map_ent shf_wire_map_entry(const struct shf_wire_map *m, uint32_
 	return (struct shf_wire_map_ent){GI32(p, map_ent, first), GI32(p, map_ent, count),
 					 G32(p, map_ent, node), G32(p, map_ent, repeat),
 					 G32(p, map_ent, again)};
+}
+
+struct shf_wire_leave_ent shf_wire_leave_entry(const struct shf_wire_leave *l, uint32_t i)
+{
+	const uint8_t *p = l->ents + (size_t)i * SHF_WIRE_LEAVE_ENT_BYTES;
+	return (struct shf_wire_leave_ent){GI32(p, leave_ent, first), GI32(p, leave_ent, count),
+					   GI32(p, leave_ent, reason), G32(p, leave_ent, lost_node),
+					   G32(p, leave_ent, node)};
 }
 
 struct shf_wire_range shf_wire_join_range(const struct shf_wire_join *j, uint32_t i)

@@ -65,7 +65,11 @@
                                * 8: a JOB_MAP entry may stand for a run of
                                * equal blocks on consecutive nodes (repeat);
                                * 9: and for rounds of such runs (again): a
-                               * cyclic layout in one entry */
+                               * cyclic layout in one entry; JOB_LEAVE
+                               * carries ranges of ranks, a reason each
+                               * (a node's leaves of a window in one),
+                               * relayed by the job's home at the end of a
+                               * node's part (JOB_LEAVE_ASK on a failure) */
 
 #define SHF_WIRE_HDR 32u        /* common header */
 #define SHF_WIRE_BATCH_HDR 56u  /* common header + batch body; records start here */
@@ -77,7 +81,9 @@
 #define SHF_WIRE_MAC_BYTES 32u   /* heartbeat: the handshake MAC */
 #define SHF_WIRE_JOIN_FIXED 120u /* JOB_JOIN without its ranges */
 #define SHF_WIRE_RANGE_BYTES 8u  /* one (first, count) rank range */
-#define SHF_WIRE_LEAVE_BYTES 56u
+#define SHF_WIRE_LEAVE_FIXED 56u  /* JOB_LEAVE without its entries */
+#define SHF_WIRE_LEAVE_ENT_BYTES 20u /* one (first, count, reason, lost_node, node) entry of a JOB_LEAVE */
+#define SHF_WIRE_LEAVE_ASK_BYTES 48u
 #define SHF_WIRE_MAP_FIXED 120u  /* JOB_MAP without its entries */
 #define SHF_WIRE_MAP_ENT_BYTES 20u /* one (first, count, node, repeat, again) entry of a JOB_MAP */
 #define SHF_WIRE_DENY_BYTES 120u
@@ -102,12 +108,14 @@ enum shf_wire_kind {
 	SHF_WIRE_ACK = 2,       /* cumulative: batches <= acked_seq fully placed */
 	SHF_WIRE_HEARTBEAT = 3, /* liveness + incarnation */
 	SHF_WIRE_JOB_JOIN = 4,  /* ranks of a job registered on src node */
-	SHF_WIRE_JOB_LEAVE = 5, /* a rank (or all of src node's ranks) left */
+	SHF_WIRE_JOB_LEAVE = 5, /* ranks of src node left (ranges, a reason each) */
 	/* 6 was EPOCH, the flat epoch barrier of versions 4 and before: refused
 	 * now, and never to be reused */
 	SHF_WIRE_DROP = 7,      /* records of a batch were dropped at the receiver */
 	SHF_WIRE_JOB_MAP = 8,   /* the job's home: where every rank of the job lives */
 	SHF_WIRE_JOB_DENY = 9,  /* the job's home: the job conflicts with another node's */
+	SHF_WIRE_JOB_LEAVE_ASK = 10, /* src lost the relay of a job's leaves: the
+	                                receiver's leaves of it, directly */
 	SHF_WIRE_KIND_MAX,
 	/* the fan-out tree (daemon/admin/fanout.c; docs/protocol-wire.md, "FAN_REQ"
 	 * and "FAN_ANS"), numbered apart (0x40-0x4f) */
@@ -282,19 +290,64 @@ struct shf_wire_raw_deny {
 /* A node field that names no node (JOB_LEAVE's lost_node). */
 #define SHF_WIRE_NODE_NONE UINT32_MAX
 
-/* JOB_LEAVE (version 7: lost_node and reserved added). */
+/* JOB_LEAVE (version 7: lost_node; version 9: ranges of ranks, a reason
+ * each, so that one message carries a node's leaves of a window; relayed
+ * by the job's home). */
 struct shf_wire_raw_leave {
 	struct shf_wire_raw_hdr h;
 	uint64_t job_hash;
-	int32_t rank;       /* the rank, or -1: every rank of the job on src node */
-	int32_t reason;     /* 0: it left before any other rank had (a culprit),
-			       else a negative errno (-4095..-1): -ESRCH: it left
-			       after another had; -EHOSTDOWN: src node's job had
-			       lost lost_node when the rank left (the cause of
-			       its failures there) */
-	uint32_t lost_node; /* reason -EHOSTDOWN: that node, < n_nodes, != src node;
-			       else SHF_WIRE_NODE_NONE */
+	int32_t world;      /* 1 <= world <= SHF_WORLD_MAX */
+	uint32_t nents;     /* entries that follow, >= 1 */
+	uint32_t flags;     /* enum shf_wire_leave_flag */
 	uint32_t reserved;  /* zero */
+	/* nents x struct shf_wire_raw_leave_ent, sorted, disjoint, inside [0, world) */
+};
+
+enum shf_wire_leave_flag {
+	/* to the job's home, the sender's part of the job ended: apply, and
+	 * forward to the job's other nodes (every entry's node is the sender) */
+	SHF_WIRE_LEAVE_RELAY = 1u,
+	/* from the job's home: the leaves it relays, of the nodes each entry
+	 * names (the receiver's own among them tell it they came through) */
+	SHF_WIRE_LEAVE_FORWARDED = 2u,
+	/* to a home the sender announced to and no longer does (its pick
+	 * moved): its ranks out of that home's record only; they did not
+	 * leave the job */
+	SHF_WIRE_LEAVE_WITHDRAW = 4u,
+	SHF_WIRE_LEAVE_FLAGS = 7u
+};
+
+/* JOB_LEAVE_ASK: the sender's session with the home that relays a job's
+ * leaves ended (or the home could not relay them): the receiver sends its
+ * departed ranks of the job to the sender directly (a JOB_LEAVE), and from
+ * now on its leaves of the job too. */
+struct shf_wire_raw_leave_ask {
+	struct shf_wire_raw_hdr h;
+	uint64_t job_hash;
+	int32_t world;      /* 1 <= world <= SHF_WORLD_MAX */
+	uint32_t flags;     /* enum shf_wire_ask_flag */
+};
+
+enum shf_wire_ask_flag {
+	/* from the home that could not relay: to every node of the job, not
+	 * only to the asker, and no more through the home */
+	SHF_WIRE_ASK_ALL = 1u,
+	SHF_WIRE_ASK_FLAGS = 1u
+};
+
+struct shf_wire_raw_leave_ent {
+	int32_t first;      /* first rank, >= 0 */
+	int32_t count;      /* ranks first .. first+count-1 of src node left, >= 1 */
+	int32_t reason;     /* 0: they left before any other rank had (culprits),
+			       else a negative errno (-4095..-1): -ESRCH: they left
+			       after another had; -EHOSTDOWN: src node's job had
+			       lost lost_node when they left (the cause of their
+			       failures there) */
+	uint32_t lost_node; /* reason -EHOSTDOWN: that node, < n_nodes, != node;
+			       else SHF_WIRE_NODE_NONE */
+	uint32_t node;      /* whose ranks they are: src node, or with
+			       FORWARDED any node of the job, < n_nodes (dst
+			       node's own: they came through the home) */
 };
 
 struct shf_wire_raw_epoch {
@@ -497,9 +550,25 @@ struct shf_wire_deny {
 
 struct shf_wire_leave {
 	uint64_t job_hash;
-	int32_t rank;
+	int32_t world;
+	uint32_t flags;      /* enum shf_wire_leave_flag */
+	uint32_t nents;      /* decoder: entries in the message */
+	const uint8_t *ents; /* decoder: points into the checked buffer; read
+	                        them with shf_wire_leave_entry() */
+};
+
+struct shf_wire_leave_ent {
+	int32_t first;
+	int32_t count;
 	int32_t reason;
 	uint32_t lost_node; /* SHF_WIRE_NODE_NONE unless reason is -EHOSTDOWN */
+	uint32_t node;      /* whose ranks (raw_leave_ent) */
+};
+
+struct shf_wire_leave_ask {
+	uint64_t job_hash;
+	int32_t world;
+	uint32_t flags; /* enum shf_wire_ask_flag */
 };
 
 struct shf_wire_epoch {
@@ -535,6 +604,7 @@ struct shf_wire_hdr {
 		struct shf_wire_map map;
 		struct shf_wire_deny deny;
 		struct shf_wire_leave leave;
+		struct shf_wire_leave_ask leave_ask;
 		struct shf_wire_epoch epoch;
 		struct shf_wire_drop drop;
 		struct shf_wire_fan_req fan_req;
@@ -626,7 +696,7 @@ bool shf_wire_fan_cmd_name_ok(const char *c);
  * the body (see the raw structs).  A BATCH's records are NOT walked here:
  * use shf_wire_iter_*() (or shf_wire_batch_verify()) with the same buffer.
  * For JOB_JOIN every range is checked and out->u.join.ranges points into
- * buf, so buf must outlive it.
+ * buf, so buf must outlive it (likewise JOB_MAP's and JOB_LEAVE's entries).
  */
 int shf_wire_check(const void *buf, size_t n, uint32_t n_nodes, uint32_t my_node,
 		   struct shf_wire_hdr *out);
@@ -635,6 +705,15 @@ int shf_wire_check(const void *buf, size_t n, uint32_t n_nodes, uint32_t my_node
 struct shf_wire_range shf_wire_join_range(const struct shf_wire_join *j, uint32_t i);
 /* Entry i (< nents) of a JOB_MAP decoded by shf_wire_check(). */
 struct shf_wire_map_ent shf_wire_map_entry(const struct shf_wire_map *m, uint32_t i);
+
+/* Entry i (< nents) of a JOB_LEAVE decoded by shf_wire_check(). */
+struct shf_wire_leave_ent shf_wire_leave_entry(const struct shf_wire_leave *l, uint32_t i);
+
+/* Length of a JOB_LEAVE carrying `nents` entries. */
+static inline uint64_t shf_wire_leave_bytes(uint32_t nents)
+{
+	return SHF_WIRE_LEAVE_FIXED + (uint64_t)nents * SHF_WIRE_LEAVE_ENT_BYTES;
+}
 
 /* Length of a JOB_MAP carrying `nents` entries. */
 static inline uint64_t shf_wire_map_bytes(uint32_t nents)
@@ -745,8 +824,12 @@ long shf_wire_enc_map(void *buf, size_t cap, uint32_t src_node, uint32_t dst_nod
 /* dn->name is used for job_hash. */
 long shf_wire_enc_deny(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
 		       const struct shf_wire_deny *dn);
+/* l->job_hash, world and flags are used, with the entries e[0..ne). */
 long shf_wire_enc_leave(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
-			const struct shf_wire_leave *l);
+			const struct shf_wire_leave *l, const struct shf_wire_leave_ent *e,
+			uint32_t ne);
+long shf_wire_enc_leave_ask(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+			    const struct shf_wire_leave_ask *a);
 /* An epoch step as one of the tree's kinds (SHF_WIRE_EPOCH_UP/_DOWN/_ABORT). */
 long shf_wire_enc_epoch_kind(void *buf, size_t cap, unsigned kind, uint32_t src_node,
 			     uint32_t dst_node, const struct shf_wire_epoch *ep);

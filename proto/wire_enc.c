@@ -268,25 +268,56 @@ long shf_wire_enc_deny(void *buf, size_t cap, uint32_t src_node, uint32_t dst_no
 }
 
 long shf_wire_enc_leave(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
-			const struct shf_wire_leave *l)
+			const struct shf_wire_leave *l, const struct shf_wire_leave_ent *e,
+			uint32_t ne)
 {
 	uint8_t *b = buf;
-	if (cap < SHF_WIRE_LEAVE_BYTES)
+	uint64_t n = shf_wire_leave_bytes(ne);
+	if (cap < n)
 		return -ENOBUFS;
-	memset(b, 0, SHF_WIRE_LEAVE_BYTES);
+	memset(b, 0, (size_t)n);
 	put_hdr(b, SHF_WIRE_JOB_LEAVE, src_node, dst_node);
 	P64(b, leave, job_hash, l->job_hash);
-	P32(b, leave, rank, (uint32_t)l->rank);
-	P32(b, leave, reason, (uint32_t)l->reason);
-	P32(b, leave, lost_node, l->lost_node);
+	P32(b, leave, world, (uint32_t)l->world);
+	P32(b, leave, nents, ne);
+	P32(b, leave, flags, l->flags);
 	/* validated as by a receiver that knows every node named */
+	uint32_t max = src_node > dst_node ? src_node : dst_node;
+	for (uint32_t i = 0; i < ne; i++) {
+		uint8_t *p = b + SHF_WIRE_LEAVE_FIXED + (size_t)i * SHF_WIRE_LEAVE_ENT_BYTES;
+		P32(p, leave_ent, first, (uint32_t)e[i].first);
+		P32(p, leave_ent, count, (uint32_t)e[i].count);
+		P32(p, leave_ent, reason, (uint32_t)e[i].reason);
+		P32(p, leave_ent, lost_node, e[i].lost_node);
+		P32(p, leave_ent, node, e[i].node);
+		if (e[i].reason == -EHOSTDOWN && e[i].lost_node > max)
+			max = e[i].lost_node;
+		if (e[i].node > max)
+			max = e[i].node;
+	}
+	struct shf_wire_hdr h;
+	if (max == UINT32_MAX || shf_wire_check(b, (size_t)n, max + 1, dst_node, &h) != 0)
+		return -EINVAL;
+	return (long)n;
+}
+
+long shf_wire_enc_leave_ask(void *buf, size_t cap, uint32_t src_node, uint32_t dst_node,
+			    const struct shf_wire_leave_ask *a)
+{
+	uint8_t *b = buf;
+	if (cap < SHF_WIRE_LEAVE_ASK_BYTES)
+		return -ENOBUFS;
+	memset(b, 0, SHF_WIRE_LEAVE_ASK_BYTES);
+	put_hdr(b, SHF_WIRE_JOB_LEAVE_ASK, src_node, dst_node);
+	P64(b, leave_ask, job_hash, a->job_hash);
+	P32(b, leave_ask, world, (uint32_t)a->world);
+	P32(b, leave_ask, flags, a->flags);
 	struct shf_wire_hdr h;
 	uint32_t max = src_node > dst_node ? src_node : dst_node;
-	if (l->reason == -EHOSTDOWN && l->lost_node > max)
-		max = l->lost_node;
-	if (max == UINT32_MAX || shf_wire_check(b, SHF_WIRE_LEAVE_BYTES, max + 1, dst_node, &h) != 0)
+	if (max == UINT32_MAX ||
+	    shf_wire_check(b, SHF_WIRE_LEAVE_ASK_BYTES, max + 1, dst_node, &h) != 0)
 		return -EINVAL;
-	return SHF_WIRE_LEAVE_BYTES;
+	return SHF_WIRE_LEAVE_ASK_BYTES;
 }
 
 long shf_wire_enc_epoch_kind(void *buf, size_t cap, unsigned kind, uint32_t src_node,

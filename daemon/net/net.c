@@ -283,6 +283,7 @@ static int take(struct shd_net *n, struct shd_peer *p, void *buf, struct shf_wir
 	case SHF_WIRE_JOB_MAP: n->ev->mapped(d, p->node, &h.u.map); break;
 	case SHF_WIRE_JOB_DENY: n->ev->denied(d, p->node, &h.u.deny); break;
 	case SHF_WIRE_JOB_LEAVE: n->ev->left(d, p->node, &h.u.leave); break;
+	case SHF_WIRE_JOB_LEAVE_ASK: n->ev->left_ask(d, p->node, &h.u.leave_ask); break;
 	case SHF_WIRE_EPOCH_UP:
 	case SHF_WIRE_EPOCH_DOWN:
 	case SHF_WIRE_EPOCH_ABORT:

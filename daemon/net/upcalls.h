@@ -15,6 +15,7 @@ struct shf_wire_join;
 struct shf_wire_map;
 struct shf_wire_deny;
 struct shf_wire_leave;
+struct shf_wire_leave_ask;
 struct shf_wire_fan_req;
 struct shf_wire_fan_ans;
 
@@ -32,9 +33,12 @@ struct shd_net_events {
 	 * refusal (JOB_DENY); the pointers inside are valid during the call */
 	void (*mapped)(struct shd_daemon *d, uint32_t node, const struct shf_wire_map *m);
 	void (*denied)(struct shd_daemon *d, uint32_t node, const struct shf_wire_deny *dn);
-	/* A rank of l->job_hash left node (rank -1: all of node's ranks);
-	 * l->reason -EHOSTDOWN: node's job had lost l->lost_node by then. */
+	/* Ranks of l->job_hash left node (JOB_LEAVE: ranges with a reason each;
+	 * FORWARDED by the job's home: ranges of the nodes they name). */
 	void (*left)(struct shd_daemon *d, uint32_t node, const struct shf_wire_leave *l);
+	/* node asks for this node's departed ranks of a job directly (it lost
+	 * the home that relays them) */
+	void (*left_ask)(struct shd_daemon *d, uint32_t node, const struct shf_wire_leave_ask *a);
 	/* An epoch step of job_hash from node: kind SHF_WIRE_EPOCH_UP (its
 	 * subtree counted `count` ranks in `phase`), _DOWN (the phase is
 	 * complete) or _ABORT (the pending epoch fails, count: a positive errno). */

@@ -61,8 +61,8 @@ struct counts {
 static struct counts cnt;
 
 /* Re-encode a checked message from its decoded fields; must give buf back. */
-static void check_canonical(const uint8_t *buf, size_t n, const struct shf_wire_hdr *h,
-			    uint32_t max_msg)
+static void check_canonical(const uint8_t *buf, size_t n, uint32_t n_nodes,
+			    const struct shf_wire_hdr *h, uint32_t max_msg)
 {
 	static uint8_t re[MAX_BUF + 64];
 	long m = -1;
@@ -144,8 +144,42 @@ static void check_canonical(const uint8_t *buf, size_t n, const struct shf_wire_
 				      h->u.join.nranges);
 		break;
 	}
-	case SHF_WIRE_JOB_LEAVE:
-		m = shf_wire_enc_leave(re, sizeof(re), h->src_node, h->dst_node, &h->u.leave);
+	case SHF_WIRE_JOB_LEAVE: {
+		static struct shf_wire_leave_ent le[MAX_BUF / SHF_WIRE_LEAVE_ENT_BYTES];
+		CHECKF(h->u.leave.nents <= sizeof(le) / sizeof(le[0]), "leave nents vs length");
+		for (uint32_t i = 0; i < h->u.leave.nents; i++) {
+			le[i] = shf_wire_leave_entry(&h->u.leave, i);
+			CHECKF(le[i].first >= 0 && le[i].count >= 1 &&
+				       (int64_t)le[i].first + le[i].count <= h->u.leave.world,
+			       "leave entry unchecked");
+			CHECKF(i == 0 || le[i].first >= le[i - 1].first + le[i - 1].count,
+			       "leave entries unsorted");
+			/* whose: the sender's, or forwarded, any node's */
+			CHECKF((h->u.leave.flags & SHF_WIRE_LEAVE_FORWARDED)
+				       ? le[i].node < n_nodes
+				       : le[i].node == h->src_node,
+			       "leave: node %u unchecked", le[i].node);
+			/* a lost node only with -EHOSTDOWN, one of the set, not its own */
+			CHECKF(le[i].reason == -EHOSTDOWN
+				       ? le[i].lost_node < n_nodes && le[i].lost_node != le[i].node
+				       : le[i].lost_node == SHF_WIRE_NODE_NONE,
+			       "leave: lost node %u (reason %d) unchecked", le[i].lost_node,
+			       le[i].reason);
+			CHECKF(le[i].reason == 0 || (le[i].reason < 0 && le[i].reason >= -4095),
+			       "leave: reason %d unchecked", le[i].reason);
+		}
+		CHECKF(!(h->u.leave.flags & (h->u.leave.flags - 1)) &&
+			       !(h->u.leave.flags & ~(uint32_t)SHF_WIRE_LEAVE_FLAGS),
+		       "leave flags unchecked");
+		m = shf_wire_enc_leave(re, sizeof(re), h->src_node, h->dst_node, &h->u.leave, le,
+				       h->u.leave.nents);
+		break;
+	}
+	case SHF_WIRE_JOB_LEAVE_ASK:
+		CHECKF(h->u.leave_ask.world >= 1 && h->u.leave_ask.world <= SHF_WORLD_MAX &&
+			       !(h->u.leave_ask.flags & ~(uint32_t)SHF_WIRE_ASK_FLAGS),
+		       "leave ask unchecked");
+		m = shf_wire_enc_leave_ask(re, sizeof(re), h->src_node, h->dst_node, &h->u.leave_ask);
 		break;
 	case SHF_WIRE_JOB_MAP: {
 		static struct shf_wire_map_ent me[MAX_BUF / SHF_WIRE_MAP_ENT_BYTES];
@@ -210,16 +244,9 @@ static int check_one(const uint8_t *data, size_t n, uint32_t n_nodes, uint32_t m
 	CHECKF(h.src_session == shf_wire_get64(data + 16) &&
 		       h.dst_session == shf_wire_get64(data + 24),
 	       "session tags not decoded");
-	/* JOB_LEAVE: a lost node only with -EHOSTDOWN, one of the set, not the sender */
-	if (h.kind == SHF_WIRE_JOB_LEAVE)
-		CHECKF(h.u.leave.reason == -EHOSTDOWN
-			       ? h.u.leave.lost_node < n_nodes && h.u.leave.lost_node != h.src_node
-			       : h.u.leave.lost_node == SHF_WIRE_NODE_NONE,
-		       "leave: lost node %u (reason %d) unchecked", h.u.leave.lost_node,
-		       h.u.leave.reason);
 	cnt.accepted++;
 	cnt.by_kind[h.kind]++;
-	check_canonical(data, n, &h, max_msg);
+	check_canonical(data, n, n_nodes, &h, max_msg);
 	return 0;
 }
 
@@ -389,15 +416,52 @@ static size_t gen(uint8_t *b, uint32_t src, uint32_t dst, uint32_t max_msg)
 	}
 	case 5: {
 		if (below(2)) {
-			struct shf_wire_leave l = {rnd(), (int32_t)below(1000) - 1,
-						   -(int32_t)below(4096), SHF_WIRE_NODE_NONE};
-			if (l.reason == -EHOSTDOWN) /* only with its lost node */
-				l.reason = 0;
-			if (below(2)) { /* the sender's job lost a node (version 7) */
-				l.reason = -EHOSTDOWN;
-				l.lost_node = (src + 1 + below(NODES - 1)) % NODES;
+			/* a window's leaves: sorted, disjoint ranges of one reason
+			 * each, some after a loss (version 7's lost node); or a
+			 * home's forward of several nodes' (the receiver's too),
+			 * or the ask for them */
+			struct shf_wire_leave l = {.job_hash = rnd(), .world = 1 + (int32_t)below(1000)};
+			if (below(6) == 0) {
+				struct shf_wire_leave_ask a = {l.job_hash, l.world, below(2)};
+				n = shf_wire_enc_leave_ask(b, MAX_BUF, src, dst, &a);
+				break;
 			}
-			n = shf_wire_enc_leave(b, MAX_BUF, src, dst, &l);
+			static const uint32_t lflags[] = {0, SHF_WIRE_LEAVE_RELAY,
+							  SHF_WIRE_LEAVE_FORWARDED,
+							  SHF_WIRE_LEAVE_WITHDRAW};
+			uint32_t flags = lflags[below(4)];
+			struct shf_wire_leave_ent le[16];
+			uint32_t ne = 0;
+			int32_t next = 0;
+			uint32_t lost = (src + 1 + below(NODES - 1)) % NODES;
+			while (ne < 16 && next < l.world) {
+				int32_t first = next + (int32_t)below(3);
+				if (first >= l.world)
+					break;
+				int32_t count = 1 + (int32_t)below((uint32_t)(l.world - first));
+				if (count > 20)
+					count = 1 + (int32_t)below(20);
+				uint32_t who = flags == SHF_WIRE_LEAVE_FORWARDED ? below(NODES) : src;
+				le[ne] = (struct shf_wire_leave_ent){first, count,
+								     -(int32_t)below(4096),
+								     SHF_WIRE_NODE_NONE, who};
+				if (le[ne].reason == -EHOSTDOWN) /* only with its lost node */
+					le[ne].reason = 0;
+				if (below(3) == 0) {
+					le[ne].reason = -EHOSTDOWN;
+					le[ne].lost_node = lost == who ? (who + 1) % NODES : lost;
+				}
+				ne++;
+				next = first + count;
+				if (below(3) == 0)
+					break;
+			}
+			if (ne == 0) {
+				le[0] = (struct shf_wire_leave_ent){0, l.world, 0, SHF_WIRE_NODE_NONE, src};
+				ne = 1;
+			}
+			l.flags = flags;
+			n = shf_wire_enc_leave(b, MAX_BUF, src, dst, &l, le, ne);
 		} else {
 			struct shf_wire_epoch ep = {rnd(), 1 + below(100), 1 + below(2), below(99)};
 			n = shf_wire_enc_epoch_kind(b, MAX_BUF, SHF_WIRE_EPOCH_UP, src, dst, &ep);

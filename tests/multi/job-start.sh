@@ -18,7 +18,12 @@
 #   - every node outside the job but its home sent and received no job
 #     start message, woke no peer and was woken by none (peers_woken and
 #     wakes unchanged), and still sees every peer idle while the job runs;
-#   - the job is exact (tclient traffic: counts, order, epochs).
+#   - the job is exact (tclient traffic: counts, order, epochs);
+#   - its end (leave_msgs_out/_in; every JOB_LEAVE sent arrives; the job
+#     ends on each of its nodes and its home drops the record): each
+#     node's last window of leaves goes to the home only, which forwards
+#     them to the job's nodes: 2k = 6 for je, 2(k - 1) = 4 for ja; at most
+#     3k = 9.  One JOB_LEAVE per rank to every node (18 and 12) fails it.
 T=multi-job-start
 # shellcheck source=tests/multi/common.sh
 . "$(dirname "$0")/common.sh"
@@ -60,6 +65,7 @@ leaves_since() {
 }
 leaves_arrived() { read -r lo li <<<"$(leaves_since)"; [ "$lo" = "$li" ] && [ "$lo" -gt 0 ]; }
 in_job() { [[ " $JOB_NODES " == *" $1 "* ]]; }
+home_empty() { [ "$(counters "$1" | awk '{ print $5 }')" = 0 ]; }
 
 # run NAME HOME: the job on JOB_NODES, checked as above; HOME is the node
 # (1-based) the hash picks for NAME among the 6 nodes
@@ -96,8 +102,22 @@ run() {
   nodes_wait_all || t_fail "job $name failed (logs above)"
   # its end, measured (every JOB_LEAVE sent arrives)
   t_until 10000 "job $name: every JOB_LEAVE sent to arrive" leaves_arrived
-  local leaves
+  # and the job ended on each of its nodes (each heard every rank's leave)
+  # and at its home (no record left)
+  for i in $JOB_NODES; do
+    t_until 10000 "job $name to end on node $i" grep -q "job $name ended" "$(nodes_var LOG "$i")"
+  done
+  t_until 10000 "job $name: its home, node $home, to drop its record" home_empty "$home"
+  t_until 10000 "job $name: every JOB_LEAVE sent to arrive" leaves_arrived
+  local leaves lo ideal
   leaves=$(leaves_since)
+  # each node's last window to the home, which forwards it to the job's
+  # nodes: 2k, 2(k - 1) when the home is one of them
+  read -r lo _ <<<"$leaves"
+  ideal=$((2 * k))
+  in_job "$home" && ideal=$((2 * (k - 1)))
+  [ "$lo" -le $((3 * k)) ] ||
+    t_fail "job $name: $lo JOB_LEAVEs at its end, more than 3k = $((3 * k)) (through the home: $ideal)"
   for i in $(seq 1 $N); do after[$i]=$(counters "$i"); done
   local per=""
   for i in $(seq 1 $N); do
@@ -115,7 +135,7 @@ run() {
   [ "$sum" -ge 1 ] || t_fail "job $name: no job start message counted at all"
   [ "$sum" -le $((3 * k)) ] ||
     t_fail "job $name: $sum job start messages on $k of $N nodes (per node: $per), more than 3k = $((3 * k))"
-  t_note "job $name on nodes $JOB_NODES (home node $home): exact; $sum job start messages in all (per node: ${per% }; bound 3k = $((3 * k)), all-to-all k(N-1) = $((k * (N - 1)))); nodes outside it and its home: nothing sent or received, no wake; its end: JOB_LEAVEs sent and received: $leaves"
+  t_note "job $name on nodes $JOB_NODES (home node $home): exact; $sum job start messages in all (per node: ${per% }; bound 3k = $((3 * k)), all-to-all k(N-1) = $((k * (N - 1)))); nodes outside it and its home: nothing sent or received, no wake; its end: JOB_LEAVEs sent and received: $leaves (bound 3k = $((3 * k)); through the home, nodes ending together: $ideal)"
 }
 
 run je 3

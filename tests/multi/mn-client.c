@@ -35,6 +35,9 @@
  *              both call shf_epoch(); rank 1 closes as soon as its epoch
  *              returns; rank 0 posts "epoch.0", waits for "close.0" (from
  *              wire-inject) and expects `expect` (default ok).
+ *   leavemix   rank 0 of world 3 (ranks 1 and 2 are played by wire-inject):
+ *              calls shf_epoch(), prints "rank 0: epoch: ERR (detail)",
+ *              posts "epoch.0" and expects `expect`.
  *   onecause   per_node=K victim=V (0-based node id): every rank takes part in
  *              one epoch (ok), then the victim node's ranks post
  *              "victim.R" and wait for "v-exit"; every other rank posts
@@ -546,6 +549,24 @@ static int mode_epochleave(void)
 	if (r != want)
 		tc_fail("epoch completed everywhere else before rank 1 left, yet here: %s, expected %s",
 		     err_name(r), cfg.expect);
+	shf_close(c);
+	return 0;
+}
+
+/* ------------------------------------------------------------ leavemix */
+
+static int mode_leavemix(void)
+{
+	struct shf_ctx *c = open_ctx(true, 0);
+	if (g_world != 3 || g_rank != 0)
+		tc_fail("leavemix is for rank 0 of world 3");
+	int r = shf_epoch(c, cfg.timeout);
+	printf("rank 0: epoch: %s (%s)\n", err_name(r), shf_error_detail());
+	fflush(stdout);
+	tc_sync_post("epoch.0");
+	int want = err_code(cfg.expect);
+	if (r != want)
+		tc_fail("rank 0's epoch: %s, expected %s", err_name(r), cfg.expect);
 	shf_close(c);
 	return 0;
 }
@@ -1070,6 +1091,8 @@ int main(int argc, char **argv)
 		return mode_peerloss();
 	if (!strcmp(cfg.mode, "epochleave"))
 		return mode_epochleave();
+	if (!strcmp(cfg.mode, "leavemix"))
+		return mode_leavemix();
 	if (!strcmp(cfg.mode, "epochwho"))
 		return mode_epochwho();
 	if (!strcmp(cfg.mode, "onecause"))

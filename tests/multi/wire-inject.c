@@ -48,6 +48,19 @@
  *                 --order benign: the completion to A first, to B gap-ms
  *                 later (the control case).
  *
+ *   withdrawmap JOB A B
+ *                 JOB (world 3: rank 0 on A, rank 1 on B, rank 2 here) has
+ *                 this node as its home once up, A before: a session with
+ *                 A only (A moves here; the map to A), then, once
+ *                 "opened.0" exists, with B (B withdraws its ranks from A,
+ *                 which has the map); the map to B, "mapped"; heartbeats
+ *                 until "inject-exit".
+ *   leavemix JOB A
+ *                 play ranks 1 and 2 of JOB (world 3; rank 0 lives on
+ *                 daemon A) on the lowest node id; once A counted rank 0
+ *                 into an epoch, send A one JOB_LEAVE: rank 1 with -ESRCH,
+ *                 rank 2 with 0 (the culprit); wait for "epoch.0".
+ *
  *   straymap T JOB WORLD
  *                 send node T the final JOB_MAP of a job T has no record of
  *                 (its ranks all left before the map came): WORLD ranks
@@ -201,6 +214,10 @@ static void send_raw(uint32_t node, const void *buf, size_t len);
 static void send_msg(uint32_t node, void *buf, size_t len);
 static void send_heartbeat(uint32_t node, int64_t t_ms);
 
+/* Daemons this node neither heartbeats nor answers yet (withdrawmap: no
+ * session with them until it chooses). */
+static bool g_mute[MAX_NODES];
+
 /* Session bookkeeping for a checked message from daemon s; true when it
  * belongs to the current session and is to be used. */
 static bool session_take(uint32_t s, const struct shf_wire_hdr *h)
@@ -227,7 +244,7 @@ static bool session_take(uint32_t s, const struct shf_wire_hdr *h)
 			g.knows_me[s] = true;
 			news = true;
 		}
-		if (news && shd_fabric_has_node(g.f, s)) /* answer at once, as a daemon does */
+		if (news && shd_fabric_has_node(g.f, s) && !g_mute[s]) /* answer at once, as a daemon does */
 			send_heartbeat(s, now_ms());
 		return true;
 	}
@@ -447,7 +464,7 @@ static void heartbeat_due(void)
 		return;
 	g.next_hb = t + g.hb_ms;
 	for (uint32_t i = 0; i < g.n; i++) {
-		if (i == g.me || !shd_fabric_has_node(g.f, i))
+		if (i == g.me || !shd_fabric_has_node(g.f, i) || g_mute[i])
 			continue;
 		send_heartbeat(i, t);
 	}
@@ -934,6 +951,134 @@ static int mode_epochleave(const char *job, uint32_t a, uint32_t bn)
 	return 0;
 }
 
+/* ------------------------------------------------------------ leavemix */
+
+static bool joined_a(void) { return g.joined[g_a]; }
+static bool placed_a(void) { return g.placed_from[g_a]; }
+
+/*
+ * leavemix JOB A: play ranks 1 and 2 of JOB (world 3; rank 0 lives on
+ * daemon A) on the lowest node id, the root of the job's epoch tree.  Once
+ * A counted rank 0 into an epoch (EPOCH_UP PLACED), send A one JOB_LEAVE
+ * for both: rank 1 left with -ESRCH (after another rank had, as this node
+ * knew it), rank 2 with 0 (the first to leave: the culprit).  The entries
+ * are sorted by rank, so rank 1's comes first; A must still name rank 2
+ * as the culprit of its failed epoch (docs/protocol-wire.md, JOB_LEAVE:
+ * the entries are taken in the order their ranks left).
+ */
+static int mode_leavemix(const char *job, uint32_t a)
+{
+	g_a = a;
+	if (a >= g.n || a == g.me || g.me > a)
+		usage("leavemix: bad A (and --me must be the lowest node id: the tree's root)");
+	g.job_hash = shf_wire_job_hash(job);
+	handshake_all();
+	uint8_t b[512];
+	struct shf_wire_join j = {0};
+	struct shf_wire_range rg = {1, 2};
+	snprintf(j.name, sizeof(j.name), "%s", job);
+	j.world = 3;
+	j.uid = (uint32_t)getuid();
+	uint32_t home = home_of(g.job_hash);
+	if (home != g.me) {
+		long l = shf_wire_enc_join(b, sizeof(b), g.me, home, &j, &rg, 1);
+		if (l <= 0)
+			FAIL("encode join: %ld", l);
+		send_msg(home, b, (size_t)l);
+		printf("joined job %s as ranks 1-2 (JOB_JOIN to its home, node %u)\n", job, home);
+	} else {
+		if (!pump(g.timeout, joined_a))
+			FAIL("no JOB_JOIN from node %u", a);
+		struct shf_wire_map_ent e[2] = {{0, 1, a, 0, 0}, {1, 2, g.me, 0, 0}};
+		struct shf_wire_map m = {.world = 3, .uid = j.uid, .flags = SHF_WIRE_MAP_FINAL};
+		snprintf(m.name, sizeof(m.name), "%s", job);
+		long l = shf_wire_enc_map(b, sizeof(b), g.me, a, &m, e, 2);
+		if (l <= 0)
+			FAIL("encode map: %ld", l);
+		send_msg(a, b, (size_t)l);
+		printf("joined job %s as ranks 1-2 (its home: the map sent)\n", job);
+	}
+	if (!pump(g.timeout, placed_a))
+		FAIL("no PLACED step from node %u", a);
+	struct shf_wire_leave lv = {.job_hash = g.job_hash, .world = 3};
+	struct shf_wire_leave_ent le[2] = {{1, 1, -ESRCH, SHF_WIRE_NODE_NONE, g.me},
+					   {2, 1, 0, SHF_WIRE_NODE_NONE, g.me}};
+	long l = shf_wire_enc_leave(b, sizeof(b), g.me, a, &lv, le, 2);
+	if (l <= 0)
+		FAIL("encode leave: %ld", l);
+	send_msg(a, b, (size_t)l);
+	printf("one JOB_LEAVE to node %u: rank 1 (-ESRCH), rank 2 (0, the culprit)\n", a);
+	if (!pump(g.timeout, rank0_done))
+		FAIL("rank 0 never finished its epoch");
+	pump(200, NULL);
+	if (g.bad_in || g.stale_in)
+		FAIL("the daemons sent %" PRIu64 " malformed messages, %" PRIu64
+		     " outside their sessions", g.bad_in, g.stale_in);
+	return 0;
+}
+
+/* ------------------------------------------------------------ withdrawmap */
+
+static bool joined_b(void) { return g.joined[g_b]; }
+static bool a_opened(void) { return sync_exists("opened.0"); }
+static bool inject_exit(void) { return sync_exists("inject-exit"); }
+
+/* The FINAL map of JOB (world 3: rank 0 on A, 1 on B, 2 here) to node to. */
+static void withdrawmap_send(const char *job, uint32_t to)
+{
+	uint8_t b[512];
+	struct shf_wire_map_ent e[3] = {{0, 1, g_a, 0, 0}, {1, 1, g_b, 0, 0}, {2, 1, g.me, 0, 0}};
+	struct shf_wire_map m = {.world = 3, .uid = (uint32_t)getuid(), .flags = SHF_WIRE_MAP_FINAL};
+	snprintf(m.name, sizeof(m.name), "%s", job);
+	long l = shf_wire_enc_map(b, sizeof(b), g.me, to, &m, e, 3);
+	if (l <= 0)
+		FAIL("encode map: %ld", l);
+	send_msg(to, b, (size_t)l);
+}
+
+/*
+ * withdrawmap JOB A B: JOB (world 3: rank 0 on daemon A, rank 1 on B, rank
+ * 2 here) has this node as its home once it is up, and A before (the
+ * rendezvous hash: the driver picks such a name).  A session with A only:
+ * A moves its ranks here (JOB_JOIN), and gets the FINAL map at once, while
+ * B, which sees no session with this node yet, still has A as its home.
+ * Once rank 0 runs on A ("opened.0"), a session with B: B moves its ranks
+ * here too, withdrawing them from A, which took the map already.  Then B
+ * gets the map; "mapped" is posted; heartbeats go on until "inject-exit".
+ */
+static int mode_withdrawmap(const char *job, uint32_t a, uint32_t bn)
+{
+	g_a = a;
+	g_b = bn;
+	if (a >= g.n || bn >= g.n || a == g.me || bn == g.me || a == bn)
+		usage("withdrawmap: bad A/B");
+	g.job_hash = shf_wire_job_hash(job);
+	if (home_of(g.job_hash) != g.me)
+		usage("withdrawmap: JOB's home must be this node");
+	g_mute[bn] = true;
+	handshake(&g_a, 1);
+	if (!pump(g.timeout, joined_a))
+		FAIL("no JOB_JOIN from node %u", a);
+	withdrawmap_send(job, a);
+	printf("the map of job %s to node %u\n", job, a);
+	if (!pump(g.timeout, a_opened))
+		FAIL("rank 0 never ran on node %u", a);
+	g_mute[bn] = false;
+	handshake(&g_b, 1);
+	if (!pump(g.timeout, joined_b))
+		FAIL("no JOB_JOIN from node %u", bn);
+	/* its withdrawal from A went before that join: let it arrive */
+	pump(300, NULL);
+	withdrawmap_send(job, bn);
+	printf("node %u moved its ranks here; the map to it\n", bn);
+	sync_post("mapped");
+	pump(g.timeout, inject_exit);
+	if (g.bad_in || g.stale_in)
+		FAIL("the daemons sent %" PRIu64 " malformed messages, %" PRIu64
+		     " outside their sessions", g.bad_in, g.stale_in);
+	return 0;
+}
+
 /* ------------------------------------------------------------ forge, squat */
 
 /* One of every kind from `src` (claimed) to t, into job (rank for the
@@ -991,8 +1136,9 @@ static unsigned send_every_kind(uint32_t src, uint32_t t, const char *job, int32
 		send_raw(t, b, (size_t)l), sent++;
 	}
 	{
-		struct shf_wire_leave lv = {jh, -1, -ECONNRESET, SHF_WIRE_NODE_NONE};
-		l = shf_wire_enc_leave(b, sizeof(b), src, t, &lv);
+		struct shf_wire_leave lv = {.job_hash = jh, .world = rank + 2};
+		struct shf_wire_leave_ent le = {0, rank + 2, -ECONNRESET, SHF_WIRE_NODE_NONE, src};
+		l = shf_wire_enc_leave(b, sizeof(b), src, t, &lv, &le, 1);
 		if (l <= 0)
 			FAIL("encode leave");
 		shf_wire_stamp(b, st, dt);
@@ -1299,6 +1445,11 @@ int main(int argc, char **argv)
 	else if (!strcmp(mode, "epochleave") && i + 3 < argc)
 		rc = mode_epochleave(argv[i + 1], (uint32_t)atoi(argv[i + 2]),
 				     (uint32_t)atoi(argv[i + 3]));
+	else if (!strcmp(mode, "withdrawmap") && i + 3 < argc)
+		rc = mode_withdrawmap(argv[i + 1], (uint32_t)atoi(argv[i + 2]),
+				      (uint32_t)atoi(argv[i + 3]));
+	else if (!strcmp(mode, "leavemix") && i + 2 < argc)
+		rc = mode_leavemix(argv[i + 1], (uint32_t)atoi(argv[i + 2]));
 	else if (!strcmp(mode, "straymap") && i + 3 < argc)
 		rc = mode_straymap((uint32_t)atoi(argv[i + 1]), argv[i + 2], atoi(argv[i + 3]));
 	else if (!strcmp(mode, "mapto") && i + 3 < argc && (argc - i) % 2 == 0)

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/net/wire-unit.c - proto/wire: byte layout, round trip of every
- * kind, and rejection of each malformed field.  Wire version 7 (JOB_LEAVE
- * names a lost node; joins to a job's home, JOB_MAP and JOB_DENY since 6;
- * broadcast records since 4): a 32-byte
+ * kind, and rejection of each malformed field.  Wire version 9 (JOB_LEAVE
+ * carries ranges of ranks with a reason each, JOB_MAP entries rounds; a
+ * JOB_LEAVE names a lost node since 7; joins to a job's home, JOB_MAP and
+ * JOB_DENY since 6; broadcast records since 4): a 32-byte
  * common header whose session tags (offsets 16 and 24) are written by
  * shf_wire_stamp(), decoded by shf_wire_check() and never judged by it.
  */
@@ -340,49 +341,131 @@ static void test_small_kinds(void)
 	EXPECTF(shf_wire_enc_heartbeat(b, sizeof(b), SRC, DST, &hb) == SHF_WIRE_HEARTBEAT_BYTES,
 	      "heartbeat: no MAC, zero MAC bytes");
 
-	struct shf_wire_leave l = {0x55, 7, -ECONNRESET, SHF_WIRE_NODE_NONE};
-	n = shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l);
-	EXPECTF(n == SHF_WIRE_LEAVE_BYTES && n == 56 && chk(b, (size_t)n, &h) == 0 &&
+	/* version 9: a window's leaves in one, ranges of ranks, a reason each */
+	struct shf_wire_leave l = {.job_hash = 0x55, .world = 100};
+	struct shf_wire_leave_ent le[3] = {{7, 1, 0, SHF_WIRE_NODE_NONE, SRC},
+					   {8, 4, -ESRCH, SHF_WIRE_NODE_NONE, SRC},
+					   {20, 2, -EHOSTDOWN, 3, SRC}};
+	n = shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l, le, 3);
+	EXPECTF(n == (long)shf_wire_leave_bytes(3) && n == 56 + 3 * 20 && chk(b, (size_t)n, &h) == 0 &&
 		      h.kind == SHF_WIRE_JOB_LEAVE && h.u.leave.job_hash == 0x55 &&
-		      h.u.leave.rank == 7 && h.u.leave.reason == -ECONNRESET &&
-		      h.u.leave.lost_node == SHF_WIRE_NODE_NONE,
+		      h.u.leave.world == 100 && h.u.leave.nents == 3 && h.u.leave.flags == 0,
 	      "leave round trip");
-	EXPECTF(shf_wire_get32(b + 48) == SHF_WIRE_NODE_NONE && shf_wire_get32(b + 52) == 0,
-	      "leave: no lost node at 48, reserved at 52");
-	l.rank = -1;
-	l.reason = 0;
-	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l) == SHF_WIRE_LEAVE_BYTES,
-	      "leave of all ranks");
-	l.rank = -2;
-	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l) == -EINVAL, "rank -2");
-	l.rank = 1;
-	l.reason = 5;
-	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l) == -EINVAL, "positive reason");
-	/* version 7: a leave after the sender's job lost a node names it */
-	l.reason = -EHOSTDOWN;
-	l.lost_node = 3;
-	n = shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l);
-	EXPECTF(n == SHF_WIRE_LEAVE_BYTES && chk(b, (size_t)n, &h) == 0 &&
-		      h.u.leave.reason == -EHOSTDOWN && h.u.leave.lost_node == 3 &&
-		      shf_wire_get32(b + 48) == 3,
-	      "leave with a lost node");
-	EXPECTF(chk_patched32(b, (size_t)n, 48, NODES) == -EBADMSG, "leave: lost node >= nodes");
-	EXPECTF(chk_patched32(b, (size_t)n, 48, SRC) == -EBADMSG, "leave: the sender lost itself");
-	EXPECTF(chk_patched32(b, (size_t)n, 48, DST) == 0, "leave: the sender lost the receiver");
-	EXPECTF(chk_patched32(b, (size_t)n, 48, SHF_WIRE_NODE_NONE) == -EBADMSG,
-	      "leave: EHOSTDOWN without its node");
+	{
+		struct shf_wire_leave_ent x = shf_wire_leave_entry(&h.u.leave, 1);
+		struct shf_wire_leave_ent y = shf_wire_leave_entry(&h.u.leave, 2);
+		EXPECTF(x.first == 8 && x.count == 4 && x.reason == -ESRCH &&
+			      x.lost_node == SHF_WIRE_NODE_NONE && x.node == SRC && y.first == 20 &&
+			      y.count == 2 && y.reason == -EHOSTDOWN && y.lost_node == 3 && y.node == SRC,
+		      "leave entries decoded with their own reasons");
+	}
+	EXPECTF(shf_wire_get32(b + 40) == 100 && shf_wire_get32(b + 44) == 3 &&
+		      shf_wire_get32(b + 48) == 0 && shf_wire_get32(b + 52) == 0 &&
+		      shf_wire_get32(b + 56) == 7 && shf_wire_get32(b + 60) == 1 &&
+		      shf_wire_get32(b + 64) == 0 && shf_wire_get32(b + 68) == SHF_WIRE_NODE_NONE &&
+		      shf_wire_get32(b + 72) == SRC && shf_wire_get32(b + 76) == 8 &&
+		      (int32_t)shf_wire_get32(b + 84) == -ESRCH && shf_wire_get32(b + 108) == 3 &&
+		      shf_wire_get32(b + 112) == SRC,
+	      "leave: world at 40, nents at 44, flags at 48, reserved at 52, entries of 20 "
+	      "bytes from 56");
+	/* the header's fields */
+	EXPECTF(chk_patched32(b, (size_t)n, 40, 0) == -EBADMSG, "leave: world 0");
+	EXPECTF(chk_patched32(b, (size_t)n, 40, SHF_WORLD_MAX + 1) == -EBADMSG,
+	      "leave: world past the maximum");
+	EXPECTF(chk_patched32(b, (size_t)n, 40, 21) == -EBADMSG, "leave: a range past the world");
+	EXPECTF(chk_patched32(b, (size_t)n, 40, 22) == 0, "leave: a range up to the world");
+	EXPECTF(chk_patched32(b, (size_t)n, 44, 0) == -EBADMSG, "leave: no entry");
+	EXPECTF(chk_patched32(b, (size_t)n, 44, 2) == -EBADMSG, "leave: nents shorter than the message");
+	EXPECTF(chk_patched32(b, (size_t)n, 44, 4) == -EBADMSG, "leave: nents longer than the message");
+	EXPECTF(chk_patched32(b, (size_t)n, 48, 16) == -EBADMSG, "leave: unknown flag");
+	EXPECTF(chk_patched32(b, (size_t)n, 48, 3) == -EBADMSG, "leave: RELAY and FORWARDED");
+	EXPECTF(chk_patched32(b, (size_t)n, 48, SHF_WIRE_LEAVE_RELAY) == 0, "leave: RELAY");
+	EXPECTF(chk_patched32(b, (size_t)n, 48, SHF_WIRE_LEAVE_WITHDRAW) == 0, "leave: WITHDRAW");
+	EXPECTF(chk_patched32(b, (size_t)n, 48, 5) == -EBADMSG, "leave: WITHDRAW and RELAY");
+	EXPECTF(chk_patched32(b, (size_t)n, 48, 6) == -EBADMSG, "leave: WITHDRAW and FORWARDED");
+	EXPECTF(chk_patched32(b, (size_t)n, 48, 8) == -EBADMSG, "leave: flag 8");
 	EXPECTF(chk_patched32(b, (size_t)n, 52, 1) == -EBADMSG, "leave: reserved not zero");
-	EXPECTF(chk_patched32(b, (size_t)n, 44, 0) == -EBADMSG, "leave: a lost node with reason 0");
-	EXPECTF(chk_patched32(b, (size_t)n, 44, (uint32_t)-ESRCH) == -EBADMSG,
+	EXPECTF(chk(b, (size_t)n - 20, NULL) == -EBADMSG, "truncated leave");
+	EXPECTF(chk(b, 55, NULL) == -EBADMSG, "leave shorter than its fixed part");
+	/* each entry's fields */
+	EXPECTF(chk_patched32(b, (size_t)n, 56, (uint32_t)-1) == -EBADMSG, "leave: first -1");
+	EXPECTF(chk_patched32(b, (size_t)n, 60, 0) == -EBADMSG, "leave: count 0");
+	EXPECTF(chk_patched32(b, (size_t)n, 60, (uint32_t)-1) == -EBADMSG, "leave: count -1");
+	EXPECTF(chk_patched32(b, (size_t)n, 60, 2) == -EBADMSG, "leave: entries overlap");
+	EXPECTF(chk_patched32(b, (size_t)n, 76, 6) == -EBADMSG, "leave: entries unsorted");
+	EXPECTF(chk_patched32(b, (size_t)n, 80, 0x7fffffff) == -EBADMSG,
+	      "leave: first + count wraps 32 bits");
+	EXPECTF(chk_patched32(b, (size_t)n, 64, 5) == -EBADMSG, "leave: positive reason");
+	EXPECTF(chk_patched32(b, (size_t)n, 64, (uint32_t)-4096) == -EBADMSG,
+	      "leave: reason below -4095");
+	EXPECTF(chk_patched32(b, (size_t)n, 68, 3) == -EBADMSG, "leave: a lost node with reason 0");
+	EXPECTF(chk_patched32(b, (size_t)n, 88, 3) == -EBADMSG,
 	      "leave: a lost node with reason ESRCH");
-	EXPECTF(chk(b, (size_t)n - 8, NULL) == -EBADMSG, "truncated leave (version 6's length)");
-	l.lost_node = SRC;
-	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l) == -EINVAL,
+	/* version 7: a leave after the sender's job lost a node names it */
+	EXPECTF(chk_patched32(b, (size_t)n, 108, NODES) == -EBADMSG, "leave: lost node >= nodes");
+	EXPECTF(chk_patched32(b, (size_t)n, 108, SRC) == -EBADMSG, "leave: the sender lost itself");
+	EXPECTF(chk_patched32(b, (size_t)n, 108, DST) == 0, "leave: the sender lost the receiver");
+	EXPECTF(chk_patched32(b, (size_t)n, 108, SHF_WIRE_NODE_NONE) == -EBADMSG,
+	      "leave: EHOSTDOWN without its node");
+	/* whose ranks: the sender's own, unless forwarded by the home */
+	EXPECTF(chk_patched32(b, (size_t)n, 72, 0) == -EBADMSG, "leave: another node's ranks");
+	EXPECTF(chk_patched32(b, (size_t)n, 72, DST) == -EBADMSG, "leave: the receiver's ranks");
+	{
+		/* FORWARDED: entries of any node of the set (the receiver's own:
+		 * its leaves came through), each lost node not its own node */
+		struct shf_wire_leave fl = {.job_hash = 0x55, .world = 100,
+					    .flags = SHF_WIRE_LEAVE_FORWARDED};
+		struct shf_wire_leave_ent fe[3] = {{1, 2, 0, SHF_WIRE_NODE_NONE, 0},
+						   {3, 1, -ESRCH, SHF_WIRE_NODE_NONE, DST},
+						   {9, 1, -EHOSTDOWN, SRC, 3}};
+		long fn = shf_wire_enc_leave(b, sizeof(b), SRC, DST, &fl, fe, 3);
+		EXPECTF(fn == 116 && chk(b, (size_t)fn, &h) == 0 &&
+			      h.u.leave.flags == SHF_WIRE_LEAVE_FORWARDED &&
+			      shf_wire_leave_entry(&h.u.leave, 2).node == 3,
+			"forwarded leave of three nodes");
+		EXPECTF(chk_patched32(b, (size_t)fn, 112, NODES) == -EBADMSG,
+			"forwarded leave: a node >= nodes");
+		EXPECTF(chk_patched32(b, (size_t)fn, 108, 3) == -EBADMSG,
+			"forwarded leave: its node lost itself");
+		EXPECTF(chk_patched32(b, (size_t)fn, 48, SHF_WIRE_LEAVE_RELAY) == -EBADMSG,
+			"relayed leave of another node's ranks");
+		fe[2].lost_node = 3;
+		EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &fl, fe, 3) == -EINVAL,
+			"forwarded leave: encoder refuses a node that lost itself");
+	}
+	/* every rank of the sender: one entry, the whole world */
+	le[0] = (struct shf_wire_leave_ent){0, 100, 0, SHF_WIRE_NODE_NONE, SRC};
+	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l, le, 1) == 76, "leave of all ranks");
+	le[0].count = 101;
+	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l, le, 1) == -EINVAL,
+	      "leave: encoder refuses a range past the world");
+	le[0] = (struct shf_wire_leave_ent){1, 1, 5, SHF_WIRE_NODE_NONE, SRC};
+	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l, le, 1) == -EINVAL, "positive reason");
+	le[0] = (struct shf_wire_leave_ent){1, 1, -EHOSTDOWN, SRC, SRC};
+	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l, le, 1) == -EINVAL,
 	      "leave: encoder refuses the sender as the lost node");
-	l.reason = 0;
-	l.lost_node = 0;
-	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l) == -EINVAL,
+	le[0] = (struct shf_wire_leave_ent){1, 1, 0, 0, SRC};
+	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l, le, 1) == -EINVAL,
 	      "leave: encoder refuses a node without EHOSTDOWN");
+	le[0] = (struct shf_wire_leave_ent){1, 1, 0, SHF_WIRE_NODE_NONE, SRC};
+	EXPECTF(shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l, le, 0) == -EINVAL,
+	      "leave: encoder refuses no entry");
+	EXPECTF(shf_wire_enc_leave(b, 75, SRC, DST, &l, le, 1) == -ENOBUFS, "leave: no room");
+
+	/* JOB_LEAVE_ASK */
+	struct shf_wire_leave_ask ask = {0x77, 12, SHF_WIRE_ASK_ALL};
+	n = shf_wire_enc_leave_ask(b, sizeof(b), SRC, DST, &ask);
+	EXPECTF(n == SHF_WIRE_LEAVE_ASK_BYTES && n == 48 && chk(b, (size_t)n, &h) == 0 &&
+		      h.kind == SHF_WIRE_JOB_LEAVE_ASK && h.u.leave_ask.job_hash == 0x77 &&
+		      h.u.leave_ask.world == 12 && h.u.leave_ask.flags == SHF_WIRE_ASK_ALL &&
+		      shf_wire_get32(b + 40) == 12 && shf_wire_get32(b + 44) == 1,
+	      "leave ask round trip: world at 40, flags at 44");
+	EXPECTF(chk_patched32(b, (size_t)n, 40, 0) == -EBADMSG, "leave ask: world 0");
+	EXPECTF(chk_patched32(b, (size_t)n, 40, SHF_WORLD_MAX + 1) == -EBADMSG,
+	      "leave ask: world past the maximum");
+	EXPECTF(chk_patched32(b, (size_t)n, 44, 2) == -EBADMSG, "leave ask: unknown flag");
+	EXPECTF(chk(b, (size_t)n - 8, NULL) == -EBADMSG, "truncated leave ask");
+	EXPECTF(chk(b, (size_t)n + 8, NULL) == -EBADMSG, "leave ask too long");
 
 	struct shf_wire_epoch ep = {0x66, 3, SHF_WIRE_EPOCH_DRAINED, 12};
 	n = shf_wire_enc_epoch_kind(b, sizeof(b), SHF_WIRE_EPOCH_UP, SRC, DST, &ep);
@@ -795,7 +878,8 @@ static void test_map_deny(void)
 	EXPECTF(chk_patched32(b, (size_t)n, 52, 0) == -EBADMSG, "deny world 0");
 	EXPECTF(chk(b, (size_t)n - 8, NULL) == -EBADMSG, "truncated deny");
 	EXPECTF(!strcmp(shf_wire_kind_name(SHF_WIRE_JOB_MAP), "job-map") &&
-		      !strcmp(shf_wire_kind_name(SHF_WIRE_JOB_DENY), "job-deny"),
+		      !strcmp(shf_wire_kind_name(SHF_WIRE_JOB_DENY), "job-deny") &&
+		      !strcmp(shf_wire_kind_name(SHF_WIRE_JOB_LEAVE_ASK), "job-leave-ask"),
 	      "map and deny kind names");
 }
 
@@ -807,7 +891,8 @@ static void test_stamp(void)
 		       "v2 common header");
 	_Static_assert(SHF_WIRE_VERSION == 9 && SHF_WIRE_BATCH_HDR == 56 &&
 			       SHF_WIRE_ACK_BYTES == 48 && SHF_WIRE_HEARTBEAT_BYTES == 120 &&
-			       SHF_WIRE_JOIN_FIXED == 120 && SHF_WIRE_LEAVE_BYTES == 56 &&
+			       SHF_WIRE_JOIN_FIXED == 120 && SHF_WIRE_LEAVE_FIXED == 56 &&
+			       SHF_WIRE_LEAVE_ENT_BYTES == 20 && SHF_WIRE_LEAVE_ASK_BYTES == 48 &&
 			       SHF_WIRE_EPOCH_BYTES == 56 && SHF_WIRE_DROP_BYTES == 64,
 		       "v3-v9 sizes");
 	uint8_t b[512];
@@ -827,12 +912,18 @@ static void test_stamp(void)
 	struct shf_wire_range rg[1] = {{0, 4}};
 	stamp_round_trip(b, shf_wire_enc_join(b, sizeof(b), SRC, DST, &j, rg, 1), SHF_WIRE_JOB_JOIN,
 			 "join");
-	struct shf_wire_leave l = {7, 1, -EHOSTDOWN, 0};
-	stamp_round_trip(b, shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l), SHF_WIRE_JOB_LEAVE,
-			 "leave");
-	EXPECTF(shf_wire_get64(b + 32) == 7 && shf_wire_get32(b + 40) == 1 &&
-		      (int32_t)shf_wire_get32(b + 44) == -EHOSTDOWN && shf_wire_get32(b + 48) == 0,
+	struct shf_wire_leave l = {.job_hash = 7, .world = 2};
+	struct shf_wire_leave_ent le = {1, 1, -EHOSTDOWN, 0, SRC};
+	stamp_round_trip(b, shf_wire_enc_leave(b, sizeof(b), SRC, DST, &l, &le, 1),
+			 SHF_WIRE_JOB_LEAVE, "leave");
+	EXPECTF(shf_wire_get64(b + 32) == 7 && shf_wire_get32(b + 40) == 2 &&
+		      shf_wire_get32(b + 44) == 1 && shf_wire_get32(b + 56) == 1 &&
+		      (int32_t)shf_wire_get32(b + 64) == -EHOSTDOWN && shf_wire_get32(b + 68) == 0 &&
+		      shf_wire_get32(b + 72) == SRC,
 	      "leave body at 32");
+	struct shf_wire_leave_ask ask = {9, 3, 0};
+	stamp_round_trip(b, shf_wire_enc_leave_ask(b, sizeof(b), SRC, DST, &ask),
+			 SHF_WIRE_JOB_LEAVE_ASK, "leave ask");
 	struct shf_wire_epoch ep = {8, 9, SHF_WIRE_EPOCH_PLACED, 1};
 	stamp_round_trip(b, shf_wire_enc_epoch_kind(b, sizeof(b), SHF_WIRE_EPOCH_UP, SRC, DST, &ep),
 			 SHF_WIRE_EPOCH_UP, "epoch");

@@ -175,9 +175,10 @@ int main(void)
 	CHECK(H.peer_lost[3] == 1 && p3->state == PEER_DOWN);
 	size_t sends = fake_n_sends();
 	for (uint32_t k = 1; k < 4; k++) {
-		uint8_t lb[SHF_WIRE_LEAVE_BYTES];
-		struct shf_wire_leave l = {ja->hash, 0, 0, SHF_WIRE_NODE_NONE};
-		long ll = shf_wire_enc_leave(lb, sizeof(lb), D->node_id, k, &l);
+		uint8_t lb[SHF_WIRE_LEAVE_FIXED + SHF_WIRE_LEAVE_ENT_BYTES];
+		struct shf_wire_leave l = {.job_hash = ja->hash, .world = ja->world};
+		struct shf_wire_leave_ent le = {0, 1, 0, SHF_WIRE_NODE_NONE, D->node_id};
+		long ll = shf_wire_enc_leave(lb, sizeof(lb), D->node_id, k, &l, &le, 1);
 		CHECK(ll > 0 && shd_net_send_msg(D, k, lb, (size_t)ll) == -EHOSTDOWN);
 	}
 	for (uint32_t k = 1; k < 4; k++)
