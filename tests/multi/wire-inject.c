@@ -859,6 +859,24 @@ static int mode_straymap(uint32_t t, const char *job, int32_t world)
 	return 0;
 }
 
+/* Announce ranks rg of job (world 3) to the job's home when that is
+ * another node (true), saying so as "as"; false: we are its home. */
+static bool join_via_home(const char *job, struct shf_wire_range rg, const char *as)
+{
+	uint8_t b[256];
+	struct shf_wire_join j = {.world = 3, .uid = (uint32_t)getuid()};
+	snprintf(j.name, sizeof(j.name), "%s", job);
+	uint32_t home = home_of(g.job_hash);
+	if (home == g.me)
+		return false;
+	long l = shf_wire_enc_join(b, sizeof(b), g.me, home, &j, &rg, 1);
+	if (l <= 0)
+		FAIL("encode join: %ld", l);
+	send_msg(home, b, (size_t)l);
+	printf("joined job %s as %s (JOB_JOIN to its home, node %u)\n", job, as, home);
+	return true;
+}
+
 static int mode_epochleave(const char *job, uint32_t a, uint32_t bn)
 {
 	g_a = a;
@@ -868,20 +886,7 @@ static int mode_epochleave(const char *job, uint32_t a, uint32_t bn)
 	g.job_hash = shf_wire_job_hash(job);
 	handshake_all();
 	/* rank 2 of the job lives here */
-	uint8_t b[256];
-	struct shf_wire_join j = {0};
-	struct shf_wire_range rg = {2, 1};
-	snprintf(j.name, sizeof(j.name), "%s", job);
-	j.world = 3;
-	j.uid = (uint32_t)getuid();
-	uint32_t home = home_of(g.job_hash);
-	if (home != g.me) {
-		long l = shf_wire_enc_join(b, sizeof(b), g.me, home, &j, &rg, 1);
-		if (l <= 0)
-			FAIL("encode join: %ld", l);
-		send_msg(home, b, (size_t)l);
-		printf("joined job %s as rank 2 (JOB_JOIN to its home, node %u)\n", job, home);
-	} else {
+	if (!join_via_home(job, (struct shf_wire_range){2, 1}, "rank 2")) {
 		/* we are the job's home: collect both joins, confirm with the map */
 		if (!pump(g.timeout, joined_both))
 			FAIL("no JOB_JOIN from nodes %u and %u", a, bn);
@@ -896,7 +901,8 @@ static int mode_epochleave(const char *job, uint32_t a, uint32_t bn)
 					e[x] = e[y];
 					e[y] = t;
 				}
-		struct shf_wire_map m = {.world = 3, .uid = j.uid, .flags = SHF_WIRE_MAP_FINAL};
+		struct shf_wire_map m = {.world = 3, .uid = (uint32_t)getuid(),
+					 .flags = SHF_WIRE_MAP_FINAL};
 		snprintf(m.name, sizeof(m.name), "%s", job);
 		uint8_t mb[512];
 		for (uint32_t to = 0; to < g.n; to++) {
@@ -974,23 +980,12 @@ static int mode_leavemix(const char *job, uint32_t a)
 	g.job_hash = shf_wire_job_hash(job);
 	handshake_all();
 	uint8_t b[512];
-	struct shf_wire_join j = {0};
-	struct shf_wire_range rg = {1, 2};
-	snprintf(j.name, sizeof(j.name), "%s", job);
-	j.world = 3;
-	j.uid = (uint32_t)getuid();
-	uint32_t home = home_of(g.job_hash);
-	if (home != g.me) {
-		long l = shf_wire_enc_join(b, sizeof(b), g.me, home, &j, &rg, 1);
-		if (l <= 0)
-			FAIL("encode join: %ld", l);
-		send_msg(home, b, (size_t)l);
-		printf("joined job %s as ranks 1-2 (JOB_JOIN to its home, node %u)\n", job, home);
-	} else {
+	if (!join_via_home(job, (struct shf_wire_range){1, 2}, "ranks 1-2")) {
 		if (!pump(g.timeout, joined_a))
 			FAIL("no JOB_JOIN from node %u", a);
 		struct shf_wire_map_ent e[2] = {{0, 1, a, 0, 0}, {1, 2, g.me, 0, 0}};
-		struct shf_wire_map m = {.world = 3, .uid = j.uid, .flags = SHF_WIRE_MAP_FINAL};
+		struct shf_wire_map m = {.world = 3, .uid = (uint32_t)getuid(),
+					 .flags = SHF_WIRE_MAP_FINAL};
 		snprintf(m.name, sizeof(m.name), "%s", job);
 		long l = shf_wire_enc_map(b, sizeof(b), g.me, a, &m, e, 2);
 		if (l <= 0)
