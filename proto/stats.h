@@ -70,6 +70,8 @@
 	X(wire_bad, COUNTER, "wire messages rejected (bad magic, version, lengths, source)") \
 	X(msgs_unroutable, COUNTER, "received messages for a rank not on this node, dropped") \
 	X(wire_stale, COUNTER, "wire messages of an earlier or unknown session (a restart, a link flap), dropped") \
+	X(early_held, COUNTER, "peer messages of a session kept because they came before its handshake ended here (a key; its sender is up already), taken once it is up") \
+	X(early_dropped, COUNTER, "such messages that did not fit the bound (peer_credits x batch_bytes + 64 KiB a peer, batch_budget / 4 in all): dropped, and the session restarted once up, so that its sender reports the loss") \
 	X(wire_foreign, COUNTER, "wire messages from a sender that is not a member at its own address (not in the address vector, nor in the rendezvous under the node it claims), dropped") \
 	X(lookups_deferred, COUNTER, "address lookups of claimed node ids put off because this second's lookup time (300 ms) was spent") \
 	X(addr_held, COUNTER, "store addresses of a peer in a session not taken (kept its old one until silent)") \

@@ -140,6 +140,12 @@ struct shd_peer_cold {
 				       * a send still in flight would alias) */
 	struct shd_list waiters;    /* shd_waiters: clients waiting for this peer */
 	struct shd_list marks;      /* struct net_mark */
+	/* JOINING, with a key: messages of the coming session that came
+	 * before its handshake's end (net/session.c, "early") */
+	struct shd_list early;      /* struct net_early, in arrival order */
+	uint32_t n_early;
+	uint32_t early_bytes;
+	bool early_lost;            /* one did not fit: the session restarts once up */
 	struct shd_waiter rx_wait;  /* parked on a full delivery ring (rx_waiting, hot) */
 	struct shf_peer_stats st;
 };
@@ -235,6 +241,7 @@ struct shd_net {
 	struct shd_route route;     /* routing=direct or 2d: who is a neighbour */
 	uint32_t room;              /* 2d: bytes before each pool buffer's message
 				       for a FWD header (0: direct) */
+	uint64_t early_bytes;       /* kept early messages of all peers (cold->early) */
 	struct shd_list fwd_wait;   /* struct net_fwd: forwards waiting for a pool buffer */
 	struct shd_list fwd_linger; /* peers with an open bundle, oldest first */
 	uint32_t fwd_held;          /* pool buffers forwarding holds (bundles open
@@ -298,8 +305,31 @@ bool shd_net_learn_address(struct shd_peer *p);
 /* tcp with a key: count and log the store records read without a valid
  * MAC since the last call (session.c; net.c calls it at each refresh) */
 void shd_net_store_bad_records(struct shd_net *n);
-/* The session rules: true when h (from p) is to be processed. */
-bool shd_net_session_admit(struct shd_peer *p, const struct shf_wire_hdr *h);
+/* The session rules: what to do with h (from p). */
+enum shd_admit {
+	SHD_ADMIT_DROP,  /* another session's, or refused: dropped (counted) */
+	SHD_ADMIT_TAKE,  /* process it now */
+	SHD_ADMIT_EARLY, /* of the session whose handshake is ending: keep it with
+			    shd_net_early_hold() until the session is up */
+};
+enum shd_admit shd_net_session_admit(struct shd_peer *p, const struct shf_wire_hdr *h);
+/* A message that came before its session's handshake ended (JOINING, with
+ * a key; docs/protocol-wire.md, "Sessions"): buf (h->len bytes) is copied
+ * and kept, within bounds (SHD_NET_EARLY_*); what does not fit is dropped,
+ * counted (early_dropped), and restarts the session once it is up, so
+ * that its sender reports the loss. */
+void shd_net_early_hold(struct shd_peer *p, const void *buf, const struct shf_wire_hdr *h);
+/* The session is up: the next kept message (len bytes at buf), in arrival
+ * order, or NULL; the caller takes it as if it had just come, then frees
+ * it (free()). */
+struct net_early {
+	struct shd_list link;
+	uint32_t len;
+	uint8_t buf[];
+};
+struct net_early *shd_net_early_next(struct shd_peer *p);
+/* Drop what p kept (its session tag changed, or it went down). */
+void shd_net_early_discard(struct shd_peer *p);
 /* One routing per set: true when h (from p) may be taken. */
 bool shd_net_routing_ok(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h);
 /* Put p back into the address vector so that it can be probed and rejoin. */

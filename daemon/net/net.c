@@ -45,12 +45,25 @@ static struct shd_ratelimit rl_foreign = SHD_RATELIMIT_INIT(10000, 2);
 
 static int take(struct shd_net *n, struct shd_peer *p, void *buf, struct shf_wire_hdr *hp);
 
+static int dispatch(struct shd_net *n, struct shd_peer *p, void *buf, struct shf_wire_hdr *hp);
+
 static int fwd_take(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h);
 
-/* FWD from neighbour p: its session checked first, then fwd_take(). */
-static int on_fwd(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h)
+/* The session rules for h (buf: the message, h->len bytes) from p: true
+ * when it is to be processed now; an early one is kept (session.c). */
+static bool admitted(struct shd_peer *p, const void *buf, const struct shf_wire_hdr *h)
 {
-	if (!shd_net_session_admit(p, h))
+	enum shd_admit a = shd_net_session_admit(p, h);
+	if (a == SHD_ADMIT_EARLY)
+		shd_net_early_hold(p, buf, h);
+	return a == SHD_ADMIT_TAKE;
+}
+
+/* FWD from neighbour p: its session checked first, then fwd_take(). */
+static int on_fwd(struct shd_net *n, struct shd_peer *p, const void *buf,
+		  const struct shf_wire_hdr *h)
+{
+	if (!admitted(p, buf, h))
 		return 0;
 	p->last_heard_ns = shd_now_ns();
 	return fwd_take(n, p, h);
@@ -58,9 +71,10 @@ static int on_fwd(struct shd_net *n, struct shd_peer *p, const struct shf_wire_h
 
 /* FWD_BUNDLE from neighbour p: its session admits the whole bundle, then
  * each FWD in it is taken as if it had come alone (in order). */
-static int on_bundle(struct shd_net *n, struct shd_peer *p, const struct shf_wire_hdr *h)
+static int on_bundle(struct shd_net *n, struct shd_peer *p, const void *buf,
+		     const struct shf_wire_hdr *h)
 {
-	if (!shd_net_session_admit(p, h))
+	if (!admitted(p, buf, h))
 		return 0;
 	p->last_heard_ns = shd_now_ns();
 	uint32_t off = 0, len;
@@ -212,11 +226,32 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 	if (!shd_net_routing_ok(n, p, &h))
 		return 0;
 	p->linked = true; /* it sent to us directly, from its own address */
-	if (h.kind == SHF_WIRE_FWD)
-		return on_fwd(n, p, &h);
-	if (h.kind == SHF_WIRE_FWD_BUNDLE)
-		return on_bundle(n, p, &h);
-	return take(n, p, buf, &h);
+	return dispatch(n, p, buf, &h);
+}
+
+/* A message from p itself (FWD, FWD_BUNDLE: p is the neighbour that hands
+ * it over), or carried for it (anything else; the route was checked). */
+static int dispatch(struct shd_net *n, struct shd_peer *p, void *buf, struct shf_wire_hdr *hp)
+{
+	if (hp->kind == SHF_WIRE_FWD)
+		return on_fwd(n, p, buf, hp);
+	if (hp->kind == SHF_WIRE_FWD_BUNDLE)
+		return on_bundle(n, p, buf, hp);
+	return take(n, p, buf, hp);
+}
+
+/* p's session came up: what came early is taken now, in order, as if it
+ * had just come (its checks are those of any message: it was checked
+ * whole when it came, and is checked again here). */
+static void take_early(struct shd_net *n, struct shd_peer *p)
+{
+	struct net_early *e;
+	while ((e = shd_net_early_next(p)) != NULL) {
+		struct shf_wire_hdr h;
+		if (shf_wire_check(e->buf, e->len, n->n_nodes, n->d->node_id, &h) == 0)
+			dispatch(n, p, e->buf, &h);
+		free(e);
+	}
 }
 
 /* A message of p's session with us, whether it came directly or through
@@ -249,7 +284,7 @@ static int take(struct shd_net *n, struct shd_peer *p, void *buf, struct shf_wir
 			shd_net_use(p);
 		}
 	}
-	if (!shd_net_session_admit(p, &h))
+	if (!admitted(p, buf, &h))
 		return 0;
 	p->last_heard_ns = shd_now_ns();
 	if (h.kind == SHF_WIRE_HEARTBEAT && (h.u.heartbeat.flags & SHF_WIRE_HB_IDLE)) {
@@ -299,6 +334,8 @@ static int take(struct shd_net *n, struct shd_peer *p, void *buf, struct shf_wir
 	case SHF_WIRE_FWD_LOST: on_fwd_lost(n, p, h.u.fwd_lost); break;
 	default: break;
 	}
+	if (h.kind == SHF_WIRE_HEARTBEAT && (p->cold->n_early || p->cold->early_lost))
+		take_early(n, p); /* this heartbeat brought the session up */
 	return 0;
 }
 
@@ -562,6 +599,7 @@ void shd_net_on_heartbeat(int fd, void *arg)
 					/* the handshake never finished: nothing was exchanged */
 					shd_net_set_state(p, PEER_DOWN);
 					p->cold->peer_session = 0;
+					shd_net_early_discard(p);
 					continue;
 				}
 				char why[64];

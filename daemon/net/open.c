@@ -173,6 +173,7 @@ static bool peer_init(struct shd_net *n, struct shd_peer *p, struct shd_peer_col
 	if (!shd_net_peer_names(p, host, "", "", NULL, 0))
 		return false;
 	p->via_out = p->cold->via_in = SHD_ROUTE_NONE;
+	shd_list_init(&c->early); /* (before the reset, which empties it) */
 	shd_net_set_state(p, PEER_UNKNOWN); /* until its heartbeat and ours cross */
 	p->last_heard_ns = now;
 	shd_net_session_reset(p);
@@ -340,6 +341,7 @@ static void net_free(struct shd_net *n)
 	shd_rdv_close(n->rdv);
 	shd_auth_free(n->auth);
 	for (uint32_t i = 0; i < n->n_nodes; i++) {
+		shd_net_early_discard(&n->peers[i]);
 		shd_net_peer_names_free(&n->peers[i]);
 		free(n->peers[i].fwd);
 	}

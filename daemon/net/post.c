@@ -469,8 +469,9 @@ void shd_net_heartbeat(struct shd_peer *p, uint64_t now)
 		hb.flags |= SHF_WIRE_HB_2D; /* checked at join: one routing per set */
 	if (p->idle)
 		hb.flags |= SHF_WIRE_HB_IDLE; /* the last one until it is used again */
-	else if (p->waking && p->state == PEER_UP)
-		hb.flags |= SHF_WIRE_HB_WAKE; /* answer me: our other messages wait */
+	else if ((p->waking && p->state == PEER_UP) || (p->state == PEER_JOINING && p->cold->n_early))
+		hb.flags |= SHF_WIRE_HB_WAKE; /* answer me: our other messages wait (waking),
+					       or yours do (early: session.c) */
 	n->d->st.hb_out++;
 	small_send(p, buf, shf_wire_enc_heartbeat(buf, sizeof(buf), n->d->node_id, p->node, &hb));
 }
@@ -554,6 +555,7 @@ void shd_net_session_reset(struct shd_peer *p)
 	p->idle = p->quiet = p->released = false;
 	if (p->n_held)
 		held_drop(p); /* (tx_down dropped them already when it went down) */
+	shd_net_early_discard(p); /* (kept for a session that never came up) */
 	p->waking = false;
 }
 

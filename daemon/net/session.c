@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "daemon/net/int.h"
@@ -56,6 +57,7 @@ static void become_up(struct shd_peer *p)
 void shd_net_join(struct shd_peer *p, uint64_t s, uint64_t incarnation)
 {
 	if (p->state != PEER_JOINING || p->cold->peer_session != s) {
+		shd_net_early_discard(p); /* (kept for another tag of its) */
 		p->cold->peer_session = s;
 		p->cold->hb_ctr_in = 0; /* its counters of this session start afresh */
 		p->cold->incarnation = incarnation;
@@ -325,11 +327,14 @@ bool shd_net_learn_address(struct shd_peer *p)
 /*
  * The session rules (docs/protocol-wire.md, "Sessions").  A message is
  * taken only when its tags are the current ones of an UP peer; a heartbeat
- * with a new tag starts (or, from an UP peer, restarts) a session; anything
- * else belongs to another session and is dropped (wire_stale).  Returns
- * true when h is to be processed.
+ * with a new tag starts (or, from an UP peer, restarts) a session.  With a
+ * key, a JOINING peer's message with both tags of the coming session is
+ * early (SHD_ADMIT_EARLY): the peer is up already, and the heartbeat that
+ * ends our side of the handshake was lost or comes later (routing=2d: an
+ * intermediate drops heartbeats for a node it has no session with yet).
+ * Anything else belongs to another session and is dropped (wire_stale).
  */
-bool shd_net_session_admit(struct shd_peer *p, const struct shf_wire_hdr *h)
+enum shd_admit shd_net_session_admit(struct shd_peer *p, const struct shf_wire_hdr *h)
 {
 	struct shd_net *n = p->net;
 	uint64_t s = h->src_session, t = h->dst_session;
@@ -337,25 +342,25 @@ bool shd_net_session_admit(struct shd_peer *p, const struct shf_wire_hdr *h)
 	uint64_t inc = hb ? h->u.heartbeat.incarnation : 0;
 	if (s == 0 || (t != 0 && t != p->cold->my_session)) {
 		stale(n, p, h);
-		return false;
+		return SHD_ADMIT_DROP;
 	}
 	switch (p->state) {
 	case PEER_UP:
 		if (s == p->cold->peer_session && t == p->cold->my_session)
-			return !hb || hb_fresh(n, p, h);
+			return !hb || hb_fresh(n, p, h) ? SHD_ADMIT_TAKE : SHD_ADMIT_DROP;
 		if (hb && s != p->cold->peer_session) {
 			/* with a key, only a heartbeat proving the key over our
 			 * current nonce ends a session (a restarted peer learns
 			 * our nonce from the heartbeats we keep sending it) */
 			if (!hb_proves(n, p, h, false))
-				return false;
+				return SHD_ADMIT_DROP;
 			/* it restarted, or declared us down: this session ends, the
 			 * next one starts once the old one is carried out */
 			p->cold->next_session = s;
 			p->cold->next_incarnation = inc;
 			shd_net_peer_fail(p, inc != p->cold->incarnation ? "it restarted"
 								  : "it started a new session");
-			return false;
+			return SHD_ADMIT_DROP;
 		}
 		break;
 	case PEER_FAILED:
@@ -363,7 +368,7 @@ bool shd_net_session_admit(struct shd_peer *p, const struct shf_wire_hdr *h)
 			/* remembered, answered once the old session is carried out */
 			p->cold->next_session = s;
 			p->cold->next_incarnation = inc;
-			return false;
+			return SHD_ADMIT_DROP;
 		}
 		break;
 	case PEER_UNKNOWN:
@@ -374,33 +379,109 @@ bool shd_net_session_admit(struct shd_peer *p, const struct shf_wire_hdr *h)
 			/* without a key any message of the session completes the
 			 * handshake; with one, only a heartbeat proving the key */
 			become_up(p);
-			return true; /* data may follow the handshake at once */
+			return SHD_ADMIT_TAKE; /* data may follow the handshake at once */
 		}
 		if (hb) {
 			if (t == p->cold->my_session) { /* it knows us already: the handshake's end */
 				if (!hb_proves(n, p, h, true))
-					return false;
+					return SHD_ADMIT_DROP;
 				shd_net_join(p, s, inc);
 				p->cold->hb_ctr_in = h->u.heartbeat.counter;
 				become_up(p);
-				return true;
+				return SHD_ADMIT_TAKE;
 			}
 			/* a probe: answered, which grants nothing; with a key it
 			 * must at least carry one (another mode never joins) */
 			if ((h->u.heartbeat.flags & SHF_WIRE_HB_MAC) != (n->auth ? SHF_WIRE_HB_MAC : 0u)) {
 				auth_failed(n, p, n->auth ? "it has no cluster key"
 							  : "it uses a cluster key, this daemon has none");
-				return false;
+				return SHD_ADMIT_DROP;
 			}
 			shd_net_join(p, s, inc);
-			return false;
+			return SHD_ADMIT_DROP;
 		}
+		if (p->state == PEER_JOINING && s == p->cold->peer_session &&
+		    t == p->cold->my_session)
+			return SHD_ADMIT_EARLY; /* (with a key) it is up on its side */
 		break;
 	case PEER_STATE_MAX:
 		break;
 	}
 	stale(n, p, h);
-	return false;
+	return SHD_ADMIT_DROP;
+}
+
+/*
+ * Messages that came early (SHD_ADMIT_EARLY): the peer is up on its side,
+ * our side waits for its heartbeat that proves the key.  Kept in arrival
+ * order and taken, in that order, right after that heartbeat; dropped
+ * with the tag they belong to.  Bounded by what a sender may have in
+ * flight before it hears back (peer_credits batches of batch_bytes, and
+ * its small messages: SHD_NET_EARLY_SLACK) and by batch_budget / 4 over
+ * all peers; a message over the bound is dropped, counted, and the session
+ * restarts once up (shd_net_early_next), so that its sender charges what
+ * it did not hear acknowledged: never a silent gap in the batch sequence.
+ */
+#define SHD_NET_EARLY_SLACK (64u * 1024u)
+
+void shd_net_early_hold(struct shd_peer *p, const void *buf, const struct shf_wire_hdr *h)
+{
+	struct shd_net *n = p->net;
+	const struct shd_config *c = &n->d->cfg;
+	uint64_t need = sizeof(struct net_early) + h->len;
+	uint64_t peer_max = (uint64_t)c->peer_credits * c->batch_bytes + SHD_NET_EARLY_SLACK;
+	struct net_early *e = NULL;
+	if (p->cold->early_bytes + need <= peer_max && n->early_bytes + need <= c->batch_budget / 4)
+		e = malloc(need);
+	if (!e) {
+		n->d->st.early_dropped++;
+		p->cold->early_lost = true;
+		shd_log_rl(&shd_net_rl_wire, SHD_LOG_WARN, "node %u: a %s of its session came before "
+			   "the handshake ended here and does not fit (%u kept, %u bytes): dropped; the "
+			   "session restarts once up", p->node, shf_wire_kind_name(h->kind),
+			   p->cold->n_early, p->cold->early_bytes);
+		return;
+	}
+	e->len = h->len;
+	memcpy(e->buf, buf, h->len);
+	shd_list_add_tail(&p->cold->early, &e->link);
+	p->cold->early_bytes += (uint32_t)need;
+	n->early_bytes += need;
+	n->d->st.early_held++;
+	if (p->cold->n_early++ == 0)
+		shd_net_heartbeat(p, shd_now_ns()); /* HB_WAKE: "answer me" (post.c) */
+}
+
+struct net_early *shd_net_early_next(struct shd_peer *p)
+{
+	if (p->cold->early_lost && p->state == PEER_UP) {
+		p->cold->early_lost = false;
+		shd_net_early_discard(p);
+		shd_net_peer_fail(p, "messages of its session came before the handshake ended "
+				  "and did not fit");
+		return NULL;
+	}
+	if (!p->cold->n_early || p->state != PEER_UP)
+		return NULL;
+	struct net_early *e = shd_container_of(p->cold->early.next, struct net_early, link);
+	shd_list_del(&e->link);
+	p->cold->n_early--;
+	p->cold->early_bytes -= (uint32_t)(sizeof(*e) + e->len);
+	p->net->early_bytes -= sizeof(*e) + e->len;
+	return e;
+}
+
+void shd_net_early_discard(struct shd_peer *p)
+{
+	struct shd_peer_cold *c = p->cold;
+	while (c->n_early) {
+		struct net_early *e = shd_container_of(c->early.next, struct net_early, link);
+		shd_list_del(&e->link);
+		c->n_early--;
+		p->net->early_bytes -= sizeof(*e) + e->len;
+		free(e);
+	}
+	c->early_bytes = 0;
 }
 
 /* One routing per set (routing=direct or 2d), checked at join like the

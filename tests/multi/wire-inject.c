@@ -98,6 +98,14 @@
  *                 whatever session it has; print "session yes|no" and
  *                 "squatted N"; keep heartbeating until "inject-exit".
  *
+ *   early T       (--key) the handshake with T left one step short, as when
+ *                 the heartbeat that ends it is lost (mode_early): two
+ *                 batches of the coming session and one of another tag
+ *                 go before the proof; prints "woken yes|no" (T asked
+ *                 for the proof with HB_WAKE) and "acked N" (T took the
+ *                 two once up: N = 2), posts "early-sent", heartbeats
+ *                 until "inject-exit".
+ *
  *   bundle T D    (with --2d: the daemons route in 2-D, node `me` is in T's
  *                 row or column, D in T's other line, so that me -> D goes
  *                 through T) FWD_BUNDLE (routing=2d, daemon/net/tx.c): do
@@ -171,7 +179,12 @@ static struct {
 	uint8_t peer_nonce[MAX_NODES][SHD_AUTH_NONCE_BYTES]; /* from its heartbeats */
 	bool have_peer_nonce[MAX_NODES];
 	uint32_t hb_ctr[MAX_NODES]; /* heartbeats sent to each (HB_CTR counter) */
-} g = {.hb_ms = 100, .timeout = 30000, .gap_ms = 300, .hs_ms = 3000};
+	/* early: the handshake with early_t left unfinished on purpose */
+	uint32_t early_t;                         /* UINT32_MAX: none */
+	bool early_open;                          /* its handshake's end not sent yet */
+	bool woken;                               /* it sent HB_WAKE meanwhile */
+	uint64_t acked[MAX_NODES];                /* the highest ACK from each */
+} g = {.hb_ms = 100, .timeout = 30000, .gap_ms = 300, .hs_ms = 3000, .early_t = UINT32_MAX};
 
 static void usage(const char *why) __attribute__((noreturn));
 static void usage(const char *why)
@@ -181,7 +194,7 @@ static void usage(const char *why)
 		"                   [--key FILE] [--hb-ms MS] [--timeout MS] [--gap-ms MS] [--order benign]\n"
 		"                   [--hs-ms MS] [--2d 0|1]\n"
 		"                   garbage T | epochleave JOB A B | forge T CLAIM JOB RANK |\n"
-		"                   squat T JOB RANK | bundle T D (with --2d 1)\n", why);
+		"                   squat T JOB RANK | early T | bundle T D (with --2d 1)\n", why);
 	exit(2);
 }
 
@@ -243,6 +256,12 @@ static bool session_take(uint32_t s, const struct shf_wire_hdr *h)
 		if (dt == g.my_session[s] && !g.knows_me[s]) {
 			g.knows_me[s] = true;
 			news = true;
+		}
+		if (s == g.early_t && g.early_open) {
+			/* early: the handshake's end waits; note a wake */
+			if (h->u.heartbeat.flags & SHF_WIRE_HB_WAKE)
+				g.woken = true;
+			return true;
 		}
 		if (news && shd_fabric_has_node(g.f, s) && !g_mute[s]) /* answer at once, as a daemon does */
 			send_heartbeat(s, now_ms());
@@ -315,6 +334,10 @@ static int on_recv(void *arg, uint32_t node, void *buf, size_t len)
 			g.joined[s] = true;
 			g.joined_rg[s] = shf_wire_join_range(&h.u.join, 0);
 		}
+		break;
+	case SHF_WIRE_ACK:
+		if (h.u.ack.acked_seq > g.acked[s])
+			g.acked[s] = h.u.ack.acked_seq;
 		break;
 	case SHF_WIRE_BATCH: {
 		/* nobody should send to our ranks; acknowledge anyway so the
@@ -437,9 +460,11 @@ static void send_heartbeat(uint32_t node, int64_t t_ms)
 	uint8_t b[SHF_WIRE_HEARTBEAT_BYTES];
 	struct shf_wire_heartbeat hb = {.time_ns = (uint64_t)t_ms * 1000000u, .incarnation = g.incarnation};
 	memcpy(hb.nonce, g.my_nonce[node], SHD_AUTH_NONCE_BYTES);
+	/* early: probes only (its tag unsaid) until the handshake's end */
+	uint64_t its = node == g.early_t && g.early_open ? 0 : g.peer_session[node];
 	if (g.auth) { /* as daemon/net/post.c's shd_net_heartbeat() */
 		hb.counter = ++g.hb_ctr[node];
-		struct shd_auth_hb m = {g.me, node, g.my_session[node], g.peer_session[node],
+		struct shd_auth_hb m = {g.me, node, g.my_session[node], its,
 					g.my_nonce[node],
 					g.have_peer_nonce[node] ? g.peer_nonce[node] : NULL, true,
 					hb.counter};
@@ -452,7 +477,8 @@ static void send_heartbeat(uint32_t node, int64_t t_ms)
 	long l = shf_wire_enc_heartbeat(b, sizeof(b), g.me, node, &hb);
 	if (l <= 0)
 		FAIL("encode heartbeat: %ld", l);
-	send_msg(node, b, (size_t)l);
+	shf_wire_stamp(b, g.my_session[node], its);
+	send_raw(node, b, (size_t)l);
 	if (g_recording && g_nrec < REC_MAX)
 		memcpy(g_rec[g_nrec++], b, sizeof(b)); /* (stamped by send_msg) */
 }
@@ -464,7 +490,8 @@ static void heartbeat_due(void)
 		return;
 	g.next_hb = t + g.hb_ms;
 	for (uint32_t i = 0; i < g.n; i++) {
-		if (i == g.me || !shd_fabric_has_node(g.f, i) || g_mute[i])
+		if (i == g.me || !shd_fabric_has_node(g.f, i) || g_mute[i] ||
+		    (i == g.early_t && g.early_open && g.knows_me[i]))
 			continue;
 		send_heartbeat(i, t);
 	}
@@ -1200,6 +1227,49 @@ static int mode_squat(uint32_t t, const char *job, int32_t rank)
 	return serve_until_exit();
 }
 
+/* ------------------------------------------------------------ early */
+
+static bool early_known(void) { return g.knows_me[g.early_t] && g.peer_session[g.early_t]; }
+static bool early_woken(void) { return g.woken; }
+static bool early_acked(void) { return g.acked[g.early_t] >= 2; }
+
+/* early T: the handshake with T (a member, --key) left one step short,
+ * as when the heartbeat that ends it is lost on the way (routing=2d: an
+ * intermediate drops heartbeats for a node it has no session with yet):
+ * probe T until its heartbeat carries my tag (T is JOINING), then, in
+ * that session and before the heartbeat that proves the key, send T two
+ * one-record batches (seq 1 and 2, for a job T does not know: each record
+ * comes back as a DROP, each batch is acknowledged) and one more (seq 3)
+ * stamped with another tag of mine (stale: never taken).  Wait up to
+ * 2 s for T's heartbeat with HB_WAKE ("answer me"), then send the
+ * proving heartbeat and wait up to 3 s for T to acknowledge seq 2.
+ * Prints "woken yes|no" and "acked N"; posts "early-sent"; heartbeats
+ * until "inject-exit". */
+static int mode_early(uint32_t t)
+{
+	if (t >= g.n || t == g.me || !shd_fabric_has_node(g.f, t) || !g.auth)
+		usage("early: bad T (needs --peer) or no --key");
+	g.early_t = t;
+	g.early_open = true;
+	g.next_hb = 0;
+	if (!pump(g.timeout, early_known))
+		FAIL("node %u never answered my probe", t);
+	uint8_t b[1024];
+	for (uint64_t seq = 1; seq <= 3; seq++) {
+		size_t l = make_batch(b, sizeof(b), t, seq, 16);
+		shf_wire_stamp(b, seq == 3 ? g.my_session[t] ^ 1u : g.my_session[t], g.peer_session[t]);
+		send_raw(t, b, l);
+	}
+	bool woken = pump(2000, early_woken);
+	printf("woken %s\n", woken ? "yes" : "no");
+	g.early_open = false;
+	send_heartbeat(t, now_ms()); /* the handshake's end */
+	pump(3000, early_acked);
+	printf("acked %" PRIu64 "\n", g.acked[t]);
+	sync_post("early-sent");
+	return serve_until_exit();
+}
+
 /* ------------------------------------------------------------ replay */
 
 /* replay T MS: a member (with --key) does the handshake with T and
@@ -1455,6 +1525,8 @@ int main(int argc, char **argv)
 		rc = mode_bundle((uint32_t)atoi(argv[i + 1]), (uint32_t)atoi(argv[i + 2]));
 	else if (!strcmp(mode, "replay") && i + 2 < argc)
 		rc = mode_replay((uint32_t)atoi(argv[i + 1]), atoi(argv[i + 2]));
+	else if (!strcmp(mode, "early") && i + 1 < argc)
+		rc = mode_early((uint32_t)atoi(argv[i + 1]));
 	else if (!strcmp(mode, "squat") && i + 3 < argc)
 		rc = mode_squat((uint32_t)atoi(argv[i + 1]), argv[i + 2], atoi(argv[i + 3]));
 	else

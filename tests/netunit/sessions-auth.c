@@ -10,16 +10,26 @@
  *   B. a probe with a MAC: answered (JOINING) with a heartbeat whose flags,
  *      nonce and MAC verify under the key for (0, 1, its tag, our tag,
  *      its nonce, our nonce);
- *   C. in JOINING: a JOB_JOIN with both tags is not taken (wire_stale + 1,
- *      still JOINING); the closing heartbeat with a MAC of another key, or
- *      of the right key over another nonce (a replay), or without ECHO:
- *      refused (auth_failed + 1 each), still JOINING, no peer_up; with the
- *      right MAC: UP;
+ *   C. in JOINING: a JOB_JOIN with both tags is not taken yet: it came
+ *      early (its sender is up; the heartbeat that proves the key was lost
+ *      or comes later): kept (early_held + 1, not wire_stale), still
+ *      JOINING, and a heartbeat with HB_WAKE asks the peer for its proof;
+ *      one with another tag of the peer's is stale; the closing heartbeat
+ *      with a MAC of another key, or of the right key over another nonce
+ *      (a replay), or without ECHO: refused (auth_failed + 1 each), still
+ *      JOINING, no peer_up, the JOIN still kept; with the right MAC: UP,
+ *      and the kept JOIN is taken right after it, once;
  *   D. UP: a heartbeat with a new tag and no ECHO (a restart that has not
  *      seen our nonce yet) is dropped (wire_stale), the session stays; one
  *      with a MAC of another key: auth_failed, the session stays; one with
  *      the right MAC over our nonce ends the session (FAILED, a restart);
- *   E. a daemon without a key refuses a probe that carries a MAC.
+ *   E. a daemon without a key refuses a probe that carries a MAC;
+ *   F. early messages are bounded: with peer_credits 1 and batch_bytes
+ *      1 KiB, JOINs of the coming session are kept up to 65 KiB; the next
+ *      is dropped (early_dropped + 1), and once the proof comes the session
+ *      is restarted at once (FAILED) instead of taking a sequence with a
+ *      hole; kept messages go with their tag: a probe with a new tag
+ *      discards them (nothing taken when that session comes up).
  */
 #include <fcntl.h>
 #include <unistd.h>
@@ -128,20 +138,31 @@ int main(void)
 	CHECK(len > 0);
 	h_stamp(buf, tag, dtag);
 	uint64_t stale = D->st.wire_stale;
+	hbs = fake_count(1, SHF_WIRE_HEARTBEAT);
 	CHECK(fake_inject_raw_now(1, buf, (size_t)len) == 0);
-	CHECK(D->st.wire_stale == stale + 1 && p->state == PEER_JOINING && H.joined == 0);
+	CHECK(D->st.wire_stale == stale && D->st.early_held == 1 && p->state == PEER_JOINING &&
+	      H.joined == 0 && p->cold->n_early == 1);
+	CHECK(fake_count(1, SHF_WIRE_HEARTBEAT) == hbs + 1); /* "answer me" */
+	h_decode((size_t)h_last_send(1, SHF_WIRE_HEARTBEAT), &h);
+	CHECK(h.u.heartbeat.flags & SHF_WIRE_HB_WAKE);
+	h_stamp(buf, tag ^ 1, dtag); /* another tag of its: stale, not kept */
+	CHECK(fake_inject_raw_now(1, buf, (size_t)len) == 0);
+	CHECK(D->st.wire_stale == stale + 1 && p->cold->n_early == 1);
+	h_stamp(buf, tag, dtag);
 	send_hb(tag, dtag, nonce, other, dnonce); /* another key */
 	CHECK(D->st.auth_failed == 2 && p->state == PEER_JOINING && H.peer_up[1] == 0);
 	send_hb(tag, dtag, nonce, k, nonce2);      /* a MAC over another nonce of ours */
 	CHECK(D->st.auth_failed == 3 && p->state == PEER_JOINING);
 	send_hb(tag, dtag, nonce, k, NULL);        /* not answering our nonce */
 	CHECK(D->st.auth_failed == 4 && p->state == PEER_JOINING);
+	CHECK(H.joined == 0 && p->cold->n_early == 1);
 	send_hb(tag, dtag, nonce, k, dnonce);
 	CHECK(D->st.auth_failed == 4 && p->state == PEER_UP && H.peer_up[1] == 1);
 	CHECK(p->cold->st.sessions == 1);
-	/* taken now */
+	CHECK(H.joined == 1 && p->cold->n_early == 0 && h_net()->early_bytes == 0);
+	/* taken at once now */
 	CHECK(fake_inject_raw_now(1, buf, (size_t)len) == 0);
-	CHECK(H.joined == 1);
+	CHECK(H.joined == 2 && D->st.early_held == 1);
 
 	h_step("C2: heartbeats of the session: a replay or a bad MAC is no liveness");
 	p->last_heard_ns = 1;
@@ -181,6 +202,57 @@ int main(void)
 	CHECK(D->st.auth_failed == 1 && p->state == PEER_UNKNOWN);
 	send_hb(tag, 0, nonce, NULL, NULL);
 	CHECK(D->st.auth_failed == 1 && p->state == PEER_JOINING);
+	h_close();
+
+	h_step("F: early messages are bounded and go with their tag");
+	o = h_defaults();
+	o.manual_up = true;
+	o.cluster_key = kpath;
+	o.peer_credits = 1;
+	o.batch_bytes = 1024;
+	o.batch_budget = 1024 * 1024; /* (its quarter, the bound over all peers, is larger) */
+	h_open(&o);
+	p = h_peer(1);
+	hb_ctr = 0;
+	const uint64_t tag3 = h_new_tag(1);
+	send_hb(tag3, 0, nonce, k, NULL);
+	CHECK(p->state == PEER_JOINING);
+	h_decode((size_t)h_last_send(1, SHF_WIRE_HEARTBEAT), &h);
+	uint64_t dtag3 = h.src_session;
+	memcpy(dnonce, h.u.heartbeat.nonce, sizeof(dnonce));
+	h_stamp(buf, tag3, dtag3);
+	uint32_t kept = 0;
+	while (D->st.early_dropped == 0) {
+		CHECK(fake_inject_raw_now(1, buf, (size_t)len) == 0);
+		if (D->st.early_dropped == 0)
+			kept++;
+		CHECK(kept < 10000);
+	}
+	CHECK(p->cold->n_early == kept && D->st.early_held == kept);
+	CHECK(p->cold->early_bytes <= 1024u + 64u * 1024u &&
+	      p->cold->early_bytes + sizeof(struct net_early) + (size_t)len > 1024u + 64u * 1024u);
+	send_hb(tag3, dtag3, nonce, k, dnonce); /* the proof: up, then restarted at once */
+	CHECK(p->state == PEER_FAILED && H.joined == 0 && p->cold->n_early == 0);
+	CHECK(h_net()->early_bytes == 0);
+	shd_net_reap(D);
+	CHECK(p->state == PEER_DOWN && H.peer_lost[1] == 1);
+	/* a new tag of its discards what the old one kept */
+	const uint64_t tag4 = h_new_tag(1);
+	send_hb(tag4, 0, nonce, k, NULL);
+	CHECK(p->state == PEER_JOINING && p->cold->peer_session == tag4);
+	h_decode((size_t)h_last_send(1, SHF_WIRE_HEARTBEAT), &h);
+	uint64_t dtag4 = h.src_session;
+	memcpy(dnonce, h.u.heartbeat.nonce, sizeof(dnonce));
+	h_stamp(buf, tag4, dtag4);
+	CHECK(fake_inject_raw_now(1, buf, (size_t)len) == 0);
+	CHECK(p->cold->n_early == 1);
+	const uint64_t tag5 = h_new_tag(1);
+	send_hb(tag5, 0, nonce, k, NULL);
+	CHECK(p->state == PEER_JOINING && p->cold->n_early == 0 && h_net()->early_bytes == 0);
+	h_decode((size_t)h_last_send(1, SHF_WIRE_HEARTBEAT), &h);
+	memcpy(dnonce, h.u.heartbeat.nonce, sizeof(dnonce));
+	send_hb(tag5, h.src_session, nonce, k, dnonce);
+	CHECK(p->state == PEER_UP && H.joined == 0);
 	h_close();
 
 	shd_auth_free(k);
