@@ -272,6 +272,8 @@ static int open_map(struct shf_ctx *c, int region_fd, const struct shf_ipc_regis
 	if (sh.rank != c->rank || sh.world != c->world) {
 		return shc_fail(r, "the region is for rank %d of %d", sh.rank, sh.world);
 	}
+	if (ok.max_msg > SHF_MAX_MSG_MAX)
+		return shc_fail(r, "the daemon's max_msg %u is above %u", ok.max_msg, SHF_MAX_MSG_MAX);
 	for (int i = 0; i < SHF_SHM_RING_MAX; i++) {
 		if ((uint64_t)ok.max_msg + SHF_MSG_HDR_BYTES > l.ring[i].max_rec) {
 			return shc_fail(r, "max_msg %u does not fit ring %d (max record %u)", ok.max_msg, i,
@@ -346,6 +348,7 @@ static int open_register(struct shf_ctx *c, uint32_t ring_bytes, int world_timeo
 			return shc_fail(r == -EPIPE || r == -ECONNRESET ? -ENOTCONN : r,
 					"cannot send RUNS: %s", strerror(-r));
 		c->runs = true;
+		c->packed = (ok.flags & SHF_REG_OK_PACKED) != 0;
 	}
 	return r;
 }

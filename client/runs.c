@@ -54,11 +54,14 @@ static unsigned group_span(const struct shf_ctx *c, const struct shf_msg *msgs,
 }
 
 /* Ring bytes of the record a span of k records, b item bytes becomes: a
- * run, or one plain record when k == 1. */
-static inline uint64_t span_ring_bytes(const struct shf_msg *m, unsigned k, uint32_t b)
+ * run (packed: one item header), or one plain record when k == 1. */
+static inline uint64_t span_ring_bytes(const struct shf_msg *m, unsigned k, uint32_t b,
+				       bool packed)
 {
-	return k == 1 ? shf_ring_rec_bytes(SHF_MSG_HDR_BYTES + m->len)
-		      : shf_ring_rec_bytes(SHF_RUN_HDR_BYTES + b);
+	if (k == 1)
+		return shf_ring_rec_bytes(SHF_MSG_HDR_BYTES + m->len);
+	return shf_ring_rec_bytes(SHF_RUN_HDR_BYTES +
+				  (packed ? shf_run_packed_bytes(k, m->len) : b));
 }
 
 /* Group msgs[0, n) (n <= SHC_RUN_WIN) by destination and size the window: it
@@ -73,6 +76,10 @@ void shc_run_group(const struct shf_ctx *c, const struct shf_msg *msgs, unsigned
 	memset(w->key, 0xff, slots * sizeof(w->key[0]));
 	w->nruns = 0;
 	w->payload = 0;
+	/* one type and length for the whole window (fixed-size records, the
+	 * common case): its runs go packed; else none does */
+	uint32_t len0 = msgs[0].len, type0 = msgs[0].type, diff = 0;
+	uint64_t payload = 0;
 	for (unsigned i = 0; i < n; i++) {
 		int32_t dst = msgs[i].dst;
 		uint32_t h = ((uint32_t)dst * 0x9e3779b1u) >> shift;
@@ -91,20 +98,25 @@ void shc_run_group(const struct shf_ctx *c, const struct shf_msg *msgs, unsigned
 			g = w->slot[h];
 			w->next[w->last[g]] = (uint16_t)i;
 		}
+		uint32_t len = msgs[i].len;
+		diff |= (len ^ len0) | (msgs[i].type ^ type0);
 		w->last[g] = (uint16_t)i;
 		w->count[g]++;
-		uint64_t b = (uint64_t)w->bytes[g] + shf_run_item_bytes(msgs[i].len);
-		w->bytes[g] = b > UINT32_MAX ? UINT32_MAX : (uint32_t)b;
-		w->payload += msgs[i].len;
+		/* (no overflow: len <= max_msg <= 1 MiB was checked, and a
+		 * window holds at most SHC_RUN_WIN records) */
+		w->bytes[g] += shf_run_item_bytes(len);
+		payload += len;
 	}
+	w->payload = payload;
 	w->n = n;
+	w->packed = !diff && c->packed;
 	w->ring = 0;
 	w->biggest = 0;
 	for (unsigned g = 0; g < w->nruns; g++) {
 		for (unsigned at = w->first[g], after; at != SHC_RUN_WIN; at = after) {
 			uint32_t b;
 			unsigned k = group_span(c, msgs, w, g, at, &b, &after);
-			uint64_t rb = span_ring_bytes(&msgs[at], k, b);
+			uint64_t rb = span_ring_bytes(&msgs[at], k, b, w->packed);
 			w->ring += rb;
 			if (rb > w->biggest)
 				w->biggest = (uint32_t)rb;
@@ -116,9 +128,34 @@ void shc_run_group(const struct shf_ctx *c, const struct shf_msg *msgs, unsigned
 		shc_run_group(c, msgs, n / 2, budget, w);
 }
 
+/* A packed run of the k records from `at` (one type and length): one
+ * item header, then each payload padded with zeros to 8; room checked. */
+static void run_put_packed(struct shf_ctx *c, const struct shf_msg *msgs,
+			   const struct shc_run_win *w, unsigned at, unsigned k, unsigned after)
+{
+	const struct shf_msg *m = &msgs[at];
+	uint32_t len = m->len, stride = (len + 7u) & ~7u;
+	uint8_t *p = shf_ring_reserve(&c->send, SHF_RUN_HDR_BYTES + shf_run_packed_bytes(k, len),
+				      SHF_REC_RUN);
+	struct shf_run_hdr rh = {m->dst, k | SHF_RUN_PACKED};
+	struct shf_run_item it = {m->type, len};
+	memcpy(p, &rh, sizeof(rh));
+	memcpy(p + SHF_RUN_HDR_BYTES, &it, sizeof(it));
+	p += SHF_RUN_HDR_BYTES + SHF_RUN_ITEM_BYTES;
+	if (stride == len) {
+		for (unsigned i = at; i != after; i = w->next[i], p += len)
+			memcpy(p, msgs[i].data, len);
+		return;
+	}
+	for (unsigned i = at; i != after; i = w->next[i], p += stride) {
+		memset(p + stride - 8, 0, 8); /* the padding */
+		memcpy(p, msgs[i].data, len);
+	}
+}
+
 /* One span as a plain record (k == 1) or a run; room checked. */
 static void run_put(struct shf_ctx *c, const struct shf_msg *msgs, const struct shc_run_win *w,
-		    unsigned at, unsigned k, uint32_t b, unsigned after)
+		    unsigned at, unsigned k, uint32_t b, unsigned after, bool packed)
 {
 	const struct shf_msg *m = &msgs[at];
 	if (k == 1) {
@@ -127,6 +164,10 @@ static void run_put(struct shf_ctx *c, const struct shf_msg *msgs, const struct 
 		memcpy(p, &h, sizeof(h));
 		if (m->len)
 			memcpy(p + SHF_MSG_HDR_BYTES, m->data, m->len);
+		return;
+	}
+	if (packed) {
+		run_put_packed(c, msgs, w, at, k, after);
 		return;
 	}
 	uint8_t *p = shf_ring_reserve(&c->send, SHF_RUN_HDR_BYTES + b, SHF_REC_RUN);
@@ -151,7 +192,7 @@ void shc_run_write(struct shf_ctx *c, const struct shf_msg *msgs, const struct s
 		for (unsigned at = w->first[g], after; at != SHC_RUN_WIN; at = after) {
 			uint32_t b;
 			unsigned k = group_span(c, msgs, w, g, at, &b, &after);
-			run_put(c, msgs, w, at, k, b, after);
+			run_put(c, msgs, w, at, k, b, after, w->packed);
 		}
 	}
 }

@@ -2,7 +2,8 @@
 /*
  * client/runs.h - shf_send_many()'s runs: a window of records grouped by
  * destination, sized, and written into the send ring as SHF_REC_RUN
- * records (docs/ring.md, "Runs").  Called by data.c with the send side
+ * records (docs/ring.md, "Runs"), packed where a run's records share one
+ * type and length and the daemon takes packed runs.  Called by data.c with the send side
  * entered; calls nothing of the library.
  */
 #ifndef SHC_RUNS_H
@@ -23,11 +24,15 @@ struct shc_run_win {
 	uint64_t ring;             /* ring bytes the window takes */
 	uint64_t payload;          /* payload bytes */
 	uint32_t biggest;          /* largest ring record of the window */
+	bool packed;               /* its runs go packed: all its records have one
+				      type and length, and the daemon takes them */
 	uint16_t next[SHC_RUN_WIN];    /* next record of the same group, or SHC_RUN_WIN */
 	uint16_t first[SHC_RUN_WIN];   /* per group, in order of first appearance */
 	uint16_t last[SHC_RUN_WIN];
 	uint16_t count[SHC_RUN_WIN];   /* per group: records */
-	uint32_t bytes[SHC_RUN_WIN];   /* per group: item bytes, saturated at UINT32_MAX */
+	uint32_t bytes[SHC_RUN_WIN];   /* per group: item bytes (at most SHC_RUN_WIN
+					  items of max_msg <= 1 MiB: no overflow) */
+
 	int32_t key[SHC_RUN_SLOTS];    /* destination, or -1 */
 	uint16_t slot[SHC_RUN_SLOTS];  /* its group */
 };

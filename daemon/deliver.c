@@ -138,29 +138,51 @@ int shd_deliver_run(struct shd_daemon *d, struct shd_client *t, int32_t src,
 {
 	if (!shd_deliver_can_take(t))
 		return -ESRCH;
-	if (t->runs && pos->done == 0 && SHF_RUN_HDR_BYTES + bytes <= t->deliver.max_rec) {
+	uint32_t n = shf_run_n(count);
+	bool packed = count & SHF_RUN_PACKED;
+	uint32_t plain = shf_run_plain_bytes(items, bytes, count);
+	if (t->runs && pos->done == 0 && SHF_RUN_HDR_BYTES + plain <= t->deliver.max_rec) {
 		int e = 0;
-		uint8_t *p = run_room(d, t, src, bytes, count, &e);
+		uint8_t *p = run_room(d, t, src, plain, n, &e);
 		if (!p)
 			return e;
-		memcpy(p, items, bytes);
+		if (!packed) {
+			memcpy(p, items, bytes);
+		} else {
+			/* a packed run goes out plain: its item header before
+			 * each payload (delivery rings never hold packed runs) */
+			uint32_t stride = plain / n - SHF_RUN_ITEM_BYTES;
+			const uint8_t *q = items + SHF_RUN_ITEM_BYTES;
+			for (uint32_t i = 0; i < n; i++, q += stride, p += SHF_RUN_ITEM_BYTES + stride) {
+				memcpy(p, items, SHF_RUN_ITEM_BYTES);
+				memcpy(p + SHF_RUN_ITEM_BYTES, q, stride);
+			}
+		}
 		t->st.bytes_out += payload;
 		return 0;
 	}
 	/* a client without runs (or a ring too small for this one) */
-	while (pos->done < count) {
-		struct shf_run_item it;
-		if (pos->off > bytes - SHF_RUN_ITEM_BYTES)
-			return -ESRCH; /* not the run *pos was made for: cannot happen */
-		memcpy(&it, items + pos->off, sizeof(it));
-		if (it.len > bytes - pos->off - SHF_RUN_ITEM_BYTES)
-			return -ESRCH;
-		int e = shd_deliver_place(d, t, src, it.type, items + pos->off + SHF_RUN_ITEM_BYTES,
-				      it.len);
+	struct shf_run_item it;
+	if (packed)
+		memcpy(&it, items, sizeof(it));
+	while (pos->done < n) {
+		const uint8_t *data;
+		if (packed) {
+			data = items + SHF_RUN_ITEM_BYTES + pos->done * (plain / n - SHF_RUN_ITEM_BYTES);
+		} else {
+			if (pos->off > bytes - SHF_RUN_ITEM_BYTES)
+				return -ESRCH; /* not the run *pos was made for: cannot happen */
+			memcpy(&it, items + pos->off, sizeof(it));
+			if (it.len > bytes - pos->off - SHF_RUN_ITEM_BYTES)
+				return -ESRCH;
+			data = items + pos->off + SHF_RUN_ITEM_BYTES;
+		}
+		int e = shd_deliver_place(d, t, src, it.type, data, it.len);
 		if (e)
 			return e;
 		pos->done++;
-		pos->off += shf_run_item_bytes(it.len);
+		if (!packed)
+			pos->off += shf_run_item_bytes(it.len);
 	}
 	return 0;
 }

@@ -26,13 +26,16 @@ static inline int shd_deliver_place(struct shd_daemon *d, struct shd_client *dst
 int shd_deliver_place_new(struct shd_daemon *d, struct shd_client *dst, int32_t src,
 			  uint32_t type, const void *data, uint32_t len);
 /*
- * Place a run of `count` messages from src (its items: `bytes` bytes,
- * checked by shf_run_check(), `payload` bytes of messages) into dst's
- * ring: as one SHF_REC_RUN record when dst reads runs, else item by item
- * from *pos on (*pos starts zeroed; it says where a -EAGAIN stopped, and
- * how many items were placed before an error).  0 when all are placed;
- * -EAGAIN (wait for room for `bytes` bytes, then call again with the same
- * *pos); -ESRCH as for shd_deliver_place (count - pos->done are lost).
+ * Place a run of `count` messages from src (its header's count: |
+ * SHF_RUN_PACKED for a packed run; its items: `bytes` bytes, checked by
+ * shf_run_check(), `payload` bytes of messages) into dst's ring: as one
+ * plain SHF_REC_RUN record when dst reads runs (a packed run written out
+ * with an item header each), else item by item from *pos on (*pos starts
+ * zeroed; it says where a -EAGAIN stopped, and how many items were placed
+ * before an error).  0 when all are placed; -EAGAIN (wait for room for
+ * shf_run_plain_bytes() bytes, then call again with the same *pos);
+ * -ESRCH as for shd_deliver_place (shf_run_n(count) - pos->done are
+ * lost).
  */
 int shd_deliver_run(struct shd_daemon *d, struct shd_client *dst, int32_t src,
 		    const uint8_t *items, uint32_t bytes, uint32_t count, uint64_t payload,

@@ -117,18 +117,45 @@ static void lost(struct shd_client *s, uint32_t node, uint32_t k)
 	s->report_down += k;
 }
 
-/* One pair's messages, in order, as runs (a lone one as a message). */
+/* A packed run of the cnt messages from i on (one type and length). */
+static void write_packed(struct shd_daemon *d, struct shd_client *s, const struct g_pair *p,
+			 uint32_t node, uint32_t i, uint32_t cnt)
+{
+	const struct g_msg *f = &g.msg[i];
+	uint32_t stride = (f->len + 7u) & ~7u;
+	uint8_t *o = shd_net_put_run(d, node, p->dst, s->rank, cnt | SHF_RUN_PACKED,
+				     shf_run_packed_bytes(cnt, f->len));
+	if (!o) {
+		lost(s, node, cnt);
+		return;
+	}
+	struct shf_run_item it = {f->type, f->len};
+	memcpy(o, &it, sizeof(it));
+	o += SHF_RUN_ITEM_BYTES;
+	for (uint32_t k = 0; k < cnt; k++, i = g.msg[i].next, o += stride)
+		copy_padded(o, g.msg[i].data, f->len);
+}
+
+/* One pair's messages, in order, as runs (a lone one as a message;
+ * packed where the run's messages share one type and length). */
 static void write_pair(struct shd_daemon *d, struct shd_client *s, const struct g_pair *p)
 {
 	uint32_t node = g.node[p->nix].node;
 	for (uint32_t i = p->first; i != NONE;) {
 		uint32_t cnt = 0, bytes = 0, k = i;
+		bool mixed = false;
 		for (; k != NONE; k = g.msg[k].next) {
 			uint32_t isz = shf_run_item_bytes(g.msg[k].len);
 			if (cnt == SHF_RUN_MAX_COUNT || bytes + isz > SHF_RUN_MAX_BYTES)
 				break;
+			mixed |= g.msg[k].len != g.msg[i].len || g.msg[k].type != g.msg[i].type;
 			cnt++;
 			bytes += isz;
+		}
+		if (cnt > 1 && !mixed) {
+			write_packed(d, s, p, node, i, cnt);
+			i = k;
+			continue;
 		}
 		if (cnt <= 1) { /* one message, or one too large for a run */
 			const struct g_msg *m = &g.msg[i];

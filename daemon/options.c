@@ -12,6 +12,7 @@
 #include "daemon/errbuf.h"
 #include "daemon/rdv/rdv.h"
 #include "proto/addr.h"
+#include "proto/ipc.h"
 
 /* configure-time paths and names (daemon/meson.build) */
 #if !defined(SHD_CONFIG_DEFAULT) || !defined(SHF_SYSTEM_USER)
@@ -170,7 +171,7 @@ const struct shd_opt shd_opts[SHD_OPT_MAX] = {
 		"Default size of each client ring (send and delivery), per direction.", NULL,
 		.group = SHD_OPT_G_DATA },
 	[SHD_OPT_MAX_MSG] = {
-		"max_msg", "SHF_MAX_MSG", SHD_OPT_T_SIZE, 0, FIELD(max_msg), 0, 1 * MiB, "60K", "SIZE",
+		"max_msg", "SHF_MAX_MSG", SHD_OPT_T_SIZE, 0, FIELD(max_msg), 0, SHF_MAX_MSG_MAX, "60K", "SIZE",
 		"Largest message payload accepted; at most ring_bytes/2 - 16.", NULL,
 		.group = SHD_OPT_G_DATA },
 	[SHD_OPT_BATCH_BYTES] = {

@@ -253,10 +253,14 @@ static enum relay_result relay_run(struct shd_daemon *d, struct shd_client *s,
 	if ((uint32_t)rh.rank >= (uint32_t)j->world)
 		return ring_fault(d, s, "run to rank %d outside world %d", rh.rank, j->world);
 	memcpy(items, v->data + SHF_RUN_HDR_BYTES, bytes);
+	/* (packed runs: this daemon told every client SHF_REG_OK_PACKED) */
 	int64_t payload = shf_run_check(items, bytes, rh.count, d->cfg.max_msg);
 	if (payload < 0)
-		return ring_fault(d, s, "corrupt run of %u messages in %u bytes to rank %d",
-				  rh.count, bytes, rh.rank);
+		return ring_fault(d, s, "corrupt %srun of %u messages in %u bytes to rank %d",
+				  rh.count & SHF_RUN_PACKED ? "packed " : "", shf_run_n(rh.count),
+				  bytes, rh.rank);
+	uint32_t n = shf_run_n(rh.count);
+	d->st.packed_runs += rh.count >> 31;
 	const struct shd_dir_chunk *ch = j->dir[(uint32_t)rh.rank >> SHD_DIR_SHIFT];
 	uint32_t node = ch->node[shd_dir_slot(rh.rank)];
 	if (node == d->node_id) {
@@ -265,21 +269,21 @@ static enum relay_result relay_run(struct shd_daemon *d, struct shd_client *s,
 			int r = shd_deliver_run(d, t, s->rank, items, bytes, rh.count,
 						(uint64_t)payload, &s->run_pos);
 			if (r == -EAGAIN) {
-				if (block_on_ring(s, t, bytes)) {
+				if (block_on_ring(s, t, shf_run_plain_bytes(items, bytes, rh.count))) {
 					shf_ring_unpeek(&s->send, v);
 					return RELAY_BLOCKED;
 				}
 				continue; /* room appeared: retry */
 			}
 			if (r < 0)
-				drop_n(s, false, rh.count - s->run_pos.done);
+				drop_n(s, false, n - s->run_pos.done);
 			else
-				s->st.msgs_local += rh.count;
+				s->st.msgs_local += n;
 			break;
 		}
 		s->run_pos = (struct shd_run_pos){0, 0};
 	} else if (!shd_node_is_real(node) || !d->net) {
-		drop_n(s, node == SHD_NODE_LOST, rh.count);
+		drop_n(s, node == SHD_NODE_LOST, n);
 	} else {
 		int r = shd_net_append_run(d, s, node, j, rh.rank, rh.count, items, bytes);
 		if (r == -EAGAIN) {
@@ -288,11 +292,11 @@ static enum relay_result relay_run(struct shd_daemon *d, struct shd_client *s,
 			return RELAY_BLOCKED; /* net linked s->wait */
 		}
 		if (r < 0)
-			drop_n(s, r == -EHOSTDOWN, rh.count);
+			drop_n(s, r == -EHOSTDOWN, n);
 		else
-			s->st.msgs_remote += rh.count;
+			s->st.msgs_remote += n;
 	}
-	s->st.msgs_in += rh.count;
+	s->st.msgs_in += n;
 	s->st.bytes_in += (uint64_t)payload;
 	return RELAY_MORE;
 }

@@ -442,7 +442,8 @@ static void on_register(struct shd_client *c, uint32_t id, const struct shf_ipc_
 	/* a 1.0/1.1 client's SHF_REG_GLOBAL_MB is taken, but nobody pays for
 	 * its wake-ups here: it keeps the [D2] fence */
 	struct shf_ipc_register_ok ok = {c->region_bytes, c->rank, c->job->world, d->cfg.max_msg,
-					 SHF_REG_OK_EPOCH_WHO | SHF_REG_OK_RUNS};
+					 SHF_REG_OK_EPOCH_WHO | SHF_REG_OK_RUNS |
+					 SHF_REG_OK_PACKED};
 	int fds[SHF_IPC_REG_FDS] = {memfd, c->bell_daemon, c->bell_deliver, c->bell_space};
 	r = shf_ipc_send(c->sock, SHF_IPC_REGISTER_OK, id, &ok, sizeof(ok), fds, SHF_IPC_REG_FDS);
 	close(memfd);

@@ -29,6 +29,9 @@
 #define SHF_IPC_MAGIC 0x43464853u /* "SHFC" */
 #define SHF_IPC_VERSION 1u
 #define SHF_IPC_MAX_MSG 65536u /* largest datagram either side sends */
+/* The largest max_msg a daemon takes (option max_msg) and a client accepts
+ * in REGISTER_OK: the client's run sizing counts on it (client/runs.h). */
+#define SHF_MAX_MSG_MAX (1u << 20)
 #define SHF_JOB_MAX 64u        /* job name buffer, NUL included */
 #define SHF_IPC_MAX_FDS 4u
 
@@ -128,6 +131,10 @@ struct shf_ipc_register_ok {
  * the client's send ring (proto/shm.h, struct shf_run_hdr); a client that
  * reads them in its delivery ring says so with SHF_IPC_RUNS. */
 #define SHF_REG_OK_RUNS 4u
+/* SHF_REG_OK_PACKED (since 0.3, wire version 10): the daemon also takes
+ * packed runs (count | SHF_RUN_PACKED, proto/shm.h) in the send ring.
+ * Delivery rings never get them. */
+#define SHF_REG_OK_PACKED 8u
 
 struct shf_ipc_ready {
 	int32_t world;

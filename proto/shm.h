@@ -83,10 +83,19 @@ _Static_assert(sizeof(struct shf_msg_hdr) == 8, "message header is 8 bytes");
  * client writes runs only when its daemon granted SHF_REG_OK_RUNS, and a
  * daemon writes them only into the delivery ring of a client that said
  * SHF_IPC_RUNS (proto/ipc.h); a batch on the wire carries them as they are.
+ *
+ * A packed run (count | SHF_RUN_PACKED): its messages share one type and
+ * one length, so one struct shf_run_item stands for all, followed by the
+ * count payloads, each padded with zeros to 8: 8 bytes of headers per run
+ * instead of 8 per message.  It obeys the limits of the run it stands for
+ * (count items of shf_run_item_bytes(len) each, at most
+ * SHF_RUN_MAX_BYTES), so that a daemon can always write it out as one
+ * plain run.  Only in send rings (a client writes one only when its daemon
+ * granted SHF_REG_OK_PACKED) and on the wire; never in a delivery ring.
  */
 struct shf_run_hdr {
 	int32_t rank;   /* send ring: destination; delivery ring: source */
-	uint32_t count; /* items, 1 .. SHF_RUN_MAX_COUNT */
+	uint32_t count; /* items, 1 .. SHF_RUN_MAX_COUNT; | SHF_RUN_PACKED */
 };
 struct shf_run_item {
 	uint32_t type; /* application-defined */
@@ -99,23 +108,83 @@ _Static_assert(sizeof(struct shf_run_hdr) == 8 && sizeof(struct shf_run_item) ==
 #define SHF_RUN_MAX_COUNT 256u      /* items in one run */
 #define SHF_RUN_MAX_BYTES (16u << 10) /* items' bytes (headers, payload, padding) */
 
+#define SHF_RUN_PACKED 0x80000000u /* count's flag: a packed run */
+
 /* Bytes an item of len payload bytes takes in a run. */
 static inline uint32_t shf_run_item_bytes(uint32_t len)
 {
 	return SHF_RUN_ITEM_BYTES + ((len + 7u) & ~7u);
 }
 
+/* The messages of a run whose header says count (packed or not). */
+static inline uint32_t shf_run_n(uint32_t count)
+{
+	return count & ~SHF_RUN_PACKED;
+}
+
+/* Bytes of a packed run's items: n messages of len payload bytes. */
+static inline uint32_t shf_run_packed_bytes(uint32_t n, uint32_t len)
+{
+	return SHF_RUN_ITEM_BYTES + n * ((len + 7u) & ~7u);
+}
+
+/* Bytes a checked run's items take as a plain run (packed or not). */
+static inline uint32_t shf_run_plain_bytes(const uint8_t *items, uint32_t bytes, uint32_t count)
+{
+	if (!(count & SHF_RUN_PACKED))
+		return bytes;
+	struct shf_run_item it;
+	memcpy(&it, items, sizeof(it));
+	return shf_run_n(count) * shf_run_item_bytes(it.len);
+}
+
+/* Zero padding after len bytes of an item whose padded end is at end. */
+static inline bool shf_run_pad_ok(const uint8_t *end, uint32_t len)
+{
+	uint32_t pad = ((len + 7u) & ~7u) - len;
+	if (!pad)
+		return true;
+	uint64_t tail = 0; /* the last 8 bytes hold the padding */
+	memcpy(&tail, end - 8, 8);
+	return !(tail >> (8 * (8 - pad)));
+}
+
+/* shf_run_check() of a packed run of n messages. */
+static inline int64_t shf_run_check_packed(const uint8_t *items, uint32_t bytes, uint32_t n,
+					   uint32_t max_msg)
+{
+	struct shf_run_item it;
+	if (bytes < SHF_RUN_ITEM_BYTES)
+		return -EBADMSG;
+	memcpy(&it, items, sizeof(it));
+	if (it.len > max_msg || it.len > SHF_RUN_MAX_BYTES ||
+	    (uint64_t)n * shf_run_item_bytes(it.len) > SHF_RUN_MAX_BYTES ||
+	    shf_run_packed_bytes(n, it.len) != bytes)
+		return -EBADMSG;
+	uint32_t stride = (it.len + 7u) & ~7u;
+	if (stride != it.len) /* unaligned: each payload's padding */
+		for (uint32_t i = 1; i <= n; i++)
+			if (!shf_run_pad_ok(items + SHF_RUN_ITEM_BYTES + i * stride, it.len))
+				return -EBADMSG;
+	return (int64_t)n * it.len;
+}
+
 /*
  * Check the items of a run: `bytes` bytes at `items` (8-aligned, private
  * memory: each header is read once), `count` items in [1,
  * SHF_RUN_MAX_COUNT], each len <= max_msg, padding zero, filling `bytes`
- * exactly.  Returns the payload bytes in all, or -EBADMSG.
+ * exactly.  A packed run (count | SHF_RUN_PACKED): its one item header,
+ * then the payloads, within the limits of the plain run it stands for.
+ * Returns the payload bytes in all, or -EBADMSG.
  */
 static inline int64_t shf_run_check(const uint8_t *items, uint32_t bytes, uint32_t count,
 				    uint32_t max_msg)
 {
-	if (count == 0 || count > SHF_RUN_MAX_COUNT || bytes > SHF_RUN_MAX_BYTES)
+	uint32_t n = shf_run_n(count);
+	if (n == 0 || n > SHF_RUN_MAX_COUNT || bytes > SHF_RUN_MAX_BYTES)
 		return -EBADMSG;
+	if (count & SHF_RUN_PACKED)
+		return shf_run_check_packed(items, bytes, n, max_msg);
 	uint32_t off = 0;
 	uint64_t payload = 0;
 	for (uint32_t i = 0; i < count; i++) {
@@ -128,13 +197,8 @@ static inline int64_t shf_run_check(const uint8_t *items, uint32_t bytes, uint32
 		uint32_t sz = shf_run_item_bytes(it.len);
 		if (sz > bytes - off)
 			return -EBADMSG;
-		uint32_t padded = sz - SHF_RUN_ITEM_BYTES;
-		if (padded != it.len) {
-			uint64_t tail = 0; /* the last 8 bytes hold the padding */
-			memcpy(&tail, items + off + sz - 8, 8);
-			if (tail >> (8 * (8 - (padded - it.len))))
-				return -EBADMSG;
-		}
+		if (!shf_run_pad_ok(items + off + sz, it.len))
+			return -EBADMSG;
 		payload += it.len;
 		off += sz;
 	}

@@ -62,6 +62,7 @@
 	X(batches_by_linger, COUNTER, "batches sent because linger_us expired")              \
 	X(batches_by_flush, COUNTER, "batches sent early for a flush or epoch")              \
 	X(batches_by_idle, COUNTER, "batches sent at once: nothing was in flight to the node (linger_idle 0)") \
+	X(packed_runs, COUNTER, "packed runs taken from send rings (messages of one type and length under one item header)") \
 	X(batches_in, COUNTER, "batches received from other nodes")                           \
 	X(batch_bytes_in, COUNTER, "bytes of batches received")                               \
 	X(batch_msgs_in, COUNTER, "messages in batches received")                             \

@@ -674,15 +674,18 @@ int shf_wire_iter_next(struct shf_wire_iter *it, struct shf_wire_rec *rec)
 	r.type = G32(p, rec, type);
 	r.len = G32(p, rec, len);
 	r.count = 0;
+	r.packed = false;
 	r.data = p + SHF_WIRE_REC_HDR;
 	if (r.len & SHF_WIRE_REC_RUN) {
 		/* a run: its items fill len exactly (a multiple of 8) */
-		r.count = r.type;
+		uint32_t count = r.type;
+		r.count = shf_run_n(count);
+		r.packed = (count & SHF_RUN_PACKED) != 0;
 		r.type = 0;
 		r.len &= ~SHF_WIRE_REC_RUN;
 		if (!shf_wire_rank_ok(r.dst_rank) || !shf_wire_rank_ok(r.src_rank) || r.len > room - SHF_WIRE_REC_HDR)
 			return it->err = -EBADMSG;
-		int64_t pl = shf_run_check(r.data, r.len, r.count, it->max_msg);
+		int64_t pl = shf_run_check(r.data, r.len, count, it->max_msg);
 		if (pl < 0)
 			return it->err = -EBADMSG;
 		r.payload = (uint32_t)pl;

@@ -54,7 +54,7 @@
 #include "proto/ipc.h" /* SHF_JOB_MAX, SHF_WORLD_MAX, shf_ipc_job_check() */
 
 #define SHF_WIRE_MAGIC 0x57464853u /* "SHFW" as little-endian bytes */
-#define SHF_WIRE_VERSION 9u /* 2: session tags in the common header; 3: the
+#define SHF_WIRE_VERSION 10u /* 2: session tags in the common header; 3: the
                                * heartbeat carries the handshake's nonce and MAC;
                                * 4: broadcast records (SHF_WIRE_DST_BCAST);
                                * 5: epochs over a tree (EPOCH_UP/_DOWN/_ABORT);
@@ -69,7 +69,10 @@
                                * carries ranges of ranks, a reason each
                                * (a node's leaves of a window in one),
                                * relayed by the job's home at the end of a
-                               * node's part (JOB_LEAVE_ASK on a failure) */
+                               * node's part (JOB_LEAVE_ASK on a failure);
+                               * 10: packed runs (a run's count |
+                               * SHF_RUN_PACKED: one item header for
+                               * messages of one type and length) */
 
 #define SHF_WIRE_HDR 32u        /* common header */
 #define SHF_WIRE_BATCH_HDR 56u  /* common header + batch body; records start here */
@@ -205,15 +208,17 @@ struct shf_wire_raw_rec {
 	int32_t dst_rank; /* destination rank in the job, 0 <= r < SHF_WORLD_MAX,
 			     or SHF_WIRE_DST_BCAST */
 	int32_t src_rank; /* source rank in the job, same bounds */
-	uint32_t type;    /* application-defined message type; a run: its count */
+	uint32_t type;    /* application-defined message type; a run: its count
+			     (| SHF_RUN_PACKED: a packed run, proto/shm.h) */
 	uint32_t len;     /* payload bytes (<= the receiver's max_msg); a run:
 			     SHF_WIRE_REC_RUN | the bytes of its items */
 };
 /* len of a run record: several messages from src_rank to dst_rank (never
  * SHF_WIRE_DST_BCAST) in one record, `type` of them, as the run's items of
  * a SHF_REC_RUN ring record (proto/shm.h: struct shf_run_item + payload +
- * zero padding, little-endian), filling the (len & ~SHF_WIRE_REC_RUN)
- * bytes <= SHF_RUN_MAX_BYTES exactly; each item's len <= max_msg. */
+ * zero padding, little-endian, or packed: one item header, then the
+ * payloads), filling the (len & ~SHF_WIRE_REC_RUN) bytes <=
+ * SHF_RUN_MAX_BYTES exactly; each item's len <= max_msg. */
 #define SHF_WIRE_REC_RUN 0x80000000u
 
 struct shf_wire_raw_ack {
@@ -732,6 +737,7 @@ struct shf_wire_rec {
 	uint32_t payload; /* a run: its messages' payload bytes; else len */
 	const void *data; /* len bytes inside the batch buffer (8-aligned relative
 	                     to the message start) */
+	bool packed;      /* a run: packed (SHF_RUN_PACKED; proto/shm.h) */
 };
 
 /*
@@ -788,8 +794,9 @@ bool shf_wire_batch_fits(const struct shf_wire_batch_enc *e, uint32_t len);
  * outside [0, SHF_WORLD_MAX).  Lets the relay copy straight from a ring. */
 void *shf_wire_batch_add(struct shf_wire_batch_enc *e, int32_t dst_rank, int32_t src_rank,
 			 uint32_t type, uint32_t len);
-/* A run of count (1..SHF_RUN_MAX_COUNT) messages from src_rank to
- * dst_rank (>= 0) whose items take bytes (<= SHF_RUN_MAX_BYTES): returns
+/* A run of count (1..SHF_RUN_MAX_COUNT, | SHF_RUN_PACKED for a packed
+ * one) messages from src_rank to dst_rank (>= 0) whose items take bytes
+ * (<= SHF_RUN_MAX_BYTES): returns
  * where the caller copies the items, or NULL (does not fit, bad ranks or
  * sizes).  The caller checks the items (shf_run_check) before it sends. */
 void *shf_wire_batch_add_run(struct shf_wire_batch_enc *e, int32_t dst_rank, int32_t src_rank,

@@ -69,17 +69,18 @@ void *shf_wire_batch_add(struct shf_wire_batch_enc *e, int32_t dst_rank, int32_t
 void *shf_wire_batch_add_run(struct shf_wire_batch_enc *e, int32_t dst_rank, int32_t src_rank,
 			     uint32_t count, uint32_t bytes)
 {
-	if (!shf_wire_rank_ok(dst_rank) || !shf_wire_rank_ok(src_rank) || count == 0 || count > SHF_RUN_MAX_COUNT ||
+	uint32_t n = shf_run_n(count);
+	if (!shf_wire_rank_ok(dst_rank) || !shf_wire_rank_ok(src_rank) || n == 0 || n > SHF_RUN_MAX_COUNT ||
 	    bytes > SHF_RUN_MAX_BYTES || bytes % 8 || !shf_wire_batch_fits(e, bytes))
 		return NULL;
 	uint8_t *p = e->buf + e->off;
 	P32(p, rec, dst_rank, (uint32_t)dst_rank);
 	P32(p, rec, src_rank, (uint32_t)src_rank);
-	P32(p, rec, type, count);
+	P32(p, rec, type, count); /* (SHF_RUN_PACKED as it is) */
 	P32(p, rec, len, SHF_WIRE_REC_RUN | bytes);
 	e->off += SHF_WIRE_REC_HDR + bytes;
 	e->count++;
-	e->msgs += count;
+	e->msgs += n;
 	return p + SHF_WIRE_REC_HDR;
 }
 

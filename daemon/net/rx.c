@@ -122,15 +122,19 @@ static int place_batch(struct shd_peer *p, struct net_rx *rx)
 			continue;
 		}
 		struct shd_client *t = denied ? NULL : shd_jobtab_local(d, j, rec->dst_rank);
+		uint32_t rc = rec->count | (rec->packed ? SHF_RUN_PACKED : 0); /* a run's count */
 		if (!t)
 			r = -ESRCH;
 		else if (rec->count)
-			r = shd_deliver_run(d, t, rec->src_rank, rec->data, rec->len, rec->count,
+			r = shd_deliver_run(d, t, rec->src_rank, rec->data, rec->len, rc,
 					    rec->payload, &rx->run_pos);
 		else
 			r = shd_deliver_place(d, t, rec->src_rank, rec->type, rec->data, rec->len);
 		if (r == -EAGAIN) {
-			if (shd_deliver_wait_room(t, &p->cold->rx_wait, rec->len)) { /* a run: all */
+			/* (a run: all of it, as a plain run) */
+			uint32_t need = rec->count ? shf_run_plain_bytes(rec->data, rec->len, rc)
+						   : rec->len;
+			if (shd_deliver_wait_room(t, &p->cold->rx_wait, need)) {
 				p->rx_waiting = true;
 				d->st.batches_parked++;
 				shd_sched_pass(d); /* publish what was placed so far */

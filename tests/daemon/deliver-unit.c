@@ -12,7 +12,10 @@
  *   - a full ring says -EAGAIN and nothing of the message is in it; after
  *     the consumer made room the same message goes;
  *   - a client that did not ask for runs gets one message record each;
- *   - random traffic from 3 sources, places and runs, random publishes and
+ *   - packed runs go out plain: one run with an item header each (grown by
+ *     the next message of the source), or one record each; a full ring
+ *     takes none of one;
+ *   - random traffic from 3 sources, places, runs and packed runs, random publishes and
  *     drains, 4 KiB and 64 KiB rings: every message exactly once, in order
  *     per source, intact, every run valid (shf_run_check), padding zero.
  *
@@ -86,15 +89,25 @@ static void fill(uint8_t *p, int32_t src, uint64_t seq, uint32_t len)
 		p[i] = pat(src, seq, i);
 }
 
+/* The type of a packed run's messages (one for all): each carries its
+ * sequence number in its first 4 bytes instead. */
+#define PACKED_TYPE 0x40000005u
+
 static void check_msg(struct fixture *f, int32_t src, uint32_t type, const uint8_t *p,
 		      uint32_t len)
 {
 	CHECKF(src >= 0 && src < 3, "source %d", src);
-	CHECKF(type == f->next[src], "source %d: message %u, expected %llu", src, type,
+	uint32_t seq = type, from = 0;
+	if (type == PACKED_TYPE) {
+		CHECKF(len >= 4, "a packed run's message of %u bytes", len);
+		memcpy(&seq, p, 4);
+		from = 4;
+	}
+	CHECKF(seq == f->next[src], "source %d: message %u, expected %llu", src, seq,
 	       (unsigned long long)f->next[src]);
-	for (uint32_t i = 0; i < len; i++)
-		CHECKF(p[i] == pat(src, type, i), "source %d message %u: byte %u corrupt", src,
-		       type, i);
+	for (uint32_t i = from; i < len; i++)
+		CHECKF(p[i] == pat(src, seq, i), "source %d message %u: byte %u corrupt", src,
+		       seq, i);
 	f->next[src]++;
 	f->msgs++;
 }
@@ -167,6 +180,32 @@ static int run(struct fixture *f, int32_t src, uint32_t n, const uint32_t *lens)
 	}
 	struct shd_run_pos pos = {0, 0};
 	int e = shd_deliver_run(&f->d, &f->t, src, items, off, n, payload, &pos);
+	if (e == 0)
+		sent[src] += n;
+	return e;
+}
+
+/* A packed run of n messages of len (>= 4) bytes each from src, as a
+ * client or a relay writes one: one item header, the payloads padded. */
+static int packed(struct fixture *f, int32_t src, uint32_t n, uint32_t len)
+{
+	static uint8_t items[SHF_RUN_MAX_BYTES];
+	uint32_t stride = (len + 7u) & ~7u, bytes = shf_run_packed_bytes(n, len);
+	CHECK(len >= 4 && bytes <= sizeof(items));
+	memset(items, 0, bytes);
+	struct shf_run_item it = {PACKED_TYPE, len};
+	memcpy(items, &it, sizeof(it));
+	for (uint32_t k = 0; k < n; k++) {
+		uint8_t *q = items + SHF_RUN_ITEM_BYTES + k * stride;
+		uint32_t seq = (uint32_t)(sent[src] + k);
+		fill(q, src, seq, len);
+		memcpy(q, &seq, 4);
+	}
+	CHECKF(shf_run_check(items, bytes, n | SHF_RUN_PACKED, 1u << 20) == (int64_t)n * len,
+	       "the test's packed run is not valid");
+	struct shd_run_pos pos = {0, 0};
+	int e = shd_deliver_run(&f->d, &f->t, src, items, bytes, n | SHF_RUN_PACKED,
+				(uint64_t)n * len, &pos);
 	if (e == 0)
 		sent[src] += n;
 	return e;
@@ -307,6 +346,45 @@ static void test_no_runs(void)
 	fx_close(&f);
 }
 
+/* Packed runs go out plain (a delivery ring never holds one): to a client
+ * that reads runs as one run with an item header each, which the next
+ * place from the same source extends; to one that does not, one message
+ * record each; a full ring says -EAGAIN for the whole, and nothing of it is
+ * in the ring. */
+static void test_packed(void)
+{
+	struct fixture f;
+	fx_open(&f, 1u << 16, true);
+	CHECK(packed(&f, 0, 100, 16) == 0);
+	CHECK(packed(&f, 0, 5, 13) == 0);
+	CHECK(place(&f, 0, 9) == 0); /* grows the same run */
+	shd_deliver_publish(&f.d);
+	drain(&f);
+	CHECKF(f.records == 1 && f.runs == 1 && f.msgs == 106 && f.max_count == 106 &&
+		       f.max_bytes == 100 * 24 + 5 * 24 + 24,
+	       "%llu records, %llu runs, %llu messages, largest %u items in %u bytes",
+	       (unsigned long long)f.records, (unsigned long long)f.runs,
+	       (unsigned long long)f.msgs, f.max_count, f.max_bytes);
+	fx_close(&f);
+
+	fx_open(&f, 1u << 16, false);
+	CHECK(packed(&f, 1, 40, 8) == 0);
+	shd_deliver_publish(&f.d);
+	drain(&f);
+	CHECKF(f.records == 40 && f.runs == 0 && f.msgs == 40, "%llu records, %llu runs",
+	       (unsigned long long)f.records, (unsigned long long)f.runs);
+	fx_close(&f);
+
+	/* a 4 KiB ring filled with packed runs until one does not fit: that
+	 * one left nothing in it (fx_close: every message read was sent) */
+	fx_open(&f, 4096, true);
+	int e, k = 0;
+	while ((e = packed(&f, 2, 40, 8)) == 0)
+		CHECK(++k < 100);
+	CHECK(e == -EAGAIN && k >= 1);
+	fx_close(&f);
+}
+
 static void test_random(uint64_t size, unsigned seed)
 {
 	struct fixture f;
@@ -321,11 +399,13 @@ static void test_random(uint64_t size, unsigned seed)
 		if (r < 70) {
 			uint32_t len = rand() % 10 ? (uint32_t)(rand() % 40) : (uint32_t)rand() % big;
 			e = place(&f, src, len);
-		} else if (r < 80) {
+		} else if (r < 77) {
 			uint32_t n = 1 + (uint32_t)(rand() % 8);
 			for (uint32_t k = 0; k < n; k++)
 				lens[k] = (uint32_t)(rand() % 64);
 			e = run(&f, src, n, lens);
+		} else if (r < 80) {
+			e = packed(&f, src, 2 + (uint32_t)(rand() % 19), 4 + (uint32_t)(rand() % 40));
 		} else if (r < 90) {
 			shd_deliver_publish(&f.d);
 			continue;
@@ -354,6 +434,7 @@ int main(void)
 	test_scribble();
 	test_full();
 	test_no_runs();
+	test_packed();
 	test_random(4096, 1);
 	test_random(1u << 16, 2);
 	fprintf(stderr, "deliver-unit: ok\n");

@@ -54,7 +54,7 @@ static uint32_t below(uint32_t n)
 /* ---- the property checked for every input ------------------------------- */
 
 struct counts {
-	uint64_t accepted, rejected, records;
+	uint64_t accepted, rejected, records, packed;
 	uint64_t by_kind[256];
 };
 
@@ -86,17 +86,20 @@ static void check_canonical(const uint8_t *buf, size_t n, uint32_t n_nodes,
 				CHECKF(r.dst_rank >= 0 && r.dst_rank < SHF_WORLD_MAX &&
 					       r.src_rank >= 0 && r.src_rank < SHF_WORLD_MAX &&
 					       r.type == 0 && r.len <= SHF_RUN_MAX_BYTES &&
-					       shf_run_check(d, r.len, r.count, max_msg) ==
-						       (int64_t)r.payload,
+					       shf_run_check(d, r.len,
+							     r.count | (r.packed ? SHF_RUN_PACKED : 0),
+							     max_msg) == (int64_t)r.payload,
 				       "run fields unchecked");
 				for (uint32_t k = 0; k < r.len; k++)
 					sum += d[k];
-				uint8_t *q = shf_wire_batch_add_run(&e, r.dst_rank, r.src_rank,
-								    r.count, r.len);
+				uint8_t *q = shf_wire_batch_add_run(
+					&e, r.dst_rank, r.src_rank,
+					r.count | (r.packed ? SHF_RUN_PACKED : 0), r.len);
 				CHECKF(q != NULL, "re-encode run");
 				memcpy(q, d, r.len);
 				seen++;
 				cnt.records++;
+				cnt.packed += r.packed;
 				continue;
 			}
 			CHECKF(r.len <= max_msg && r.src_rank >= 0 && r.src_rank < SHF_WORLD_MAX &&
@@ -278,10 +281,44 @@ static uint64_t gen_tag(void)
 	}
 }
 
+/* A packed run of 2..256 messages of one random type and length (<=
+ * max_msg, mostly short) with random payloads, within the limits of the
+ * plain run it stands for (proto/shm.h). */
+static void add_packed_run(struct shf_wire_batch_enc *e, uint32_t max_msg)
+{
+	static uint8_t items[SHF_RUN_MAX_BYTES];
+	uint32_t len = below(2) ? below(33) : below(max_msg + 1);
+	if (len > max_msg)
+		len = max_msg;
+	uint32_t most = SHF_RUN_MAX_BYTES / shf_run_item_bytes(len);
+	if (most > SHF_RUN_MAX_COUNT)
+		most = SHF_RUN_MAX_COUNT;
+	if (most < 2)
+		return;
+	uint32_t n = 2 + below(most - 1), stride = (len + 7u) & ~7u;
+	uint32_t bytes = shf_run_packed_bytes(n, len);
+	struct shf_run_item it = {(uint32_t)rnd(), len};
+	memset(items, 0, bytes);
+	memcpy(items, &it, sizeof(it));
+	for (uint32_t k = 0; k < n; k++)
+		for (uint32_t i = 0; i < len; i++)
+			items[SHF_RUN_ITEM_BYTES + k * stride + i] = (uint8_t)rnd();
+	CHECKF(shf_run_check(items, bytes, n | SHF_RUN_PACKED, max_msg) == (int64_t)n * len,
+	       "a well-formed packed run is refused");
+	uint8_t *p = shf_wire_batch_add_run(e, (int32_t)below(SHF_WORLD_MAX), (int32_t)below(1000),
+					    n | SHF_RUN_PACKED, bytes);
+	if (p)
+		memcpy(p, items, bytes);
+}
+
 /* A run of 1..12 items of random lengths (<= max_msg) with random payload,
- * as a client writes one (proto/shm.h). */
+ * as a client writes one (proto/shm.h); one in three packed instead. */
 static void add_run(struct shf_wire_batch_enc *e, uint32_t max_msg)
 {
+	if (below(3) == 0) {
+		add_packed_run(e, max_msg);
+		return;
+	}
 	uint8_t items[SHF_RUN_MAX_BYTES];
 	uint32_t count = 1 + below(12), bytes = 0, k = 0;
 	for (; k < count; k++) {
@@ -610,12 +647,14 @@ int main(void)
 	}
 	fprintf(stderr,
 		"wire-fuzz: seed %#llx, %llu iterations: mutants accepted %llu, rejected %llu, "
-		"records walked %llu\n",
+		"records walked %llu (packed runs %llu)\n",
 		(unsigned long long)seed, (unsigned long long)iters,
 		(unsigned long long)(cnt.accepted - iters), (unsigned long long)cnt.rejected,
-		(unsigned long long)cnt.records);
-	/* The mutator must produce both outcomes, or it tests nothing. */
-	if (iters >= 1000 && (cnt.rejected < iters / 10 || cnt.accepted - iters < iters / 100)) {
+		(unsigned long long)cnt.records, (unsigned long long)cnt.packed);
+	/* The mutator must produce both outcomes, or it tests nothing; and
+	 * packed runs must be among what is walked. */
+	if (iters >= 1000 && (cnt.rejected < iters / 10 || cnt.accepted - iters < iters / 100 ||
+			      cnt.packed == 0)) {
 		fprintf(stderr, "wire-fuzz: FAIL: mutations are not exercising both paths\n");
 		return 1;
 	}

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/net/wire-unit.c - proto/wire: byte layout, round trip of every
- * kind, and rejection of each malformed field.  Wire version 9 (JOB_LEAVE
+ * kind, and rejection of each malformed field.  Wire version 10 (packed
+ * runs; version 9: JOB_LEAVE
  * carries ranges of ranks with a reason each, JOB_MAP entries rounds; a
  * JOB_LEAVE names a lost node since 7; joins to a job's home, JOB_MAP and
  * JOB_DENY since 6; broadcast records since 4): a 32-byte
@@ -95,7 +96,7 @@ static void test_golden_ack(void)
 	memset(b, 0xee, sizeof(b)); /* the encoder must write every byte */
 	long n = shf_wire_enc_ack(b, sizeof(b), SRC, DST, &a);
 	static const uint8_t want[48] = {
-		'S',  'H',  'F',  'W',  9,    0,    2,    0,    /* magic, version 9, kind */
+		'S',  'H',  'F',  'W',  10,   0,    2,    0,    /* magic, version 10, kind */
 		2,    0,    0,    0,    1,    0,    0,    0,    /* src 2, dst 1 */
 		0,    0,    0,    0,    0,    0,    0,    0,    /* src_session: encoders 0 */
 		0,    0,    0,    0,    0,    0,    0,    0,    /* dst_session: encoders 0 */
@@ -889,12 +890,12 @@ static void test_stamp(void)
 			       offsetof(struct shf_wire_raw_hdr, dst_session) == 24 &&
 			       sizeof(struct shf_wire_raw_hdr) == 32 && SHF_WIRE_HDR == 32,
 		       "v2 common header");
-	_Static_assert(SHF_WIRE_VERSION == 9 && SHF_WIRE_BATCH_HDR == 56 &&
+	_Static_assert(SHF_WIRE_VERSION == 10 && SHF_WIRE_BATCH_HDR == 56 &&
 			       SHF_WIRE_ACK_BYTES == 48 && SHF_WIRE_HEARTBEAT_BYTES == 120 &&
 			       SHF_WIRE_JOIN_FIXED == 120 && SHF_WIRE_LEAVE_FIXED == 56 &&
 			       SHF_WIRE_LEAVE_ENT_BYTES == 20 && SHF_WIRE_LEAVE_ASK_BYTES == 48 &&
 			       SHF_WIRE_EPOCH_BYTES == 56 && SHF_WIRE_DROP_BYTES == 64,
-		       "v3-v9 sizes");
+		       "v3-v10 sizes");
 	uint8_t b[512];
 	struct shf_wire_batch_enc e;
 	EXPECTF(shf_wire_batch_begin(&e, b, sizeof(b), SRC, DST, 5) == 0 &&
@@ -1212,9 +1213,110 @@ static void test_runs(void)
 	}
 }
 
+/* Packed runs (wire version 10): one item header for messages of one type
+ * and length, then the payloads padded to 8; the limits of the plain run
+ * they stand for; every malformed variant refused, on the wire too. */
+static void test_packed_runs(void)
+{
+	const uint32_t P = SHF_RUN_PACKED;
+	/* three messages of type 7, len 3: {7, 3}, "abc" "def" "ghi", each padded */
+	_Alignas(8) uint8_t items[32];
+	memset(items, 0, sizeof(items));
+	struct shf_run_item a = {7, 3};
+	memcpy(items, &a, 8);
+	memcpy(items + 8, "abc", 3);
+	memcpy(items + 16, "def", 3);
+	memcpy(items + 24, "ghi", 3);
+	EXPECTF(shf_run_packed_bytes(3, 3) == 32 && shf_run_n(3 | P) == 3, "packed geometry");
+	EXPECTF(shf_run_check(items, 32, 3 | P, MAX_MSG) == 9, "a good packed run: 9 payload bytes");
+	EXPECTF(shf_run_plain_bytes(items, 32, 3 | P) == 48 && shf_run_plain_bytes(items, 32, 3) == 32,
+		"as a plain run: 3 x 16 bytes");
+	EXPECTF(shf_run_check(items, 32, 0 | P, MAX_MSG) == -EBADMSG, "count 0");
+	EXPECTF(shf_run_check(items, 32, 2 | P, MAX_MSG) == -EBADMSG, "count short");
+	EXPECTF(shf_run_check(items, 32, 4 | P, MAX_MSG) == -EBADMSG, "count long");
+	EXPECTF(shf_run_check(items, 24, 3 | P, MAX_MSG) == -EBADMSG, "bytes cut");
+	EXPECTF(shf_run_check(items, 4, 3 | P, MAX_MSG) == -EBADMSG, "no room for the item header");
+	EXPECTF(shf_run_check(items, 32, 3 | P, 2) == -EBADMSG, "len over max_msg");
+	EXPECTF(shf_run_check(items, 32, (SHF_RUN_MAX_COUNT + 1) | P, MAX_MSG) == -EBADMSG,
+		"count over SHF_RUN_MAX_COUNT");
+	items[16 + 5] = 1; /* the second payload's padding */
+	EXPECTF(shf_run_check(items, 32, 3 | P, MAX_MSG) == -EBADMSG, "padding not zero");
+	items[16 + 5] = 0;
+	/* 256 messages of 56 bytes: 8 + 256 x 56 fits SHF_RUN_MAX_BYTES, the
+	 * plain run it stands for (256 x 64) too; of 60 bytes (stride 64): the
+	 * packed bytes are 8 over, and the plain run would be 256 x 72 */
+	static _Alignas(8) uint8_t big[8 + 256 * 64 + 8];
+	struct shf_run_item b56 = {1, 56}, b48 = {1, 48};
+	memset(big, 0, sizeof(big));
+	memcpy(big, &b56, 8);
+	EXPECTF(shf_run_check(big, shf_run_packed_bytes(256, 56), 256 | P, MAX_MSG) == 256 * 56,
+		"256 x 56 bytes: within a plain run's limits");
+	memcpy(big, &b48, 8);
+	EXPECTF(shf_run_check(big, shf_run_packed_bytes(256, 48), 256 | P, MAX_MSG) == 256 * 48,
+		"256 x 48 bytes");
+	struct shf_run_item b1k = {1, 1024};
+	memcpy(big, &b1k, 8);
+	/* 15 x 1024: 8 + 15360 packed, 15 x 1032 = 15480 plain: fits; 16 x
+	 * 1024 packed (16392) passes SHF_RUN_MAX_BYTES */
+	EXPECTF(shf_run_check(big, shf_run_packed_bytes(15, 1024), 15 | P, MAX_MSG) == 15 * 1024,
+		"15 x 1 KiB");
+	EXPECTF(shf_run_check(big, shf_run_packed_bytes(16, 1024), 16 | P, MAX_MSG) == -EBADMSG,
+		"16 x 1 KiB: over SHF_RUN_MAX_BYTES");
+	struct shf_run_item b1016 = {1, 1016};
+	memcpy(big, &b1016, 8);
+	/* 16 x 1016: packed 8 + 16256 fits, but the plain run (16 x 1024 =
+	 * 16384) is exactly the limit: fits; 16 x 1020 (stride 1024): packed
+	 * 16392 over */
+	EXPECTF(shf_run_check(big, shf_run_packed_bytes(16, 1016), 16 | P, MAX_MSG) == 16 * 1016,
+		"16 x 1016 bytes: its plain run exactly SHF_RUN_MAX_BYTES");
+
+	uint8_t buf[512];
+	struct shf_wire_batch_enc e;
+	EXPECTF(shf_wire_batch_begin(&e, buf, sizeof(buf), SRC, DST, 77) == 0, "begin");
+	uint8_t *p = shf_wire_batch_add_run(&e, 5, 6, 3 | P, 32);
+	EXPECTF(p != NULL, "add_run packed");
+	memcpy(p, items, 32);
+	EXPECTF(e.msgs == 3, "it counts 3 messages");
+	EXPECTF(shf_wire_batch_add_run(&e, 5, 6, 0 | P, 32) == NULL, "add_run refuses count 0");
+	size_t n = shf_wire_batch_end(&e, 1);
+	EXPECTF(n == 56 + 16 + 32, "batch of a packed run: %zu bytes", n);
+	EXPECTF(shf_wire_get32(p - 8) == (3 | P) && shf_wire_get32(p - 4) == (SHF_WIRE_REC_RUN | 32),
+		"run header: count | SHF_RUN_PACKED, SHF_WIRE_REC_RUN | bytes");
+	struct shf_wire_hdr h;
+	struct shf_wire_iter it;
+	struct shf_wire_rec r;
+	EXPECTF(chk(buf, n, &h) == 0, "check");
+	shf_wire_iter_init(&it, buf, &h, MAX_MSG);
+	EXPECTF(shf_wire_iter_next(&it, &r) == 1 && r.count == 3 && r.packed && r.len == 32 &&
+			r.payload == 9 && r.type == 0 && !memcmp(r.data, items, 32),
+		"the packed run as the iterator gives it");
+	EXPECTF(shf_wire_iter_next(&it, &r) == 0, "end");
+	static const struct {
+		size_t off;
+		uint32_t v;
+		const char *what;
+	} bad[] = {
+		{56 + 8, 0 | SHF_RUN_PACKED, "count 0"},
+		{56 + 8, 4 | SHF_RUN_PACKED, "count beyond the payloads"},
+		{56 + 16 + 4, 2, "len 2: the padding holds a payload's third byte"},
+		{56 + 16 + 4, 9, "len 9: the stride is 16"},
+		{56 + 16 + 4, MAX_MSG + 1, "len over max_msg"},
+		{56 + 16 + 8 + 4, 1, "padding not zero"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint8_t b2[512];
+		struct shf_wire_hdr h2;
+		memcpy(b2, buf, n);
+		shf_wire_put32(b2 + bad[i].off, bad[i].v);
+		EXPECTF(chk(b2, n, &h2) == 0 && shf_wire_batch_verify(b2, &h2, MAX_MSG) == -EBADMSG,
+			"packed refused: %s", bad[i].what);
+	}
+}
+
 int main(void)
 {
 	test_runs();
+	test_packed_runs();
 	test_fwd();
 	test_bundle();
 	test_le_and_hash();

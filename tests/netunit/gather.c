@@ -6,8 +6,9 @@
  * pair's in order, runs within their limits (256 items, 16 KiB), a lone
  * message or one too large for a run as a message record, run padding zero
  * whatever the ring held there, the room reserved never overrun (several
- * batches), and a message that meets no credit comes back -EAGAIN with
- * what was noted before it written at the flush.
+ * batches), a pair's messages of one type and length as packed runs
+ * (padding zero), and a message that meets no credit comes back -EAGAIN
+ * with what was noted before it written at the flush.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -154,6 +155,57 @@ int main(void)
 	/* rank 8: 2 runs; rank 9: a lone message, the record, a run of 2;
 	 * rank 10: 1008 B an item, 16 of them in 16 KiB: 3 runs */
 	CHECKF(runs == 6 && records == 8, "%u runs, %u records", runs, records);
+
+	h_step("one type and length: packed runs");
+	{
+		/* 300 x 13 B to rank 11 and 50 x 13 B to rank 12, interleaved, of
+		 * one type: packed runs of 256 + 44 and 50, each payload its
+		 * index (4 bytes) then garbage the padding must not carry */
+		from = fake_count(1, SHF_WIRE_BATCH);
+		static uint8_t pb[350][16];
+		uint32_t sent11 = 0, sent12 = 0;
+		for (uint32_t i = 0; i < 350; i++) {
+			int32_t dst = i % 7 == 3 ? 12 : 11;
+			uint32_t idx = dst == 11 ? sent11++ : sent12++;
+			memset(pb[i], 0xa5, sizeof(pb[i]));
+			memcpy(pb[i], &idx, 4);
+			CHECK(shd_gather_msg(D, &c->c, 1, dst, 777, pb[i], 13) == 0);
+		}
+		CHECK(sent11 == 300 && sent12 == 50);
+		shd_gather_flush(D, &c->c);
+		CHECK(shd_net_mark(D, &c->c) >= 1);
+		uint32_t next[2] = {0, 0}, packed = 0;
+		for (size_t k = from; k < fake_count(1, SHF_WIRE_BATCH); k++) {
+			long i = fake_find(1, SHF_WIRE_BATCH, k);
+			struct shf_wire_hdr h;
+			h_decode((size_t)i, &h);
+			struct shf_wire_iter it;
+			struct shf_wire_rec r;
+			shf_wire_iter_init(&it, fake_send_at((size_t)i)->bytes, &h, MAXM);
+			while (shf_wire_iter_next(&it, &r) == 1) {
+				CHECKF(r.count >= 2 && r.packed && r.payload == 13 * r.count &&
+					       (r.dst_rank == 11 || r.dst_rank == 12),
+				       "a record of %u messages to %d, packed %d", r.count, r.dst_rank,
+				       r.packed);
+				packed++;
+				struct shf_run_item ri;
+				memcpy(&ri, r.data, sizeof(ri));
+				CHECK(ri.type == 777 && ri.len == 13);
+				const uint8_t *q = (const uint8_t *)r.data + SHF_RUN_ITEM_BYTES;
+				for (uint32_t m = 0; m < r.count; m++, q += 16) {
+					uint32_t idx;
+					memcpy(&idx, q, 4);
+					CHECKF(idx == next[r.dst_rank - 11]++, "rank %d: message %u, want %u",
+					       r.dst_rank, idx, next[r.dst_rank - 11] - 1);
+					CHECK(q[12] == 0xa5 && q[13] == 0 && q[14] == 0 && q[15] == 0);
+				}
+			}
+			CHECKF(it.err == 0, "batch %zu: a record the receiver refuses", k);
+		}
+		CHECKF(packed == 3 && next[0] == 300 && next[1] == 50,
+		       "%u packed runs, %u and %u messages", packed, next[0], next[1]);
+		h_recv_ack(1, h_peer(1)->seq_sent);
+	}
 
 	h_step("room: more than a batch holds, in several batches");
 	from = fake_count(1, SHF_WIRE_BATCH);

@@ -696,9 +696,13 @@ uint32_t h_batch_records(size_t i, void (*fn)(const struct shf_wire_rec *r, void
 			struct shf_wire_rec one = rec;
 			if (rec.count) {
 				struct shf_run_item ri;
-				memcpy(&ri, d, sizeof(ri));
+				memcpy(&ri, rec.packed ? rec.data : d, sizeof(ri));
+				const uint8_t *pl = rec.packed
+					? (const uint8_t *)rec.data + SHF_RUN_ITEM_BYTES +
+						  m * ((ri.len + 7u) & ~7u)
+					: d + SHF_RUN_ITEM_BYTES;
 				one = (struct shf_wire_rec){rec.dst_rank, rec.src_rank, ri.type, ri.len,
-							    0, ri.len, d + SHF_RUN_ITEM_BYTES};
+							    0, ri.len, pl, false};
 				d += shf_run_item_bytes(ri.len);
 			}
 			const uint8_t *p = one.data;

@@ -47,7 +47,8 @@
  *
  *   many-sizes  ops=N calls of shf_send_many() of 1..300 records each (so
  *            some take two windows), to random ranks (itself too), of 16 B
- *            to 20000 B (past a run's 16 KiB), every third call with
+ *            to 20000 B (past a run's 16 KiB; every fourth call one
+ *            length for all its records: packed runs), every third call with
  *            SHF_NONBLOCK (a short count is resent from there); after an
  *            epoch, every rank has from every source exactly what it was
  *            sent, each pair in order, every byte right.
@@ -681,6 +682,8 @@ static int mode_many_sizes(void)
 		for (unsigned i = 0; i < n; i++) {
 			int dst = (int)(ms_rng(&s) % (uint64_t)g_world);
 			uint32_t len = ms_lens[ms_rng(&s) % 7];
+			if (op % 4 == 2 && i > 0)
+				len = m[0].len; /* one length for the call: packed runs */
 			int64_t k = seq[dst]++;
 			struct bmsg b = {BC_MAGIC, g_rank, k};
 			memcpy(bufs[i], &b, sizeof(b));

@@ -13,7 +13,9 @@
  *   sizes    3 ranks (bc-client many-sizes), poll mode with the batch
  *            callback, then thread mode: calls of 1..300 records of 16 B
  *            to 20000 B to random ranks, every third with SHF_NONBLOCK;
- *            every record once, each pair in order, every byte right.
+ *            every record once, each pair in order, every byte right;
+ *            every fourth call of one length: packed runs (the daemon's
+ *            packed_runs counts them).
  *   more     as sizes, the records sent one by one with shf_send(SHF_MORE)
  *            (bc-client many-sizes more=1): held, then grouped; mixed
  *            with shf_send_many(), plain sends, SHF_NONBLOCK and flushes.
@@ -83,6 +85,10 @@ int main(int argc, char **argv)
 			}
 			CHECKF(td_wait_all(pids, 3, 90000, "client") == 0, "many-sizes, pass %d", pass);
 		}
+		/* every fourth call had one length: some of its runs went packed */
+		long long pk = td_stat(e->d, "daemon.packed_runs");
+		fprintf(stderr, "send-many %s: %lld packed runs\n", what, pk);
+		CHECKF(pk > 0, "no packed run reached the daemon (%lld)", pk);
 	} else if (!strcmp(what, "more-echo")) {
 		const char *a[] = {cl, "more-echo", "ops=200000", "timeout=30000", NULL};
 		pid_t pids[3];
