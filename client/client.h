@@ -245,7 +245,9 @@ struct shf_ctx {
 	uint32_t reg_flags;       /* REGISTER_OK's SHF_REG_OK_* (what the daemon answers) */
 	bool runs;                /* the daemon takes runs (SHF_REG_OK_RUNS): shf_send_many
 				     writes them */
-	bool packed;              /* ... and packed ones (SHF_REG_OK_PACKED) */
+	bool packed;              /* ... and packed ones (SHF_REG_OK_PACKED), which
+				     then come in the delivery ring too (we said
+				     SHF_IPC_PACKED) */
 	int timeout_ms;           /* resolved: > 0, or -1 forever */
 	bool thread_mode;         /* callbacks on our thread, else shf_poll() */
 	shf_deliver_fn fn;        /* the application's callback, and its argument */

@@ -68,10 +68,12 @@ static int deliver_run(struct shf_ctx *c, const struct shf_ring_view *v, struct 
 		return -1;
 	}
 	memcpy(&rh, v->data, sizeof(rh)); /* read once */
+	bool packed = rh.count & SHF_RUN_PACKED;
+	rh.count = shf_run_n(rh.count);
 	if (rh.rank < 0 || rh.rank >= c->world || rh.count == 0 ||
-	    rh.count > SHF_RUN_MAX_COUNT) {
-		shc_protocol_error(c, "delivery ring: run of %u from rank %d of %d", rh.count,
-				   rh.rank, c->world);
+	    rh.count > SHF_RUN_MAX_COUNT || (packed && !c->packed)) {
+		shc_protocol_error(c, "delivery ring: %srun of %u from rank %d of %d",
+				   packed ? "packed " : "", rh.count, rh.rank, c->world);
 		return -1;
 	}
 	if (c->fn_many && *k + rh.count > SHC_BATCH) {
@@ -82,6 +84,28 @@ static int deliver_run(struct shf_ctx *c, const struct shf_ring_view *v, struct 
 	const uint8_t *p = v->data + SHF_RUN_HDR_BYTES;
 	uint32_t left = v->len - SHF_RUN_HDR_BYTES;
 	int done = 0;
+	if (packed) {
+		/* one item header for all: sizes checked once, then views */
+		struct shf_run_item it;
+		memcpy(&it, p, sizeof(it)); /* read once (left >= 8: checked above) */
+		uint32_t stride = (it.len + 7u) & ~7u;
+		if (it.len > c->max_msg ||
+		    (uint64_t)left != SHF_RUN_ITEM_BYTES + (uint64_t)rh.count * stride)
+			goto bad;
+		p += SHF_RUN_ITEM_BYTES;
+		if (c->fn_many) {
+			for (uint32_t i = 0; i < rh.count; i++, p += stride)
+				recs[(*k)++] = (struct shf_rec){rh.rank, c->rank, it.type, it.len, p};
+			*k_bytes += (uint64_t)rh.count * it.len;
+			return (int)rh.count;
+		}
+		for (uint32_t i = 0; i < rh.count; i++, p += stride) {
+			c->fn(c->arg, rh.rank, c->rank, it.type, p, it.len);
+			shc_stat_add1w(&c->st.delivered_msgs, 1);
+			shc_stat_add1w(&c->st.delivered_bytes, it.len);
+		}
+		return (int)rh.count;
+	}
 	for (uint32_t i = 0; i < rh.count; i++) {
 		struct shf_run_item it;
 		if (left < SHF_RUN_ITEM_BYTES)

@@ -348,7 +348,13 @@ static int open_register(struct shf_ctx *c, uint32_t ring_bytes, int world_timeo
 			return shc_fail(r == -EPIPE || r == -ECONNRESET ? -ENOTCONN : r,
 					"cannot send RUNS: %s", strerror(-r));
 		c->runs = true;
-		c->packed = (ok.flags & SHF_REG_OK_PACKED) != 0;
+	}
+	if (!r && c->runs && (ok.flags & SHF_REG_OK_PACKED)) {
+		r = shf_ipc_send(c->sock, SHF_IPC_PACKED, 0, NULL, 0, NULL, 0);
+		if (r)
+			return shc_fail(r == -EPIPE || r == -ECONNRESET ? -ENOTCONN : r,
+					"cannot send PACKED: %s", strerror(-r));
+		c->packed = true;
 	}
 	return r;
 }

@@ -78,6 +78,7 @@ struct shd_client {
 	struct shd_ev *idle_timer;
 	bool ctl_only;              /* took a reserved_ctl slot: no REGISTER */
 	bool runs;                  /* it said SHF_IPC_RUNS: its delivery ring gets runs */
+	bool packed;                /* it said SHF_IPC_PACKED too: packed runs as well */
 
 	/* registration (session.c, job.c) */
 	struct shd_job *job;        /* NULL until REGISTER succeeded */

@@ -140,6 +140,20 @@ int shd_deliver_run(struct shd_daemon *d, struct shd_client *t, int32_t src,
 		return -ESRCH;
 	uint32_t n = shf_run_n(count);
 	bool packed = count & SHF_RUN_PACKED;
+	if (packed && t->packed && pos->done == 0 && SHF_RUN_HDR_BYTES + bytes <= t->deliver.max_rec) {
+		/* as it came: a record of its own (a packed run does not grow) */
+		if (t->orun.rec)
+			close_run(t);
+		int e = 0;
+		uint8_t *p = reserve(d, t, SHF_RUN_HDR_BYTES + bytes, SHF_REC_RUN, &e);
+		if (!p)
+			return e;
+		struct shf_run_hdr h = {src, count};
+		memcpy(p, &h, sizeof(h));
+		memcpy(p + SHF_RUN_HDR_BYTES, items, bytes);
+		count_out(d, t, n, payload);
+		return 0;
+	}
 	uint32_t plain = shf_run_plain_bytes(items, bytes, count);
 	if (t->runs && pos->done == 0 && SHF_RUN_HDR_BYTES + plain <= t->deliver.max_rec) {
 		int e = 0;
@@ -149,8 +163,8 @@ int shd_deliver_run(struct shd_daemon *d, struct shd_client *t, int32_t src,
 		if (!packed) {
 			memcpy(p, items, bytes);
 		} else {
-			/* a packed run goes out plain: its item header before
-			 * each payload (delivery rings never hold packed runs) */
+			/* a packed run for a client that does not read them:
+			 * plain, its item header before each payload */
 			uint32_t stride = plain / n - SHF_RUN_ITEM_BYTES;
 			const uint8_t *q = items + SHF_RUN_ITEM_BYTES;
 			for (uint32_t i = 0; i < n; i++, q += stride, p += SHF_RUN_ITEM_BYTES + stride) {

@@ -28,9 +28,10 @@ int shd_deliver_place_new(struct shd_daemon *d, struct shd_client *dst, int32_t 
 /*
  * Place a run of `count` messages from src (its header's count: |
  * SHF_RUN_PACKED for a packed run; its items: `bytes` bytes, checked by
- * shf_run_check(), `payload` bytes of messages) into dst's ring: as one
- * plain SHF_REC_RUN record when dst reads runs (a packed run written out
- * with an item header each), else item by item from *pos on (*pos starts
+ * shf_run_check(), `payload` bytes of messages) into dst's ring: a packed
+ * run as it is when dst reads packed runs; as one plain SHF_REC_RUN
+ * record when dst reads runs (a packed run written out with an item
+ * header each), else item by item from *pos on (*pos starts
  * zeroed; it says where a -EAGAIN stopped, and how many items were placed
  * before an error).  0 when all are placed; -EAGAIN (wait for room for
  * shf_run_plain_bytes() bytes, then call again with the same *pos);

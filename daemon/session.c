@@ -571,6 +571,10 @@ static bool dispatch(struct shd_client *c, const void *buf, size_t n)
 			c->runs = true; /* its delivery ring gets runs from now on */
 			return true;
 		}
+		if (h.type == SHF_IPC_PACKED && c->runs) {
+			c->packed = true; /* ... packed ones too */
+			return true;
+		}
 		if (h.type == SHF_IPC_NODE_INFO && c->state == SHD_SESS_ACTIVE) {
 			struct shf_ipc_node_info m;
 			memcpy(&m, body, sizeof(m));

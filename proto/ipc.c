@@ -40,6 +40,7 @@ static long body_min(uint16_t type)
 	case SHF_IPC_EPOCH_DONE: return sizeof(struct shf_ipc_epoch_done);
 	case SHF_IPC_BYE: return 0;
 	case SHF_IPC_RUNS: return 0;
+	case SHF_IPC_PACKED: return 0;
 	case SHF_IPC_CTL: return sizeof(struct shf_ipc_ctl);
 	case SHF_IPC_CTL_REPLY: return sizeof(struct shf_ipc_ctl_reply);
 	case SHF_IPC_NODE_INFO: return sizeof(struct shf_ipc_node_info);

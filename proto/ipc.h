@@ -57,6 +57,9 @@ enum shf_ipc_type {
 	SHF_IPC_RUNS,            /* c->d empty: "my delivery ring takes SHF_REC_RUN
 				    records"; only after REGISTER_OK said
 				    SHF_REG_OK_RUNS (older daemons refuse the type) */
+	SHF_IPC_PACKED,          /* c->d empty: "... and packed runs"; only after
+				    SHF_IPC_RUNS, to a daemon whose REGISTER_OK said
+				    SHF_REG_OK_PACKED */
 	SHF_IPC_TYPE_MAX
 };
 
@@ -132,8 +135,9 @@ struct shf_ipc_register_ok {
  * reads them in its delivery ring says so with SHF_IPC_RUNS. */
 #define SHF_REG_OK_RUNS 4u
 /* SHF_REG_OK_PACKED (since 0.3, wire version 10): the daemon also takes
- * packed runs (count | SHF_RUN_PACKED, proto/shm.h) in the send ring.
- * Delivery rings never get them. */
+ * packed runs (count | SHF_RUN_PACKED, proto/shm.h) in the send ring; a
+ * client that reads them in its delivery ring says so with
+ * SHF_IPC_PACKED (after SHF_IPC_RUNS). */
 #define SHF_REG_OK_PACKED 8u
 
 struct shf_ipc_ready {

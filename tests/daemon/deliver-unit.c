@@ -12,9 +12,9 @@
  *   - a full ring says -EAGAIN and nothing of the message is in it; after
  *     the consumer made room the same message goes;
  *   - a client that did not ask for runs gets one message record each;
- *   - packed runs go out plain: one run with an item header each (grown by
- *     the next message of the source), or one record each; a full ring
- *     takes none of one;
+ *   - packed runs: as they are to a client that reads them; else plain, one
+ *     run with an item header each (grown by the next message of the
+ *     source), or one record each; a full ring takes none of one;
  *   - random traffic from 3 sources, places, runs and packed runs, random publishes and
  *     drains, 4 KiB and 64 KiB rings: every message exactly once, in order
  *     per source, intact, every run valid (shf_run_check), padding zero.
@@ -55,7 +55,7 @@ struct fixture {
 	struct shd_client t;
 	struct shf_ring cons;
 	uint64_t next[3]; /* per source: next sequence number expected */
-	uint64_t msgs, records, runs;
+	uint64_t msgs, records, runs, packed_runs;
 	uint32_t max_count, max_bytes; /* largest run seen */
 };
 
@@ -128,6 +128,18 @@ static void drain(struct fixture *f)
 			CHECKF(shf_run_check(items, bytes, h.count, f->cons.max_rec) >= 0,
 			       "invalid run: %u items in %u bytes", h.count, bytes);
 			f->runs++;
+			if (h.count & SHF_RUN_PACKED) {
+				CHECKF(f->t.packed, "a packed run for a client that did not ask");
+				f->packed_runs++;
+				uint32_t n = shf_run_n(h.count);
+				struct shf_run_item it;
+				memcpy(&it, items, sizeof(it));
+				uint32_t stride = (it.len + 7u) & ~7u;
+				for (uint32_t k = 0; k < n; k++)
+					check_msg(f, h.rank, it.type,
+						  items + SHF_RUN_ITEM_BYTES + k * stride, it.len);
+				continue;
+			}
 			if (h.count > f->max_count)
 				f->max_count = h.count;
 			if (bytes > f->max_bytes)
@@ -346,11 +358,11 @@ static void test_no_runs(void)
 	fx_close(&f);
 }
 
-/* Packed runs go out plain (a delivery ring never holds one): to a client
- * that reads runs as one run with an item header each, which the next
- * place from the same source extends; to one that does not, one message
- * record each; a full ring says -EAGAIN for the whole, and nothing of it is
- * in the ring. */
+/* Packed runs: to a client that said it reads them, as they are; to one
+ * that reads runs only, as one plain run with an item header each, which
+ * the next place from the same source extends; to one that reads no runs,
+ * one message record each; a full ring says -EAGAIN for the whole, and
+ * nothing of it is in the ring. */
 static void test_packed(void)
 {
 	struct fixture f;
@@ -375,6 +387,22 @@ static void test_packed(void)
 	       (unsigned long long)f.records, (unsigned long long)f.runs);
 	fx_close(&f);
 
+	/* a client that reads packed runs gets them as they are, each a
+	 * record of its own; the place after one opens a new run */
+	fx_open(&f, 1u << 16, true);
+	f.t.packed = true;
+	CHECK(place(&f, 0, 9) == 0);
+	CHECK(packed(&f, 0, 100, 16) == 0);
+	CHECK(packed(&f, 0, 5, 13) == 0);
+	CHECK(place(&f, 0, 9) == 0);
+	shd_deliver_publish(&f.d);
+	drain(&f);
+	CHECKF(f.records == 4 && f.runs == 4 && f.packed_runs == 2 && f.msgs == 107,
+	       "%llu records, %llu runs (%llu packed), %llu messages",
+	       (unsigned long long)f.records, (unsigned long long)f.runs,
+	       (unsigned long long)f.packed_runs, (unsigned long long)f.msgs);
+	fx_close(&f);
+
 	/* a 4 KiB ring filled with packed runs until one does not fit: that
 	 * one left nothing in it (fx_close: every message read was sent) */
 	fx_open(&f, 4096, true);
@@ -385,10 +413,11 @@ static void test_packed(void)
 	fx_close(&f);
 }
 
-static void test_random(uint64_t size, unsigned seed)
+static void test_random(uint64_t size, unsigned seed, bool packed_in)
 {
 	struct fixture f;
 	fx_open(&f, size, true);
+	f.t.packed = packed_in;
 	srand(seed);
 	uint32_t big = size >= (1u << 16) ? 5000 : 600;
 	for (int op = 0; op < 200000; op++) {
@@ -421,9 +450,11 @@ static void test_random(uint64_t size, unsigned seed)
 		}
 	}
 	CHECK(cutoffs == 0);
-	fprintf(stderr, "deliver-unit: %llu KiB ring: %llu messages in %llu records (%llu runs)\n",
-		(unsigned long long)(size >> 10), (unsigned long long)f.msgs,
-		(unsigned long long)f.records, (unsigned long long)f.runs);
+	fprintf(stderr, "deliver-unit: %llu KiB ring: %llu messages in %llu records (%llu runs, "
+		"%llu packed)\n", (unsigned long long)(size >> 10), (unsigned long long)f.msgs,
+		(unsigned long long)f.records, (unsigned long long)f.runs,
+		(unsigned long long)f.packed_runs);
+	CHECK(packed_in ? f.packed_runs > 0 : f.packed_runs == 0);
 	fx_close(&f);
 }
 
@@ -435,8 +466,10 @@ int main(void)
 	test_full();
 	test_no_runs();
 	test_packed();
-	test_random(4096, 1);
-	test_random(1u << 16, 2);
+	test_random(4096, 1, false);
+	test_random(1u << 16, 2, false);
+	test_random(4096, 3, true);
+	test_random(1u << 16, 4, true);
 	fprintf(stderr, "deliver-unit: ok\n");
 	return 0;
 }

@@ -19,7 +19,8 @@
  *   - a dead or broken daemon: unsolicited ERROR (-ECANCELED: a drained
  *     job, kept as every later call's result), a reply to a mark never
  *     sent, a corrupt delivery record, corrupt runs (count 0, a rank
- *     outside the world, an item past the record, bytes left over: the
+ *     outside the world, an item past the record, bytes left over, a
+ *     packed run it never asked for: the
  *     items before the bad one are delivered, then the context is dead),
  *     death while a send is blocked.
  * Every wait is bounded; the fakes run under alarm().
@@ -842,7 +843,9 @@ static void fk_deliver_run(struct fake *f, int32_t src, uint32_t count, uint32_t
 
 /* A good run of 2, then a bad one (which_bad): 0 count 0, 1 rank outside
  * the world, 2 its second item's length past the record, 3 bytes left
- * over after its count.  The items before the bad one are delivered. */
+ * over after its count, 4 a packed run to a client that never said it
+ * reads them (this fake grants no SHF_REG_OK_PACKED).  The items before
+ * the bad one are delivered. */
 static int which_bad;
 
 static void fk_corrupt_run(struct fake *f)
@@ -853,7 +856,8 @@ static void fk_corrupt_run(struct fake *f)
 	case 0: fk_deliver_run(f, 1, 0, 1, 0, -1); break;
 	case 1: fk_deliver_run(f, 9, 1, 1, 0, -1); break;
 	case 2: fk_deliver_run(f, 1, 2, 2, 0, 1); break;
-	default: fk_deliver_run(f, 1, 1, 2, 0, -1); break;
+	case 3: fk_deliver_run(f, 1, 1, 2, 0, -1); break;
+	default: fk_deliver_run(f, 1, 2 | SHF_RUN_PACKED, 2, 0, -1); break;
 	}
 	fk_expect_eof(f, false);
 }
@@ -867,7 +871,7 @@ static void run_items_ok(void)
 
 static void corrupt_run(int thread, int bad, int want)
 {
-	static const char *const names[] = {"count0", "rank", "overlong", "leftover"};
+	static const char *const names[] = {"count0", "rank", "overlong", "leftover", "packed"};
 	static char sc[64];
 	snprintf(sc, sizeof(sc), "corrupt-run-%s-%s", names[bad], thread ? "thread" : "poll");
 	which_bad = bad;
@@ -967,6 +971,7 @@ int main(void)
 		corrupt_run(thread, 1, 2);
 		corrupt_run(thread, 2, 3);
 		corrupt_run(thread, 3, 3);
+		corrupt_run(thread, 4, 2);
 	}
 	death_blocked_send(1);
 	death_blocked_send(0);
