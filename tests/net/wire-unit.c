@@ -1135,6 +1135,29 @@ static void test_bundle(void)
 	EXPECTF(!strcmp(shf_wire_kind_name(SHF_WIRE_FWD_BUNDLE), "fwd-bundle"), "bundle kind name");
 }
 
+/* One malformed variant of a batch: the 32-bit word at off set to v. */
+struct bad_word {
+	size_t off;
+	uint32_t v;
+	const char *what;
+};
+
+/* Each variant of batch buf (n bytes) in bad[] is refused by the iterator
+ * and by verify. */
+static void expect_refused(const uint8_t *buf, size_t n, const struct bad_word *bad, size_t nbad,
+			   const char *kind)
+{
+	for (size_t i = 0; i < nbad; i++) {
+		uint8_t b2[512];
+		struct shf_wire_hdr h2;
+		EXPECTF(n <= sizeof(b2), "batch of %zu bytes", n);
+		memcpy(b2, buf, n);
+		shf_wire_put32(b2 + bad[i].off, bad[i].v);
+		EXPECTF(chk(b2, n, &h2) == 0 && shf_wire_batch_verify(b2, &h2, MAX_MSG) == -EBADMSG,
+			"%s refused: %s", kind, bad[i].what);
+	}
+}
+
 /* Run records: the layout (one 16-byte record header, then the items as a
  * ring holds them), the iterator's view, and each malformed variant
  * refused by shf_run_check() and by the iterator. */
@@ -1191,11 +1214,7 @@ static void test_runs(void)
 		"the plain record after it");
 	EXPECTF(shf_wire_iter_next(&it, &r) == 0, "end");
 	/* malformed on the wire: each refused by the iterator and by verify */
-	static const struct {
-		size_t off;
-		uint32_t v;
-		const char *what;
-	} bad[] = {
+	static const struct bad_word bad[] = {
 		{56 + 0, (uint32_t)SHF_WIRE_DST_BCAST, "a run to every rank"},
 		{56 + 8, 0, "count 0"},
 		{56 + 8, 4, "count beyond the items"},
@@ -1203,14 +1222,7 @@ static void test_runs(void)
 		{56 + 12, SHF_WIRE_REC_RUN | 32, "bytes cut"},
 		{56 + 16 + 4, MAX_MSG + 1, "an item over max_msg"},
 	};
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		uint8_t b2[512];
-		struct shf_wire_hdr h2;
-		memcpy(b2, buf, n);
-		shf_wire_put32(b2 + bad[i].off, bad[i].v);
-		EXPECTF(chk(b2, n, &h2) == 0 && shf_wire_batch_verify(b2, &h2, MAX_MSG) == -EBADMSG,
-			"refused: %s", bad[i].what);
-	}
+	expect_refused(buf, n, bad, sizeof(bad) / sizeof(bad[0]), "run");
 }
 
 /* Packed runs (wire version 10): one item header for messages of one type
@@ -1291,11 +1303,7 @@ static void test_packed_runs(void)
 			r.payload == 9 && r.type == 0 && !memcmp(r.data, items, 32),
 		"the packed run as the iterator gives it");
 	EXPECTF(shf_wire_iter_next(&it, &r) == 0, "end");
-	static const struct {
-		size_t off;
-		uint32_t v;
-		const char *what;
-	} bad[] = {
+	static const struct bad_word bad[] = {
 		{56 + 8, 0 | SHF_RUN_PACKED, "count 0"},
 		{56 + 8, 4 | SHF_RUN_PACKED, "count beyond the payloads"},
 		{56 + 16 + 4, 2, "len 2: the padding holds a payload's third byte"},
@@ -1303,14 +1311,7 @@ static void test_packed_runs(void)
 		{56 + 16 + 4, MAX_MSG + 1, "len over max_msg"},
 		{56 + 16 + 8 + 4, 1, "padding not zero"},
 	};
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		uint8_t b2[512];
-		struct shf_wire_hdr h2;
-		memcpy(b2, buf, n);
-		shf_wire_put32(b2 + bad[i].off, bad[i].v);
-		EXPECTF(chk(b2, n, &h2) == 0 && shf_wire_batch_verify(b2, &h2, MAX_MSG) == -EBADMSG,
-			"packed refused: %s", bad[i].what);
-	}
+	expect_refused(buf, n, bad, sizeof(bad) / sizeof(bad[0]), "packed run");
 }
 
 int main(void)
