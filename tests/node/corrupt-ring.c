@@ -3,7 +3,8 @@
  * tests/node/corrupt-ring.c - clients that scribble on their own shared
  * memory (malformed records, impossible lengths, corrupt head and tail
  * indices, garbage control blocks) or break the session protocol after
- * registering are cut off with a logged reason (tests/node/rawclient.c
+ * registering (among them corrupt runs and packed runs) are cut off with a
+ * logged reason (tests/node/rawclient.c
  * checks ERROR(-EPROTO) and the closed socket), counted in disc_ring /
  * disc_proto, and nobody else notices:
  *   - three well-behaved ranks of the same job as a hostile rank finish
@@ -20,7 +21,8 @@
 static const char *const ring_modes[] = {
 	"bad-len", "huge-len", "bad-kind", "short-msg", "bad-dst", "neg-dst", "bad-mark-len",
 	"bad-mark-what", "run-count0", "run-count2", "run-overlong", "run-pad", "run-rank",
-	"run-extra", "bad-pad", "head-ahead", "head-back", "head-misaligned",
+	"run-extra", "run-packed-count2", "run-packed-len", "run-packed-pad", "run-packed-big",
+	"bad-pad", "head-ahead", "head-back", "head-misaligned",
 	"deliver-tail", "deliver-tail-ahead", "ctl-garbage", NULL,
 };
 static const char *const proto_modes[] = {"epoch-bogus", "register-twice", NULL};
@@ -77,7 +79,7 @@ int main(void)
 	CHECKF(dr == n_ring, "disc_ring %lld, expected %d", dr, n_ring);
 	CHECKF(dp == n_proto, "disc_proto %lld, expected %d", dp, n_proto);
 	json_decref(st);
-	/* the log of cut-offs is rate-limited (10 a second) and 23 come in one
+	/* the log of cut-offs is rate-limited (10 a second) and 27 come in one
 	 * burst, so only the first is sure to be there; each client checked
 	 * its own reason in the ERROR it was sent */
 	CHECK(td_log_contains(e->d, "cut off: "));

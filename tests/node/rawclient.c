@@ -12,7 +12,8 @@
  *
  * MODE: bad-len huge-len bad-kind short-msg bad-dst neg-dst bad-mark-len
  *       bad-mark-what run-count0 run-count2 run-overlong run-pad run-rank
- *       run-extra bad-pad head-ahead head-back head-misaligned
+ *       run-extra run-packed-count2 run-packed-len run-packed-pad
+ *       run-packed-big bad-pad head-ahead head-back head-misaligned
  *       deliver-tail deliver-tail-ahead ctl-garbage epoch-bogus register-twice
  *
  * Or, without corrupting anything:
@@ -248,6 +249,16 @@ static void corrupt(struct raw *w)
 			run.h.rank = w->world + 5;
 		else if (!strcmp(m, "run-extra"))
 			len = sizeof(run) - 4; /* the item's padding cut: bytes left over */
+		/* packed runs (the daemon granted SHF_REG_OK_PACKED): one item
+		 * header for all, then the payloads */
+		else if (!strcmp(m, "run-packed-count2"))
+			run.h.count = 2 | SHF_RUN_PACKED; /* one payload only */
+		else if (!strcmp(m, "run-packed-len"))
+			run.h.count = 1 | SHF_RUN_PACKED, run.it.len = 9; /* stride 16: past the record */
+		else if (!strcmp(m, "run-packed-pad"))
+			run.h.count = 1 | SHF_RUN_PACKED, run.data[6] = 1; /* padding not zero */
+		else if (!strcmp(m, "run-packed-big"))
+			run.h.count = 257 | SHF_RUN_PACKED; /* over SHF_RUN_MAX_COUNT */
 		else
 			DIE("unknown mode");
 		put_raw(w, len, SHF_REC_RUN, &run, sizeof(run), shf_ring_rec_bytes(len));
