@@ -2,9 +2,9 @@
 /*
  * client/runs.h - shf_send_many()'s runs: a window of records grouped by
  * destination, sized, and written into the send ring as SHF_REC_RUN
- * records (docs/ring.md, "Runs"), packed where a run's records share one
- * type and length and the daemon takes packed runs.  Called by data.c with the send side
- * entered; calls nothing of the library.
+ * records (docs/ring.md, "Runs"), packed when the window's records share
+ * one type and length and the daemon takes packed runs.  Called by data.c
+ * with the send side entered; calls nothing of the library.
  */
 #ifndef SHC_RUNS_H
 #define SHC_RUNS_H
@@ -32,7 +32,6 @@ struct shc_run_win {
 	uint16_t count[SHC_RUN_WIN];   /* per group: records */
 	uint32_t bytes[SHC_RUN_WIN];   /* per group: item bytes (at most SHC_RUN_WIN
 					  items of max_msg <= 1 MiB: no overflow) */
-
 	int32_t key[SHC_RUN_SLOTS];    /* destination, or -1 */
 	uint16_t slot[SHC_RUN_SLOTS];  /* its group */
 };
