@@ -90,8 +90,10 @@ _Static_assert(sizeof(struct shf_msg_hdr) == 8, "message header is 8 bytes");
  * instead of 8 per message.  It obeys the limits of the run it stands for
  * (count items of shf_run_item_bytes(len) each, at most
  * SHF_RUN_MAX_BYTES), so that a daemon can always write it out as one
- * plain run.  Only in send rings (a client writes one only when its daemon
- * granted SHF_REG_OK_PACKED) and on the wire; never in a delivery ring.
+ * plain run.  A client writes one only when its daemon granted
+ * SHF_REG_OK_PACKED; a batch on the wire carries it as it is; a daemon
+ * writes one into the delivery ring only of a client that said
+ * SHF_IPC_PACKED (for any other it writes the run out plain).
  */
 struct shf_run_hdr {
 	int32_t rank;   /* send ring: destination; delivery ring: source */
