@@ -27,7 +27,8 @@ t_up --mode loopback -n 2 --rdv tcp --daemon-args "--heartbeat-ms 200 --peer-tim
 t_until 20000 "nodes 1 and 2 see each other up" eval 't_peer_is 2 0 up && t_peer_is 1 1 up'
 foreign0=$(nodes_stat 2 .daemon.wire_foreign)
 kill -STOP "$SHF_NODES_STORE_PID"
-trap 'kill -CONT "$SHF_NODES_STORE_PID" 2>/dev/null' EXIT
+# (the nodes' cleanup too: this trap replaces the one common.sh set)
+trap 'rc=$?; kill -CONT "$SHF_NODES_STORE_PID" 2>/dev/null; (exit $rc); nodes_cleanup' EXIT
 # one forger: every kind, claiming ids 100..119, a round a second
 (
   for round in 1 2 3 4; do

@@ -30,7 +30,8 @@ with open(sys.argv[2], "a") as f:
         f.flush()
 PY
 listener=$!
-trap 'kill $listener 2>/dev/null' EXIT
+# (the nodes' cleanup too: this trap replaces the one common.sh set)
+trap 'rc=$?; kill $listener 2>/dev/null; (exit $rc); nodes_cleanup' EXIT
 for _ in $(seq 100); do [ -S "$notify" ] && break; sleep 0.05; done
 [ -S "$notify" ] || t_fail "the notify listener did not start"
 export NOTIFY_SOCKET=$notify
