@@ -555,7 +555,6 @@ void shd_net_session_reset(struct shd_peer *p)
 	p->idle = p->quiet = p->released = false;
 	if (p->n_held)
 		held_drop(p); /* (tx_down dropped them already when it went down) */
-	shd_net_early_discard(p); /* (kept for a session that never came up) */
 	p->waking = false;
 }
 
