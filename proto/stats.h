@@ -104,6 +104,7 @@
 	X(epoch_msgs_out, COUNTER, "epoch messages sent to other nodes (per phase: one up the job's tree, one to each child down it; aborts)") \
 	X(epoch_msgs_in, COUNTER, "epoch messages received from other nodes")              \
 	X(hb_out, COUNTER, "heartbeats sent to other nodes (probes and handshakes included)") \
+	X(hb_merged, COUNTER, "heartbeats that took the place of an older one to the same peer still waiting for a send slot (at most one waits per peer)") \
 	X(peers_idled, COUNTER, "times a peer went idle (peer_idle_ms): heartbeats to it stopped") \
 	X(peers_woken, COUNTER, "times an idle peer was used again: heartbeats to it resumed") \
 	X(conns_released, COUNTER, "peer connections released because both ends were idle (peer_idle_ms)") \

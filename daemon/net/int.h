@@ -131,6 +131,10 @@ struct shd_peer_cold {
 				       the heartbeat tick that saw `used` */
 	char down_why[96];          /* PEER_FAILED: why */
 	struct shd_list down_link;  /* in net->downq while PEER_FAILED */
+	struct net_msg *hb_wait;    /* its heartbeat waiting in net->retry for a
+				       send slot (a SMALL copy); NULL: none.
+				       A newer heartbeat takes its place
+				       (net/post.c, small_send) */
 	struct shd_list held;       /* struct net_msg (SMALL, POOLED) held while
 				       waking, in order; seq: seq_closed then
 				       (their count: n_held, hot) */

@@ -183,11 +183,20 @@ static int fab_send(struct shd_net *n, struct net_msg *m)
 	return shd_fabric_send(n->fab, hop, b, len, m);
 }
 
+/* A small copy is done with: it is no longer its peer's waiting
+ * heartbeat, if it was. */
+static void small_free(struct net_msg *m)
+{
+	if (m->peer->cold->hb_wait == m)
+		m->peer->cold->hb_wait = NULL;
+	free(m);
+}
+
 /* The fabric took m (0: posted, 1: queued inside the fabric). */
 static void handed_over(struct shd_net *n, struct net_msg *m)
 {
 	if (m->kind == NET_MSG_SMALL)
-		free(m); /* the fabric copied it */
+		small_free(m); /* the fabric copied it */
 	shd_net_kick(n);
 }
 
@@ -235,10 +244,11 @@ void shd_net_retry_posts(struct shd_net *n)
 }
 
 /* A heap copy of a control message for p (the retry queue, a wake's
- * held queue), with room for a FWD header before it; NULL: no memory. */
-static struct net_msg *small_copy(struct shd_peer *p, const void *msg, size_t len)
+ * held queue), with room for a FWD header before it and cap >= len bytes
+ * for the message; NULL: no memory. */
+static struct net_msg *small_copy(struct shd_peer *p, const void *msg, size_t len, size_t cap)
 {
-	struct net_msg *m = malloc(sizeof(*m) + SHD_FABRIC_HOP_ROOM + len);
+	struct net_msg *m = malloc(sizeof(*m) + SHD_FABRIC_HOP_ROOM + cap);
 	if (!m)
 		return NULL;
 	shd_list_init(&m->link);
@@ -268,8 +278,15 @@ static bool small_sent(struct shd_peer *p, int r)
 	return true;
 }
 
-/* A small control message to p, stamped with the current session. */
-static void small_send(struct shd_peer *p, const void *msg, long len)
+/* A small control message to p, stamped with the current session.  hb:
+ * it is a heartbeat.  A heartbeat that finds an older one of the same
+ * session still waiting for a send slot takes its bytes, in its place in
+ * the queue, instead of queueing behind it: at most one heartbeat per
+ * peer ever waits, however many rounds pass while every slot is busy
+ * (docs/protocol-wire.md, "Heartbeats").  The newest one says the most: its
+ * flags (HB_IDLE, HB_WAKE, HB_ECHO) and, with a key, its counter, above
+ * any the peer took. */
+static void small_send(struct shd_peer *p, const void *msg, long len, bool hb)
 {
 	struct shd_net *n = p->net;
 	_Alignas(8) uint8_t room[SHD_FABRIC_HOP_ROOM + SHD_FABRIC_SMALL];
@@ -305,11 +322,21 @@ static void small_send(struct shd_peer *p, const void *msg, long len)
 			return;
 	}
 	/* every send slot is busy (or others wait): a copy waits its turn */
-	struct net_msg *m = small_copy(p, buf, (size_t)len);
+	struct net_msg *w = p->cold->hb_wait;
+	if (hb && w && w->gen == p->gen) {
+		memcpy(w->buf, buf, (size_t)len); /* (len <= SHF_WIRE_HEARTBEAT_BYTES) */
+		w->len = (uint32_t)len;
+		n->d->st.hb_merged++;
+		return;
+	}
+	struct net_msg *m = small_copy(p, buf, (size_t)len,
+				       hb ? SHF_WIRE_HEARTBEAT_BYTES : (size_t)len);
 	if (!m) {
 		shd_err("node %u: out of memory queueing a control message", p->node);
 		return;
 	}
+	if (hb)
+		p->cold->hb_wait = m;
 	shd_list_add_tail(&n->retry, &m->link);
 	shd_net_kick(n); /* progress arms the retry timer */
 }
@@ -366,7 +393,7 @@ static void hold_small(struct shd_peer *p, const void *msg, long len)
 		shd_warn("cannot encode a wire message for node %u (%ld)", p->node, len);
 		return;
 	}
-	struct net_msg *m = small_copy(p, msg, (size_t)len); /* stamped when posted (fab_send) */
+	struct net_msg *m = small_copy(p, msg, (size_t)len, (size_t)len); /* stamped when posted (fab_send) */
 	if (!m) {
 		shd_net_peer_fail(p, "out of memory holding a control message during a wake");
 		p->net->d->st.wake_dropped++;
@@ -435,7 +462,7 @@ static void small_out(struct shd_peer *p, const void *buf, long len)
 	if (p->waking)
 		hold_small(p, buf, len);
 	else
-		small_send(p, buf, len);
+		small_send(p, buf, len, false);
 }
 
 void shd_net_send_small(struct shd_peer *p, const void *buf, long len)
@@ -473,7 +500,7 @@ void shd_net_heartbeat(struct shd_peer *p, uint64_t now)
 		hb.flags |= SHF_WIRE_HB_WAKE; /* answer me: our other messages wait (waking),
 					       or yours do (early: session.c) */
 	n->d->st.hb_out++;
-	small_send(p, buf, shf_wire_enc_heartbeat(buf, sizeof(buf), n->d->node_id, p->node, &hb));
+	small_send(p, buf, shf_wire_enc_heartbeat(buf, sizeof(buf), n->d->node_id, p->node, &hb), true);
 }
 
 /* Report the records of an encoded batch to p as dropped (node down). */
@@ -519,7 +546,7 @@ void shd_net_send_done(struct shd_net *n, struct net_msg *m, int status)
 		shd_net_pool_put(n, m);
 		break;
 	case NET_MSG_SMALL:
-		free(m);
+		small_free(m);
 		break;
 	case NET_MSG_INLINE:
 		break;
@@ -586,7 +613,7 @@ void shd_net_post_close(struct shd_net *n)
 			struct net_msg *m = shd_container_of(p->cold->held.next, struct net_msg, link);
 			shd_list_del(&m->link);
 			if (m->kind == NET_MSG_SMALL)
-				free(m);
+				small_free(m);
 		}
 		p->n_held = 0;
 	}
@@ -595,6 +622,6 @@ void shd_net_post_close(struct shd_net *n)
 		struct net_msg *m = shd_container_of(n->retry.next, struct net_msg, link);
 		shd_list_del(&m->link);
 		if (m->kind == NET_MSG_SMALL)
-			free(m);
+			small_free(m);
 	}
 }
