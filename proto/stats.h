@@ -103,7 +103,7 @@
 	X(epoch_ns_max, GAUGE, "longest epoch (ns)")                                          \
 	X(epoch_msgs_out, COUNTER, "epoch messages sent to other nodes (per phase: one up the job's tree, one to each child down it; aborts)") \
 	X(epoch_msgs_in, COUNTER, "epoch messages received from other nodes")              \
-	X(hb_out, COUNTER, "heartbeats sent to other nodes (probes and handshakes included)") \
+	X(hb_out, COUNTER, "heartbeats made for other nodes (probes and handshakes included; those counted in hb_merged went in a waiting one's place)") \
 	X(hb_merged, COUNTER, "heartbeats that took the place of an older one to the same peer still waiting for a send slot (at most one waits per peer)") \
 	X(peers_idled, COUNTER, "times a peer went idle (peer_idle_ms): heartbeats to it stopped") \
 	X(peers_woken, COUNTER, "times an idle peer was used again: heartbeats to it resumed") \
