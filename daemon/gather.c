@@ -21,7 +21,9 @@
 #define GATHER_MSGS 1024u
 #define GATHER_PAIRS 1024u
 #define GATHER_SLOTS 2048u /* power of two, twice the pairs */
+#ifndef GATHER_NODES /* (tests/netunit/gather-nodes builds it with fewer) */
 #define GATHER_NODES 64u
+#endif
 #define GATHER_NODE_SLOTS 128u
 #define NONE UINT32_MAX
 
@@ -232,6 +234,12 @@ int shd_gather_msg(struct shd_daemon *d, struct shd_client *s, uint32_t node, in
 			uint32_t nix = lookup(g.node_slot, GATHER_NODE_SLOTS - 1, node, &g.nnode,
 					      GATHER_NODES, &nfresh);
 			if (nix == NONE) {
+				/* the pair just taken is not one: without this
+				 * the flush below would write whatever its entry
+				 * held (a never-used entry is zero: message 0 to
+				 * rank 0 at node entry 0, a duplicate or a
+				 * misrouted record) */
+				g.npair--;
 				pi = NONE;
 			} else {
 				if (nfresh)
