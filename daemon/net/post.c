@@ -244,11 +244,10 @@ void shd_net_retry_posts(struct shd_net *n)
 }
 
 /* A heap copy of a control message for p (the retry queue, a wake's
- * held queue), with room for a FWD header before it and cap >= len bytes
- * for the message; NULL: no memory. */
-static struct net_msg *small_copy(struct shd_peer *p, const void *msg, size_t len, size_t cap)
+ * held queue), with room for a FWD header before it; NULL: no memory. */
+static struct net_msg *small_copy(struct shd_peer *p, const void *msg, size_t len)
 {
-	struct net_msg *m = malloc(sizeof(*m) + SHD_FABRIC_HOP_ROOM + cap);
+	struct net_msg *m = malloc(sizeof(*m) + SHD_FABRIC_HOP_ROOM + len);
 	if (!m)
 		return NULL;
 	shd_list_init(&m->link);
@@ -283,7 +282,7 @@ static bool small_sent(struct shd_peer *p, int r)
  * session still waiting for a send slot takes its bytes, in its place in
  * the queue, instead of queueing behind it: at most one heartbeat per
  * peer ever waits, however many rounds pass while every slot is busy
- * (docs/protocol-wire.md, "Heartbeats").  The newest one says the most: its
+ * (docs/protocol-wire.md, "HEARTBEAT").  The newest one says the most: its
  * flags (HB_IDLE, HB_WAKE, HB_ECHO) and, with a key, its counter, above
  * any the peer took. */
 static void small_send(struct shd_peer *p, const void *msg, long len, bool hb)
@@ -323,14 +322,12 @@ static void small_send(struct shd_peer *p, const void *msg, long len, bool hb)
 	}
 	/* every send slot is busy (or others wait): a copy waits its turn */
 	struct net_msg *w = p->cold->hb_wait;
-	if (hb && w && w->gen == p->gen) {
-		memcpy(w->buf, buf, (size_t)len); /* (len <= SHF_WIRE_HEARTBEAT_BYTES) */
-		w->len = (uint32_t)len;
+	if (hb && w && w->gen == p->gen && w->len == (uint32_t)len) { /* (one size: 120 B) */
+		memcpy(w->buf, buf, (size_t)len);
 		n->d->st.hb_merged++;
 		return;
 	}
-	struct net_msg *m = small_copy(p, buf, (size_t)len,
-				       hb ? SHF_WIRE_HEARTBEAT_BYTES : (size_t)len);
+	struct net_msg *m = small_copy(p, buf, (size_t)len);
 	if (!m) {
 		shd_err("node %u: out of memory queueing a control message", p->node);
 		return;
@@ -393,7 +390,7 @@ static void hold_small(struct shd_peer *p, const void *msg, long len)
 		shd_warn("cannot encode a wire message for node %u (%ld)", p->node, len);
 		return;
 	}
-	struct net_msg *m = small_copy(p, msg, (size_t)len, (size_t)len); /* stamped when posted (fab_send) */
+	struct net_msg *m = small_copy(p, msg, (size_t)len); /* stamped when posted (fab_send) */
 	if (!m) {
 		shd_net_peer_fail(p, "out of memory holding a control message during a wake");
 		p->net->d->st.wake_dropped++;

@@ -2,7 +2,7 @@
 /*
  * tests/netunit/hb-merge.c - heartbeats that wait for a send slot are
  * bounded: at most one per peer (net/post.c, small_send; docs/protocol-wire.md,
- * "Heartbeats").
+ * "HEARTBEAT").
  *
  * Sixteen nodes, all up.  Every send slot stays busy (the fake fabric
  * answers -EAGAIN) for six heartbeat periods.  Checks:
